@@ -1,0 +1,11 @@
+"""Kafka record formats: codec only, no I/O (DESIGN §1, §2)."""
+
+from .batch import (  # noqa: F401
+    CREATE_TIME,
+    LOG_APPEND_TIME,
+    Record,
+    RecordBatch,
+    encode_batch,
+    iter_batches,
+)
+from .errors import CorruptRecordError  # noqa: F401
