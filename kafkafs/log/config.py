@@ -1,0 +1,387 @@
+"""Configuration with Kafka's own names and defaults.
+
+Broker keys come from ``server.properties`` (``KafkaConfig``/``ServerLogConfigs``); topic keys
+are Kafka's topic configs (``TopicConfig``/``LogConfig``). A topic's effective config is its
+overrides over the broker's values, mapped by Kafka's synonyms
+(``ServerTopicConfigSynonyms``): ``log.segment.bytes`` → ``segment.bytes`` and so on.
+
+Times are ms, sizes bytes. ``LONG_MAX`` (2^63 − 1) means "never", as in Kafka.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+from .errors import InvalidConfigError
+
+LONG_MAX = (1 << 63) - 1
+INT_MAX = (1 << 31) - 1
+
+_HOUR = 3600 * 1000
+_MINUTE = 60 * 1000
+
+
+def _parse_bool(value: str) -> bool:
+    v = value.strip().lower()
+    if v in ("true", "false"):
+        return v == "true"
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def _policy(value: str) -> str:
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    if not parts or any(p not in ("delete", "compact") for p in parts):
+        raise ValueError(f"cleanup.policy must be a list of delete and/or compact, got {value!r}")
+    return ",".join(parts)
+
+
+def _compression(value: str) -> str:
+    v = value.strip().lower()
+    if v not in ("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd"):
+        raise ValueError(f"unknown compression.type {value!r}")
+    return "none" if v == "uncompressed" else v
+
+
+def _ts_type(value: str) -> str:
+    v = value.strip()
+    if v not in ("CreateTime", "LogAppendTime"):
+        raise ValueError(f"message.timestamp.type must be CreateTime or LogAppendTime, got {value!r}")
+    return v
+
+
+def _ratio(value: str) -> float:
+    f = float(value)
+    if not 0.0 <= f <= 1.0:
+        raise ValueError(f"must be in [0, 1], got {value!r}")
+    return f
+
+
+def _int_at_least(lo: int):
+    def parse(value: str) -> int:
+        n = int(value.strip())
+        if n < lo:
+            raise ValueError(f"must be at least {lo}, got {n}")
+        return n
+    return parse
+
+
+# topic config name -> (attribute, parser, default)
+_TOPIC_KEYS: dict[str, tuple[str, object, object]] = {
+    "segment.bytes": ("segment_bytes", _int_at_least(14), 1024 * 1024 * 1024),
+    "segment.ms": ("segment_ms", _int_at_least(1), 7 * 24 * _HOUR),
+    "segment.jitter.ms": ("segment_jitter_ms", _int_at_least(0), 0),
+    "segment.index.bytes": ("segment_index_bytes", _int_at_least(4), 10 * 1024 * 1024),
+    "index.interval.bytes": ("index_interval_bytes", _int_at_least(0), 4096),
+    "retention.ms": ("retention_ms", _int_at_least(-1), 7 * 24 * _HOUR),
+    "retention.bytes": ("retention_bytes", int, -1),
+    "flush.messages": ("flush_messages", _int_at_least(1), LONG_MAX),
+    "flush.ms": ("flush_ms", _int_at_least(0), LONG_MAX),
+    "file.delete.delay.ms": ("file_delete_delay_ms", _int_at_least(0), 60000),
+    "max.message.bytes": ("max_message_bytes", _int_at_least(0), 1024 * 1024 + 12),
+    "message.timestamp.type": ("message_timestamp_type", _ts_type, "CreateTime"),
+    "compression.type": ("compression_type", _compression, "producer"),
+    "cleanup.policy": ("cleanup_policy", _policy, "delete"),
+    "delete.retention.ms": ("delete_retention_ms", _int_at_least(0), 24 * _HOUR),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", _int_at_least(0), 0),
+    "max.compaction.lag.ms": ("max_compaction_lag_ms", _int_at_least(1), LONG_MAX),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", _ratio, 0.5),
+    "preallocate": ("preallocate", _parse_bool, False),
+}
+
+# broker key -> topic key (ServerTopicConfigSynonyms); several broker keys may feed one
+# topic key, the first one set wins (e.g. log.retention.ms over .minutes over .hours)
+_SYNONYMS: list[tuple[str, str, int]] = [
+    ("log.segment.bytes", "segment.bytes", 1),
+    ("log.roll.ms", "segment.ms", 1),
+    ("log.roll.hours", "segment.ms", _HOUR),
+    ("log.roll.jitter.ms", "segment.jitter.ms", 1),
+    ("log.roll.jitter.hours", "segment.jitter.ms", _HOUR),
+    ("log.index.size.max.bytes", "segment.index.bytes", 1),
+    ("log.index.interval.bytes", "index.interval.bytes", 1),
+    ("log.retention.ms", "retention.ms", 1),
+    ("log.retention.minutes", "retention.ms", _MINUTE),
+    ("log.retention.hours", "retention.ms", _HOUR),
+    ("log.retention.bytes", "retention.bytes", 1),
+    ("log.flush.interval.messages", "flush.messages", 1),
+    ("log.flush.interval.ms", "flush.ms", 1),
+    ("log.segment.delete.delay.ms", "file.delete.delay.ms", 1),
+    ("message.max.bytes", "max.message.bytes", 1),
+    ("log.message.timestamp.type", "message.timestamp.type", 1),
+    ("compression.type", "compression.type", 1),
+    ("log.cleanup.policy", "cleanup.policy", 1),
+    ("log.cleaner.delete.retention.ms", "delete.retention.ms", 1),
+    ("log.cleaner.min.compaction.lag.ms", "min.compaction.lag.ms", 1),
+    ("log.cleaner.max.compaction.lag.ms", "max.compaction.lag.ms", 1),
+    ("log.cleaner.min.cleanable.ratio", "min.cleanable.dirty.ratio", 1),
+    ("log.preallocate", "preallocate", 1),
+]
+
+# broker-only keys: name -> (attribute, parser, default)
+_BROKER_KEYS: dict[str, tuple[str, object, object]] = {
+    "log.dirs": ("log_dirs", str, None),
+    "log.dir": ("log_dir", str, "/tmp/kafka-logs"),
+    "num.partitions": ("num_partitions", _int_at_least(1), 1),
+    "log.retention.check.interval.ms": ("log_retention_check_interval_ms", _int_at_least(1), 300000),
+    "log.flush.scheduler.interval.ms": ("log_flush_scheduler_interval_ms", _int_at_least(0), LONG_MAX),
+    "log.flush.offset.checkpoint.interval.ms": ("log_flush_offset_checkpoint_interval_ms",
+                                                _int_at_least(0), 60000),
+    "log.flush.start.offset.checkpoint.interval.ms": (
+        "log_flush_start_offset_checkpoint_interval_ms", _int_at_least(0), 60000),
+    "log.cleaner.enable": ("log_cleaner_enable", _parse_bool, True),
+    "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", _int_at_least(0), 15000),
+    "log.cleaner.dedupe.buffer.size": ("log_cleaner_dedupe_buffer_size", _int_at_least(0),
+                                       128 * 1024 * 1024),
+    "num.recovery.threads.per.data.dir": ("num_recovery_threads_per_data_dir", _int_at_least(1), 1),
+    "auto.create.topics.enable": ("auto_create_topics_enable", _parse_bool, True),
+    "node.id": ("node_id", int, -1),
+    "broker.id": ("broker_id", int, -1),
+}
+
+# kafkafs's own keys (not Kafka's): read by the CLI and the systemd unit
+_KAFKAFS_KEYS = ("kafkafs.mount.point", "kafkafs.mount.options")
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """Effective configuration of one partition's log (Kafka ``LogConfig``).
+
+    Attribute names are the topic config names with ``_`` for ``.``; see ``TOPIC_KEYS``.
+    """
+
+    segment_bytes: int = 1024 * 1024 * 1024
+    segment_ms: int = 7 * 24 * _HOUR
+    segment_jitter_ms: int = 0
+    segment_index_bytes: int = 10 * 1024 * 1024
+    index_interval_bytes: int = 4096
+    retention_ms: int = 7 * 24 * _HOUR
+    retention_bytes: int = -1
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+    file_delete_delay_ms: int = 60000
+    max_message_bytes: int = 1024 * 1024 + 12
+    message_timestamp_type: str = "CreateTime"
+    compression_type: str = "producer"
+    cleanup_policy: str = "delete"
+    delete_retention_ms: int = 24 * _HOUR
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
+    preallocate: bool = False
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy.split(",")
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy.split(",")
+
+    def with_overrides(self, overrides: Mapping[str, str]) -> "LogConfig":
+        """Return a copy with topic-config ``overrides`` (name → string value) applied.
+
+        Raises InvalidConfigError naming the key for an unknown key or a bad value.
+        """
+        changes = {}
+        for key, raw in overrides.items():
+            attr, parse = _topic_key(key)
+            changes[attr] = _parse(key, parse, raw)
+        return replace(self, **changes)
+
+    def to_properties(self) -> dict[str, str]:
+        """Every topic config as ``name -> string`` in Kafka's spelling."""
+        out = {}
+        for key, (attr, _p, _d) in _TOPIC_KEYS.items():
+            value = getattr(self, attr)
+            out[key] = str(value).lower() if isinstance(value, bool) else str(value)
+        return out
+
+
+TOPIC_KEYS = tuple(_TOPIC_KEYS)
+
+
+def _topic_key(key: str):
+    try:
+        attr, parse, _default = _TOPIC_KEYS[key]
+    except KeyError:
+        raise InvalidConfigError(f"Unknown topic config name: {key}") from None
+    return attr, parse
+
+
+def _parse(key: str, parse, raw: str):
+    try:
+        return parse(str(raw).strip())
+    except (ValueError, TypeError) as exc:
+        raise InvalidConfigError(f"Invalid value {raw!r} for configuration {key}: {exc}") from None
+
+
+def validate_topic_overrides(overrides: Mapping[str, str]) -> dict[str, str]:
+    """Check topic-config overrides; return them normalised (stripped strings).
+
+    Raises InvalidConfigError for an unknown name or a bad value.
+    """
+    LogConfig().with_overrides(overrides)
+    return {k: str(v).strip() for k, v in overrides.items()}
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """Broker-level configuration (a ``server.properties``).
+
+    ``log`` holds the broker-wide defaults for every topic; the rest are broker-only keys.
+    ``extra`` keeps keys kafkafs does not use (a broker's file has many), so nothing is lost.
+    """
+
+    log: LogConfig = field(default_factory=LogConfig)
+    log_dirs: tuple[str, ...] = ("/tmp/kafka-logs",)
+    num_partitions: int = 1
+    log_retention_check_interval_ms: int = 300000
+    log_flush_scheduler_interval_ms: int = LONG_MAX
+    log_flush_offset_checkpoint_interval_ms: int = 60000
+    log_flush_start_offset_checkpoint_interval_ms: int = 60000
+    log_cleaner_enable: bool = True
+    log_cleaner_backoff_ms: int = 15000
+    log_cleaner_dedupe_buffer_size: int = 128 * 1024 * 1024
+    num_recovery_threads_per_data_dir: int = 1
+    auto_create_topics_enable: bool = True
+    node_id: int = -1
+    mount_point: str | None = None
+    mount_options: tuple[str, ...] = ()
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> "BrokerConfig":
+        """Build from ``server.properties`` key/values (strings). Raises InvalidConfigError."""
+        topic_values: dict[str, str] = {}
+        seen_topic_keys: set[str] = set()
+        for bkey, tkey, unit in _SYNONYMS:
+            if bkey in props and tkey not in seen_topic_keys:
+                raw = str(props[bkey]).strip()
+                if tkey == "flush.ms" and raw == "":
+                    continue
+                if unit != 1:
+                    raw = str(_parse(bkey, int, raw) * unit)
+                try:
+                    topic_values[tkey] = raw
+                    LogConfig().with_overrides({tkey: raw})
+                except InvalidConfigError:
+                    raise InvalidConfigError(
+                        f"Invalid value {props[bkey]!r} for configuration {bkey}") from None
+                seen_topic_keys.add(tkey)
+        if "flush.ms" not in topic_values and "log.flush.scheduler.interval.ms" in props:
+            topic_values["flush.ms"] = str(props["log.flush.scheduler.interval.ms"]).strip()
+        log = LogConfig().with_overrides(topic_values)
+        kwargs = {}
+        for bkey, (attr, parse, _default) in _BROKER_KEYS.items():
+            if bkey in props:
+                kwargs[attr] = _parse(bkey, parse, props[bkey])
+        dirs_raw = kwargs.pop("log_dirs", None) or kwargs.pop("log_dir", None) or "/tmp/kafka-logs"
+        kwargs.pop("log_dir", None)
+        node_id = kwargs.pop("node_id", -1)
+        broker_id = kwargs.pop("broker_id", -1)
+        known = set(_BROKER_KEYS) | {b for b, _t, _u in _SYNONYMS} | set(_KAFKAFS_KEYS)
+        options = props.get("kafkafs.mount.options", "")
+        return cls(
+            log=log,
+            log_dirs=parse_log_dirs(dirs_raw),
+            node_id=node_id if node_id >= 0 else broker_id,
+            mount_point=(props.get("kafkafs.mount.point") or "").strip() or None,
+            mount_options=tuple(o.strip() for o in options.split(",") if o.strip()),
+            extra={k: v for k, v in props.items() if k not in known},
+            **kwargs,
+        )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike | None = None,
+             overrides: Mapping[str, str] | None = None) -> "BrokerConfig":
+        """Read ``server.properties`` at ``path`` (None: defaults) then apply ``overrides``.
+
+        Raises OSError if the file cannot be read, InvalidConfigError on a bad value.
+        """
+        props: dict[str, str] = {}
+        if path is not None:
+            with open(path, encoding="utf-8") as f:
+                props.update(parse_properties(f.read()))
+        if overrides:
+            props.update(overrides)
+        return cls.from_properties(props)
+
+    def with_log_dirs(self, dirs) -> "BrokerConfig":
+        return replace(self, log_dirs=tuple(os.path.abspath(d) for d in dirs))
+
+
+def parse_log_dirs(raw: str) -> tuple[str, ...]:
+    """Split a ``log.dirs`` value (comma-separated) into absolute paths."""
+    dirs = tuple(os.path.abspath(d.strip()) for d in raw.split(",") if d.strip())
+    if not dirs:
+        raise InvalidConfigError("log.dirs is empty")
+    return dirs
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text (``java.util.Properties.load``): ``#``/``!`` comments,
+    ``=``, ``:`` or whitespace separators, backslash line continuations and escapes."""
+    out: dict[str, str] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].lstrip()
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        while _continues(line) and i < len(lines):
+            line = line[:-1] + lines[i].lstrip()
+            i += 1
+        if _continues(line):
+            line = line[:-1]
+        m = re.match(r"((?:\\.|[^=:\s\\])*)\s*[=:\s]?\s*(.*)$", line, re.S)
+        key, value = m.group(1), m.group(2)
+        out[_unescape(key)] = _unescape(value)
+    return out
+
+
+def _continues(line: str) -> bool:
+    n = len(line) - len(line.rstrip("\\"))
+    return n % 2 == 1
+
+
+def _unescape(s: str) -> str:
+    if "\\" not in s:
+        return s
+    out = []
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and i + 1 < len(s):
+            n = s[i + 1]
+            if n == "u" and i + 6 <= len(s):
+                out.append(chr(int(s[i + 2:i + 6], 16)))
+                i += 6
+                continue
+            out.append(_ESCAPES.get(n, n))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def format_properties(props: Mapping[str, str]) -> str:
+    """Render ``props`` as ``key=value`` lines (sorted keys), escaping as Java does."""
+    def esc(s: str, key: bool) -> str:
+        s = s.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
+        if key:
+            s = s.replace("=", "\\=").replace(":", "\\:").replace(" ", "\\ ")
+        return s
+    return "".join(f"{esc(k, True)}={esc(str(v), False)}\n" for k, v in sorted(props.items()))
+
+
+__all__ = [
+    "LogConfig", "BrokerConfig", "TOPIC_KEYS", "LONG_MAX", "parse_properties",
+    "format_properties", "validate_topic_overrides", "parse_log_dirs",
+]

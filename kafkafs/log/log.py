@@ -1,0 +1,446 @@
+"""The log of one topic-partition: an ordered set of segments (Kafka ``UnifiedLog``/``LocalLog``).
+
+A :class:`Log` assigns offsets on append, rolls segments, reads by offset and by timestamp,
+flushes, and applies retention. It is built by :func:`kafkafs.log.loader.load_log`, which
+also does crash recovery. kafkafs is a single replica, so the high watermark is the log end
+offset.
+
+Thread safety: one ``threading.RLock`` per log serialises every change (append, roll, flush
+bookkeeping, retention, truncation); reads take it only to snapshot the segment list, then
+read with ``pread`` outside it, so a long scan never blocks an append.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import threading
+import time
+from typing import Callable, Iterator, Sequence
+
+from ..record import compression as codecs
+from ..record.batch import (
+    CREATE_TIME,
+    LOG_APPEND_TIME,
+    Record,
+    RecordBatch,
+    encode_batch,
+    set_base_offset,
+)
+from .config import LogConfig
+from .errors import OffsetOutOfRangeError, ReadOnlyLogError, RecordTooLargeError
+from .segment import LogSegment
+
+log = logging.getLogger(__name__)
+
+EARLIEST_TIMESTAMP = -2  # ListOffsets sentinel: log start offset
+LATEST_TIMESTAMP = -1  # ListOffsets sentinel: log end offset
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Log:
+    """One partition's log (Kafka ``UnifiedLog``).
+
+    Attributes: ``dir`` (partition directory), ``topic``, ``partition``, ``config``
+    (:class:`LogConfig`), ``log_start_offset``, ``recovery_point`` (offsets below it are
+    flushed), ``writable``. Offsets are Kafka offsets, sizes bytes, times ms.
+    Listeners in ``on_change`` are called as ``fn(log)`` after every append, roll, truncation
+    or retention pass (under the lock: keep them cheap).
+    """
+
+    def __init__(self, dir: str, topic: str, partition: int, config: LogConfig,
+                 segments: Sequence[LogSegment], *, log_start_offset: int, recovery_point: int,
+                 writable: bool = True):
+        self.dir = dir
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.writable = writable
+        self.lock = threading.RLock()
+        self._bases: list[int] = [s.base_offset for s in segments]
+        self._segments: dict[int, LogSegment] = {s.base_offset: s for s in segments}
+        self.log_start_offset = log_start_offset
+        self.recovery_point = recovery_point
+        self._log_end_offset = self.active_segment.read_next_offset() if segments else 0
+        self.unflushed_messages = 0
+        self.last_flush_ms = now_ms()
+        self.pending_deletes: list[tuple[int, LogSegment]] = []  # (due ms, segment)
+        self.on_change: list[Callable[["Log"], None]] = []
+        self.closed = False
+
+    # -- basic state -----------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended record gets (LEO)."""
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """Single replica: everything appended is committed."""
+        return self._log_end_offset
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[self._bases[-1]]
+
+    def segments(self) -> list[LogSegment]:
+        """A snapshot of the segments, oldest first."""
+        with self.lock:
+            return [self._segments[b] for b in self._bases]
+
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self.segments())
+
+    def _notify(self) -> None:
+        for fn in list(self.on_change):
+            try:
+                fn(self)
+            except Exception:  # a listener must never break the log
+                log.exception("log change listener failed for %s", self.name)
+
+    def _segment_floor(self, offset: int) -> LogSegment | None:
+        i = bisect.bisect_right(self._bases, offset) - 1
+        if i < 0:
+            return None
+        return self._segments[self._bases[i]]
+
+    # -- appending -------------------------------------------------------------------
+    def _codec(self, compression: int | None) -> int:
+        if compression is not None:
+            return compression
+        ct = self.config.compression_type
+        return codecs.NONE if ct in ("producer", "none") else codecs.codec_id(ct)
+
+    def encode(self, records: Sequence[tuple], *, compression: int | None = None) -> bytes:
+        """Encode ``records`` ((timestamp_ms, key, value, headers) tuples) as one batch the
+        way this log stores it (``compression.type``, ``message.timestamp.type``), with base
+        offset 0 (stamped at append). Raises RecordTooLargeError over ``max.message.bytes``."""
+        if self.config.message_timestamp_type == "LogAppendTime":
+            data = encode_batch(records, compression=self._codec(compression),
+                                timestamp_type=LOG_APPEND_TIME, log_append_time=now_ms())
+        else:
+            data = encode_batch(records, compression=self._codec(compression),
+                                timestamp_type=CREATE_TIME)
+        if len(data) > self.config.max_message_bytes:
+            raise RecordTooLargeError(
+                f"The record batch size {len(data)} bytes is larger than max.message.bytes "
+                f"({self.config.max_message_bytes}) of {self.name}")
+        return data
+
+    def append(self, records: Sequence[tuple], *, compression: int | None = None) -> tuple[int, int]:
+        """Append ``records`` ((timestamp_ms, key, value, headers) tuples) as one batch.
+
+        Returns ``(first_offset, last_offset)``. Raises RecordTooLargeError (nothing
+        appended), OSError such as ENOSPC (nothing appended), ReadOnlyLogError.
+        """
+        if not records:
+            raise ValueError("nothing to append")
+        return self.append_encoded(bytearray(self.encode(records, compression=compression)))
+
+    def append_encoded(self, batch: bytearray) -> tuple[int, int]:
+        """Append one encoded v2 batch (any base offset; it is re-stamped with the log end
+        offset). Returns ``(first_offset, last_offset)``."""
+        if not self.writable:
+            raise ReadOnlyLogError(f"{self.name} is read-only")
+        header = RecordBatch.from_buffer(batch)
+        if header.size > self.config.max_message_bytes:
+            raise RecordTooLargeError(
+                f"The record batch size {header.size} bytes is larger than max.message.bytes "
+                f"({self.config.max_message_bytes}) of {self.name}")
+        with self.lock:
+            if self.closed:
+                raise ReadOnlyLogError(f"{self.name} is closed")
+            base = self._log_end_offset
+            last = base + header.last_offset_delta
+            set_base_offset(batch, base)
+            max_ts = header.max_timestamp
+            segment = self._maybe_roll(header.size, max_ts, last)
+            offset_of_max = last if header.timestamp_type == LOG_APPEND_TIME else \
+                self._offset_of_max_timestamp(header, base)
+            segment.append(last, max_ts, offset_of_max, batch)
+            self._log_end_offset = last + 1
+            self.unflushed_messages += header.records_count
+            self._notify()
+        return base, last
+
+    @staticmethod
+    def _offset_of_max_timestamp(header: RecordBatch, base: int) -> int:
+        # Kafka 3.x records the batch's last offset as the shallow offset of its max timestamp
+        return base + header.last_offset_delta
+
+    def _maybe_roll(self, incoming: int, max_timestamp: int, max_offset: int) -> LogSegment:
+        seg = self.active_segment
+        if seg.should_roll(incoming, max_timestamp, max_offset, now_ms(),
+                           self.config.segment_jitter_ms):
+            return self.roll()
+        return seg
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end offset (``UnifiedLog.roll``); the old one
+        gets its final time index entry and trimmed indexes. Returns the new segment (or the
+        current one when it is empty and already at the log end offset)."""
+        with self.lock:
+            active = self.active_segment
+            new_base = self._log_end_offset
+            if active.base_offset == new_base:
+                if active.size == 0:
+                    return active
+                raise RuntimeError(f"cannot roll {self.name}: segment {new_base} exists")
+            active.on_become_inactive()
+            segment = LogSegment(self.dir, new_base, self.config, create=True)
+            segment.open_indexes()
+            self._bases.append(new_base)
+            self._segments[new_base] = segment
+            self._notify()
+            return segment
+
+    # -- flushing --------------------------------------------------------------------
+    def flush(self, up_to: int | None = None) -> None:
+        """fsync every segment holding offsets in [recovery point, ``up_to``) (default the
+        log end offset) and advance the recovery point (``UnifiedLog.flush``). Called from a
+        worker thread by the daemon: the lock is held only to snapshot state."""
+        with self.lock:
+            target = self._log_end_offset if up_to is None else min(up_to, self._log_end_offset)
+            if target <= self.recovery_point:
+                return
+            segs = [s for s in self.segments()
+                    if s.base_offset < target and self._segment_end(s) > self.recovery_point]
+            unflushed = self.unflushed_messages
+        for s in segs:
+            s.flush()
+        try:
+            fd = os.open(self.dir, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+        with self.lock:
+            self.recovery_point = max(self.recovery_point, target)
+            self.unflushed_messages = max(0, self.unflushed_messages - unflushed)
+            self.last_flush_ms = now_ms()
+
+    def _segment_end(self, seg: LogSegment) -> int:
+        i = self._bases.index(seg.base_offset)
+        return self._bases[i + 1] if i + 1 < len(self._bases) else self._log_end_offset
+
+    def needs_flush(self, now: int) -> bool:
+        """Whether the flush policy asks for a flush now: ``flush.messages`` unflushed
+        records, or ``flush.ms`` passed since the last flush with data unflushed. The caller
+        runs :meth:`flush` (off the event loop)."""
+        if self.recovery_point >= self._log_end_offset:
+            return False
+        return (self.unflushed_messages >= self.config.flush_messages
+                or now - self.last_flush_ms >= self.config.flush_ms)
+
+    # -- reading ---------------------------------------------------------------------
+    def check_offset(self, offset: int) -> None:
+        if not self.log_start_offset <= offset < self._log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"Offset {offset} is out of range for {self.name}: log start offset "
+                f"{self.log_start_offset}, log end offset {self._log_end_offset}")
+
+    def batches(self, start_offset: int | None = None) -> Iterator[RecordBatch]:
+        """Yield batches holding offsets >= ``start_offset`` (default: log start), in order,
+        across segments, up to the log end offset as it stands when the call starts.
+        Segments removed by retention meanwhile end the iteration early."""
+        with self.lock:
+            end = self._log_end_offset
+            start = self.log_start_offset if start_offset is None else \
+                max(start_offset, self.log_start_offset)
+            segs = self.segments()
+            ends = {s.base_offset: s.size for s in segs}
+        i = max(0, bisect.bisect_right([s.base_offset for s in segs], start) - 1)
+        for seg in segs[i:]:
+            if seg.base_offset >= end:
+                return
+            try:
+                first = seg.translate_offset(start) if seg.base_offset < start else None
+                pos = first.position if first is not None else 0
+                if seg.base_offset < start and first is None:
+                    continue
+                for batch in seg.batches(pos, ends[seg.base_offset]):
+                    if batch.base_offset >= end:
+                        return
+                    if batch.last_offset < start:
+                        continue
+                    yield batch
+            except (OSError, ValueError):
+                if seg._fd < 0:  # closed by retention under us
+                    return
+                raise
+
+    def records(self, start_offset: int | None = None, end_offset: int | None = None,
+                include_control: bool = False) -> Iterator[Record]:
+        """Every record with ``start_offset <= offset < end_offset`` in order (control batches
+        skipped unless ``include_control``)."""
+        start = self.log_start_offset if start_offset is None else start_offset
+        for batch in self.batches(start):
+            if batch.is_control and not include_control:
+                continue
+            for r in batch.records():
+                if r.offset < start:
+                    continue
+                if end_offset is not None and r.offset >= end_offset:
+                    return
+                yield r
+
+    def read_record(self, offset: int) -> Record | None:
+        """The record at exactly ``offset``; None when the offset is inside the log but holds
+        no record (compacted away, or a control record). Raises OffsetOutOfRangeError."""
+        self.check_offset(offset)
+        with self.lock:
+            seg = self._segment_floor(offset)
+        if seg is None:
+            return None
+        batch = seg.translate_offset(offset)
+        if batch is None or batch.base_offset > offset or batch.is_control:
+            return None
+        for r in batch.records():
+            if r.offset == offset:
+                return r
+        return None
+
+    def batch_for(self, offset: int) -> RecordBatch | None:
+        """The batch containing ``offset`` (None if none does). Raises OffsetOutOfRangeError."""
+        self.check_offset(offset)
+        with self.lock:
+            seg = self._segment_floor(offset)
+        if seg is None:
+            return None
+        batch = seg.translate_offset(offset)
+        if batch is None or batch.base_offset > offset:
+            return None
+        return batch
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """Kafka ListOffsets: ``-2`` → (log start offset, -1), ``-1`` → (log end offset, -1),
+        otherwise ``(offset, timestamp)`` of the first record with timestamp >= ``timestamp``,
+        or None when there is none (``UnifiedLog.fetchOffsetByTimestamp``)."""
+        if timestamp == EARLIEST_TIMESTAMP:
+            return self.log_start_offset, -1
+        if timestamp == LATEST_TIMESTAMP:
+            return self._log_end_offset, -1
+        with self.lock:
+            segs = self.segments()
+            start = self.log_start_offset
+        # the first segment whose largest timestamp reaches the target (segments are not
+        # ordered by timestamp under CreateTime, so test each in turn)
+        for seg in segs:
+            if seg.max_timestamp_so_far < timestamp:
+                continue
+            found = seg.find_offset_by_timestamp(timestamp, start)
+            if found is not None:
+                return found
+        return None
+
+    # -- retention -------------------------------------------------------------------
+    def delete_old_segments(self, now: int | None = None) -> int:
+        """Apply retention (``UnifiedLog.deleteOldSegments``): whole segments from the oldest
+        that are past ``retention.ms`` (by largest timestamp), beyond ``retention.bytes``, or
+        entirely below the log start offset. Never the active segment. Deleted segments are
+        renamed ``.deleted`` and removed after ``file.delete.delay.ms``. Returns the count."""
+        if not self.writable:
+            return 0
+        now = now_ms() if now is None else now
+        cfg = self.config
+        with self.lock:
+            segs = self.segments()[:-1]  # never the active segment
+            deletable: list[LogSegment] = []
+            total = self.size_in_bytes()
+            size_excess = total - cfg.retention_bytes if cfg.retention_bytes >= 0 else -1
+            for i, seg in enumerate(segs):
+                nxt = self._bases[i + 1]
+                by_start = nxt <= self.log_start_offset
+                by_time = cfg.delete and cfg.retention_ms >= 0 and \
+                    now - seg.largest_timestamp() > cfg.retention_ms
+                by_size = cfg.delete and size_excess >= 0 and size_excess - seg.size >= 0
+                if not (by_start or by_time or by_size):
+                    break
+                if by_size:
+                    size_excess -= seg.size
+                deletable.append(seg)
+            if not deletable:
+                return 0
+            for seg in deletable:
+                self._bases.remove(seg.base_offset)
+                del self._segments[seg.base_offset]
+                seg.mark_deleted()
+                self.pending_deletes.append((now + cfg.file_delete_delay_ms, seg))
+            self.log_start_offset = max(self.log_start_offset, self._bases[0])
+            self.recovery_point = max(self.recovery_point, self.log_start_offset)
+            log.info("Deleted %d segment(s) of %s by retention; log start offset is now %d",
+                     len(deletable), self.name, self.log_start_offset)
+            self._notify()
+        return len(deletable)
+
+    def remove_deleted_segments(self, now: int | None = None, force: bool = False) -> int:
+        """Remove the files of ``.deleted`` segments whose delay has passed. Returns the count."""
+        now = now_ms() if now is None else now
+        with self.lock:
+            due = [(t, s) for t, s in self.pending_deletes if force or t <= now]
+            self.pending_deletes = [(t, s) for t, s in self.pending_deletes
+                                    if not (force or t <= now)]
+        for _t, seg in due:
+            seg.delete()
+        return len(due)
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete every segment and start empty at ``new_offset``
+        (``UnifiedLog.truncateFullyAndStartAt``)."""
+        with self.lock:
+            for seg in self.segments():
+                seg.delete()
+            seg = LogSegment(self.dir, new_offset, self.config, create=True)
+            seg.open_indexes()
+            self._bases = [new_offset]
+            self._segments = {new_offset: seg}
+            self._log_end_offset = new_offset
+            self.log_start_offset = new_offset
+            self.recovery_point = new_offset
+            self._notify()
+
+    # -- external changes -----------------------------------------------------------
+    def adopt_segment(self, base_offset: int) -> bool:
+        """Add a segment file that appeared in the directory from outside (a restored
+        backup) if it lies below the current first segment and does not overlap; the log
+        start offset moves down to it. Returns whether it was adopted."""
+        with self.lock:
+            if base_offset in self._segments or base_offset >= self._bases[0]:
+                return False
+            seg = LogSegment(self.dir, base_offset, self.config, writable=self.writable)
+            if seg.read_next_offset() > self._bases[0]:
+                seg.close()
+                return False
+            self._bases.insert(bisect.bisect_left(self._bases, base_offset), base_offset)
+            self._segments[base_offset] = seg
+            if self.log_start_offset == self._bases[1] or self.log_start_offset > base_offset:
+                self.log_start_offset = base_offset
+            self._notify()
+            return True
+
+    def close(self) -> None:
+        """Flush nothing (the caller flushes first); trim the active indexes and close files."""
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            for seg in self.segments():
+                seg.close()
+            # .deleted files left now are removed by the next load (LogLoader does the same)
+            for _due, seg in self.pending_deletes:
+                seg.close()
+            self.pending_deletes = []
+
+    def __repr__(self):
+        return (f"Log({self.name}, start={self.log_start_offset}, end={self._log_end_offset}, "
+                f"segments={len(self._bases)})")

@@ -1,0 +1,423 @@
+"""Every partition in a set of ``log.dirs`` (Kafka ``LogManager``).
+
+A :class:`LogManager` locks each log dir (``.lock``, a POSIX lock as Java's ``FileLock``
+takes, so a broker and kafkafs exclude each other), reads ``meta.properties`` and the
+checkpoint files, loads every partition dir (recovering after an unclean shutdown, told by a
+missing ``.kafka_cleanshutdown``), creates and deletes topics, keeps topic config overrides
+in a regular file per log dir, writes checkpoints, and on shutdown flushes and writes the
+clean-shutdown marker.
+
+Read-only managers (``read_only=True``) take no lock and write nothing.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid
+from typing import Iterable, Mapping
+
+from . import checkpoint as ckpt
+from .config import BrokerConfig, LogConfig, validate_topic_overrides
+from .errors import (
+    InvalidConfigError,
+    LogDirLockedError,
+    ReadOnlyLogError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
+from .loader import load_log
+from .log import Log
+from .names import TOPIC_CONFIG_FILE, parse_partition_dir, partition_dir_name, validate_topic
+
+log = logging.getLogger(__name__)
+
+LOCK_FILE = ".lock"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+META_PROPERTIES = "meta.properties"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+PARTITION_METADATA = "partition.metadata"
+
+TopicPartition = tuple  # (topic: str, partition: int)
+
+
+class LogManager:
+    """All logs of one kafkafs instance (Kafka ``LogManager``).
+
+    ``config``: the broker configuration (``log_dirs`` are created when missing unless
+    ``read_only``). Call :meth:`startup` before use and :meth:`shutdown` after.
+    Raises LogDirLockedError from startup when another process holds a log dir.
+    """
+
+    def __init__(self, config: BrokerConfig, *, read_only: bool = False):
+        self.config = config
+        self.read_only = read_only
+        self.log_dirs = list(config.log_dirs)
+        self.logs: dict[TopicPartition, Log] = {}
+        self._lock_fds: list[int] = []
+        self._overrides: dict[str, dict[str, str]] = {}
+        self.lock = threading.RLock()
+        self.started = False
+
+    # -- startup / shutdown ----------------------------------------------------------
+    def startup(self) -> None:
+        """Lock and load every log dir. Raises LogDirLockedError, OSError."""
+        try:
+            for d in self.log_dirs:
+                if not self.read_only:
+                    os.makedirs(d, exist_ok=True)
+                    self._lock_dir(d)
+                    self._ensure_meta(d)
+                elif not os.path.isdir(d):
+                    raise FileNotFoundError(errno.ENOENT, "log dir does not exist", d)
+            self._load_topic_overrides()
+            for d in self.log_dirs:
+                self._load_dir(d)
+        except BaseException:
+            self._release_locks()
+            raise
+        self.started = True
+
+    def _lock_dir(self, d: str) -> None:
+        fd = os.open(os.path.join(d, LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise LogDirLockedError(
+                f"Failed to acquire lock on file .lock in {d}. A Kafka instance in another "
+                "process or thread is using this directory (a running kafkafs daemon or broker)."
+            ) from None
+        self._lock_fds.append(fd)
+
+    def _release_locks(self) -> None:
+        for fd in self._lock_fds:
+            try:
+                os.close(fd)  # closing releases the POSIX lock
+            except OSError:
+                pass
+        self._lock_fds = []
+
+    def _ensure_meta(self, d: str) -> None:
+        path = os.path.join(d, META_PROPERTIES)
+        if os.path.exists(path):
+            return
+        cluster = self._cluster_id()
+        props = {"version": "1", "cluster.id": cluster,
+                 "node.id": str(max(self.config.node_id, 0)),
+                 "directory.id": ckpt.new_topic_id()}
+        ckpt.write_properties(path, props)
+
+    def _cluster_id(self) -> str:
+        for d in self.log_dirs:
+            try:
+                props = ckpt.read_properties(os.path.join(d, META_PROPERTIES))
+            except (OSError, ValueError):
+                continue
+            if props.get("cluster.id"):
+                return props["cluster.id"]
+        return ckpt.new_topic_id()
+
+    def _load_dir(self, d: str) -> None:
+        clean_marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(clean_marker)
+        recovery = _read_ckpt(os.path.join(d, RECOVERY_POINT_CHECKPOINT))
+        starts = _read_ckpt(os.path.join(d, LOG_START_OFFSET_CHECKPOINT))
+        if not clean and not self.read_only:
+            log.info("No clean shutdown marker in %s: recovering unflushed segments", d)
+        for name in sorted(os.listdir(d)):
+            tp = parse_partition_dir(name)
+            path = os.path.join(d, name)
+            if tp is None or not os.path.isdir(path) or os.path.islink(path):
+                continue
+            if tp in self.logs:
+                log.error("Duplicate log directories for %s-%d: %s and %s; ignoring the second",
+                          tp[0], tp[1], self.logs[tp].dir, path)
+                continue
+            self._open_log(tp, path, recovery.get(tp, 0), starts.get(tp, 0), clean)
+        if clean and not self.read_only:
+            os.unlink(clean_marker)
+
+    def _open_log(self, tp, path, recovery_point, log_start, clean) -> Log:
+        topic, partition = tp
+        lg = load_log(path, topic, partition, self.topic_config(topic),
+                      recovery_point=recovery_point, log_start_offset=log_start,
+                      had_clean_shutdown=clean, writable=not self.read_only)
+        self.logs[tp] = lg
+        return lg
+
+    def flush_all(self) -> None:
+        for lg in list(self.logs.values()):
+            lg.flush()
+
+    def shutdown(self) -> None:
+        """Flush every log, write the checkpoints and ``.kafka_cleanshutdown``, close every
+        file and release the locks (``LogManager.shutdown``)."""
+        with self.lock:
+            if not self.read_only and self.started:
+                self.flush_all()
+                self.checkpoint_recovery_points()
+                self.checkpoint_log_start_offsets()
+            for lg in list(self.logs.values()):
+                lg.close()
+            if not self.read_only and self.started:
+                for d in self.log_dirs:
+                    ckpt.atomic_write(os.path.join(d, CLEAN_SHUTDOWN_FILE),
+                                      json.dumps({"version": 0, "brokerEpoch": -1},
+                                                 separators=(",", ":")).encode())
+            self._release_locks()
+            self.started = False
+
+    # -- checkpoints -----------------------------------------------------------------
+    def _by_dir(self) -> dict[str, dict]:
+        out: dict[str, dict] = {d: {} for d in self.log_dirs}
+        for tp, lg in list(self.logs.items()):
+            out[os.path.dirname(lg.dir)][tp] = lg
+        return out
+
+    def checkpoint_recovery_points(self) -> None:
+        """Write ``recovery-point-offset-checkpoint`` in every log dir."""
+        if self.read_only:
+            return
+        for d, logs in self._by_dir().items():
+            ckpt.write_offset_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT),
+                                         {tp: lg.recovery_point for tp, lg in logs.items()})
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """Write ``log-start-offset-checkpoint`` in every log dir (entries above 0 only, as
+        Kafka does)."""
+        if self.read_only:
+            return
+        for d, logs in self._by_dir().items():
+            ckpt.write_offset_checkpoint(
+                os.path.join(d, LOG_START_OFFSET_CHECKPOINT),
+                {tp: lg.log_start_offset for tp, lg in logs.items() if lg.log_start_offset > 0})
+
+    # -- topics ----------------------------------------------------------------------
+    def topics(self) -> list[str]:
+        with self.lock:
+            return sorted({t for t, _p in self.logs})
+
+    def partitions(self, topic: str) -> list[int]:
+        with self.lock:
+            return sorted(p for t, p in self.logs if t == topic)
+
+    def get_log(self, topic: str, partition: int) -> Log:
+        """The log of ``topic``-``partition``. Raises UnknownTopicOrPartitionError."""
+        try:
+            return self.logs[(topic, partition)]
+        except KeyError:
+            raise UnknownTopicOrPartitionError(
+                f"This server does not host this topic-partition: {topic}-{partition}") from None
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyLogError("the log dirs are open read-only")
+
+    def _choose_dir(self) -> str:
+        counts = {d: 0 for d in self.log_dirs}
+        for lg in self.logs.values():
+            counts[os.path.dirname(lg.dir)] = counts.get(os.path.dirname(lg.dir), 0) + 1
+        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def create_topic(self, topic: str, partitions: int | None = None,
+                     overrides: Mapping[str, str] | None = None) -> list[Log]:
+        """Create ``topic`` with ``partitions`` (default ``num.partitions``) and config
+        ``overrides``. Raises InvalidTopicError, TopicExistsError, InvalidConfigError."""
+        self._check_writable()
+        validate_topic(topic)
+        n = self.config.num_partitions if partitions is None else partitions
+        if n < 1:
+            raise InvalidConfigError(f"Number of partitions must be larger than 0, got {n}")
+        overrides = validate_topic_overrides(overrides or {})
+        with self.lock:
+            if self.partitions(topic):
+                raise TopicExistsError(f"Topic '{topic}' already exists.")
+            collides = [t for t in self.topics() if t.replace(".", "_") == topic.replace(".", "_")]
+            if collides:
+                raise InvalidConfigError(
+                    f"Topic '{topic}' collides with existing topic: {collides[0]}")
+            if overrides:
+                self._overrides[topic] = dict(overrides)
+                self._save_topic_overrides()
+            return [self._create_partition(topic, p, ckpt.new_topic_id()) for p in range(n)]
+
+    def _topic_id(self, topic: str) -> str | None:
+        for (t, _p), lg in self.logs.items():
+            if t == topic:
+                try:
+                    return ckpt.read_partition_metadata(os.path.join(lg.dir, PARTITION_METADATA))
+                except (OSError, ValueError):
+                    return None
+        return None
+
+    def _create_partition(self, topic: str, partition: int, topic_id: str) -> Log:
+        path = os.path.join(self._choose_dir(), partition_dir_name(topic, partition))
+        os.makedirs(path, exist_ok=False)
+        ckpt.write_partition_metadata(os.path.join(path, PARTITION_METADATA), topic_id)
+        lg = load_log(path, topic, partition, self.topic_config(topic), had_clean_shutdown=True)
+        self.logs[(topic, partition)] = lg
+        return lg
+
+    def add_partitions(self, topic: str, total: int) -> list[Log]:
+        """Grow ``topic`` to ``total`` partitions (Kafka ``createPartitions``).
+        Raises UnknownTopicOrPartitionError, InvalidConfigError when not an increase."""
+        self._check_writable()
+        with self.lock:
+            current = self.partitions(topic)
+            if not current:
+                raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
+            if total <= len(current):
+                raise InvalidConfigError(
+                    f"Topic currently has {len(current)} partitions, which is higher than or "
+                    f"equal to the requested {total}.")
+            topic_id = self._topic_id(topic) or ckpt.new_topic_id()
+            return [self._create_partition(topic, p, topic_id)
+                    for p in range(max(current) + 1, max(current) + 1 + total - len(current))]
+
+    def delete_topic(self, topic: str) -> None:
+        """Delete every partition of ``topic``: each dir is renamed
+        ``<topic>-<p>.<uuid>-delete`` (as Kafka does) and then removed.
+        Raises UnknownTopicOrPartitionError."""
+        self._check_writable()
+        with self.lock:
+            parts = self.partitions(topic)
+            if not parts:
+                raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
+            for p in parts:
+                lg = self.logs.pop((topic, p))
+                lg.close()
+                doomed = f"{lg.dir}.{uuid.uuid4().hex}-delete"
+                os.replace(lg.dir, doomed)
+                shutil.rmtree(doomed, ignore_errors=True)
+            if self._overrides.pop(topic, None) is not None:
+                self._save_topic_overrides()
+
+    # -- topic configuration ---------------------------------------------------------
+    def topic_overrides(self, topic: str) -> dict[str, str]:
+        return dict(self._overrides.get(topic, {}))
+
+    def topic_config(self, topic: str) -> LogConfig:
+        """Effective config of ``topic``: broker defaults with its overrides applied."""
+        return self.config.log.with_overrides(self._overrides.get(topic, {}))
+
+    def alter_topic_config(self, topic: str, overrides: Mapping[str, str]) -> LogConfig:
+        """Replace ``topic``'s overrides (like ``kafka-configs --alter`` of every key) and
+        apply the new config to its open logs. Raises InvalidConfigError,
+        UnknownTopicOrPartitionError."""
+        self._check_writable()
+        overrides = validate_topic_overrides(overrides)
+        with self.lock:
+            if not self.partitions(topic):
+                raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
+            if overrides:
+                self._overrides[topic] = dict(overrides)
+            else:
+                self._overrides.pop(topic, None)
+            self._save_topic_overrides()
+            cfg = self.topic_config(topic)
+            for p in self.partitions(topic):
+                lg = self.logs[(topic, p)]
+                with lg.lock:
+                    lg.config = cfg
+                    for seg in lg.segments():
+                        seg.config = cfg
+            return cfg
+
+    def _load_topic_overrides(self) -> None:
+        merged: dict[str, dict[str, str]] = {}
+        for d in self.log_dirs:
+            path = os.path.join(d, TOPIC_CONFIG_FILE)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    data = json.load(f)
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError) as exc:
+                raise InvalidConfigError(f"cannot read topic configs {path}: {exc}") from None
+            for topic, conf in (data.get("topics") or {}).items():
+                merged.setdefault(topic, {}).update(
+                    {k: v for k, v in conf.items() if k not in merged.get(topic, {})})
+        for topic, conf in merged.items():
+            validate_topic_overrides(conf)
+        self._overrides = merged
+
+    def _save_topic_overrides(self) -> None:
+        data = json.dumps({"version": 1, "topics": self._overrides}, indent=1,
+                          sort_keys=True).encode() + b"\n"
+        for d in self.log_dirs:
+            ckpt.atomic_write(os.path.join(d, TOPIC_CONFIG_FILE), data)
+
+    # -- adoption of external changes ------------------------------------------------
+    def scan_for_new_partitions(self) -> list[Log]:
+        """Load partition dirs that appeared in the log dirs from outside (a restored backup,
+        a bulk load) and adopt older segments copied into known partitions. Returns the
+        newly loaded logs."""
+        new = []
+        with self.lock:
+            for d in self.log_dirs:
+                try:
+                    names = os.listdir(d)
+                except OSError:
+                    continue
+                for name in names:
+                    tp = parse_partition_dir(name)
+                    path = os.path.join(d, name)
+                    if tp is None or tp in self.logs or not os.path.isdir(path) \
+                            or os.path.islink(path):
+                        continue
+                    if not any(n.endswith(".log") for n in os.listdir(path)):
+                        continue  # still being copied, or empty
+                    try:
+                        new.append(self._open_log(tp, path, 0, 0, clean=False))
+                        log.info("Adopted partition %s-%d from %s", tp[0], tp[1], path)
+                    except (OSError, ValueError) as exc:
+                        log.warning("Cannot adopt %s yet: %s", path, exc)
+        return new
+
+    def dir_of(self, topic: str, partition: int) -> str:
+        return self.get_log(topic, partition).dir
+
+    def apply_retention(self, now: int | None = None) -> int:
+        """Run retention on every log and remove due ``.deleted`` files. Returns segments
+        deleted."""
+        if self.read_only:
+            return 0
+        now = int(time.time() * 1000) if now is None else now
+        n = 0
+        for lg in list(self.logs.values()):
+            n += lg.delete_old_segments(now)
+            lg.remove_deleted_segments(now)
+        return n
+
+
+def _read_ckpt(path: str) -> dict:
+    try:
+        return ckpt.read_offset_checkpoint(path)
+    except Exception as exc:  # a corrupt checkpoint means "recover everything"
+        log.warning("Ignoring unreadable checkpoint %s: %s", path, exc)
+        return {}
+
+
+def is_locked(log_dirs: Iterable[str]) -> str | None:
+    """The first of ``log_dirs`` whose ``.lock`` another process holds, else None."""
+    for d in log_dirs:
+        path = os.path.join(d, LOCK_FILE)
+        if not os.path.exists(path):
+            continue
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return d
+        finally:
+            os.close(fd)
+    return None

@@ -1,0 +1,439 @@
+"""One log segment: a ``.log`` file of record batches with its ``.index`` and ``.timeindex``.
+
+Follows Kafka's ``LogSegment`` (storage module): batches are appended at the end; an index
+entry (largest offset of the append, position where it starts) and a time index entry
+(largest timestamp so far, its offset) are added once more than ``index.interval.bytes`` were
+appended since the last entry; reads translate an offset through the sparse index then scan
+forward; recovery revalidates every batch and rebuilds both indexes with the same rule.
+
+Synchronous and thread-compatible: reads use ``os.pread`` and may run in several threads;
+appends, truncation and recovery must be serialised by the caller (:class:`~kafkafs.log.log.Log`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Iterator
+
+from ..record.batch import (
+    BATCH_OVERHEAD,
+    HEADER_PEEK,
+    LOG_OVERHEAD,
+    NO_TIMESTAMP,
+    Record,
+    RecordBatch,
+    iter_batches,
+)
+from ..record.errors import CorruptRecordError
+from .config import LogConfig
+from .errors import CorruptIndexError, ReadOnlyLogError
+from .index import OffsetIndex, TimeIndex
+from .names import DELETED_SUFFIX, filename_prefix, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK = 1024 * 1024  # bytes read per pread when scanning batches
+
+
+class LogSegment:
+    """A segment of a partition's log (Kafka ``LogSegment``).
+
+    ``dir``: the partition directory; ``base_offset``: first offset the segment may hold
+    (its name). ``writable=False`` never changes a file (read-only mounts). Sizes are bytes,
+    times ms. Index objects open lazily (an old segment's indexes cost nothing until a lookup).
+    """
+
+    def __init__(self, dir: str, base_offset: int, config: LogConfig, *, writable: bool = True,
+                 create: bool = False, suffix: str = ""):
+        self.dir = dir
+        self.base_offset = base_offset
+        self.config = config
+        self.writable = writable
+        self.suffix = suffix
+        self.log_path = os.path.join(dir, filename_prefix(base_offset) + LOG_SUFFIX + suffix)
+        flags = os.O_RDWR if writable else os.O_RDONLY
+        if create:
+            if not writable:
+                raise ReadOnlyLogError(f"cannot create {self.log_path} read-only")
+            flags |= os.O_CREAT | os.O_EXCL
+        self._fd = os.open(self.log_path, flags | os.O_CLOEXEC, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self.created_ms = int(time.time() * 1000)
+        self._index: OffsetIndex | None = None
+        self._time_index: TimeIndex | None = None
+        self.bytes_since_last_index_entry = 0
+        self._max_ts_loaded = create
+        self._max_timestamp_so_far = NO_TIMESTAMP
+        self._offset_of_max_timestamp_so_far = base_offset
+        self._rolling_ts_loaded = create
+        self._rolling_based_timestamp: int | None = None
+        if create and config.preallocate:
+            os.posix_fallocate(self._fd, 0, config.segment_bytes)
+
+    # -- files -----------------------------------------------------------------------
+    @property
+    def index_path(self) -> str:
+        return os.path.join(self.dir, filename_prefix(self.base_offset) + INDEX_SUFFIX + self.suffix)
+
+    @property
+    def time_index_path(self) -> str:
+        return os.path.join(self.dir,
+                            filename_prefix(self.base_offset) + TIME_INDEX_SUFFIX + self.suffix)
+
+    @property
+    def index(self) -> OffsetIndex:
+        if self._index is None:
+            self._index = OffsetIndex(self.index_path, self.base_offset,
+                                      self.config.segment_index_bytes, writable=self.writable)
+        return self._index
+
+    @property
+    def time_index(self) -> TimeIndex:
+        if self._time_index is None:
+            self._time_index = TimeIndex(self.time_index_path, self.base_offset,
+                                         self.config.segment_index_bytes, writable=self.writable)
+        return self._time_index
+
+    def open_indexes(self) -> None:
+        """Open (creating if missing) both index files now."""
+        _ = self.index, self.time_index
+
+    def reload_size(self) -> int:
+        """Re-read the ``.log`` size (a file grown by another process); returns it."""
+        self.size = os.fstat(self._fd).st_size
+        return self.size
+
+    # -- timestamps ------------------------------------------------------------------
+    def _load_max_timestamp(self) -> None:
+        if not self._max_ts_loaded:
+            ts, off = self.time_index.last_entry
+            if ts > self._max_timestamp_so_far:
+                self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far = ts, off
+            self._max_ts_loaded = True
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        """Largest batch max timestamp seen in the segment (ms), or -1."""
+        self._load_max_timestamp()
+        return self._max_timestamp_so_far
+
+    @property
+    def offset_of_max_timestamp_so_far(self) -> int:
+        self._load_max_timestamp()
+        return self._offset_of_max_timestamp_so_far
+
+    def largest_timestamp(self) -> int:
+        """The segment's largest timestamp for time retention: the max record timestamp, or
+        the file's mtime when the segment has no timestamps (``LogSegment.largestTimestamp``)."""
+        ts = self.max_timestamp_so_far
+        if ts >= 0:
+            return ts
+        return self.last_modified_ms()
+
+    def last_modified_ms(self) -> int:
+        return int(os.fstat(self._fd).st_mtime * 1000)
+
+    def rolling_based_timestamp(self) -> int | None:
+        """Max timestamp of the first batch (``segment.ms`` ages from it), None when empty."""
+        if not self._rolling_ts_loaded:
+            for batch in self.batches(0):
+                self._rolling_based_timestamp = batch.max_timestamp
+                break
+            self._rolling_ts_loaded = True
+        return self._rolling_based_timestamp
+
+    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
+        """ms this segment has been open by Kafka's rule (``LogSegment.timeWaitedForRoll``)."""
+        t = self.rolling_based_timestamp()
+        if t is not None and t >= 0:
+            return message_timestamp - t
+        return now_ms - self.created_ms
+
+    def should_roll(self, incoming_bytes: int, max_timestamp: int, max_offset: int,
+                    now_ms: int, roll_jitter_ms: int = 0) -> bool:
+        """Whether an append of ``incoming_bytes`` must go to a new segment
+        (``LogSegment.shouldRoll``): size, age (``segment.ms``), full index, or an offset
+        that does not fit in an int relative to the base offset."""
+        cfg = self.config
+        reached_roll_ms = self.time_waited_for_roll(now_ms, max_timestamp) > cfg.segment_ms - roll_jitter_ms
+        return (self.size > cfg.segment_bytes - incoming_bytes
+                or (self.size > 0 and reached_roll_ms)
+                or self.index.is_full() or self.time_index.is_full()
+                or not 0 <= max_offset - self.base_offset <= 0x7FFFFFFF)
+
+    # -- writing ---------------------------------------------------------------------
+    def append(self, largest_offset: int, largest_timestamp: int, offset_of_largest_timestamp: int,
+               data: bytes) -> None:
+        """Append encoded batch bytes ``data`` at the end (``LogSegment.append``).
+
+        ``largest_offset``: last offset in ``data``; ``largest_timestamp`` its max timestamp
+        (ms) and ``offset_of_largest_timestamp`` the offset holding it. Raises OSError
+        (ENOSPC, ...) with the file unchanged in size as far as the OS allows.
+        """
+        if not self.writable:
+            raise ReadOnlyLogError(f"{self.log_path} is read-only")
+        if not data:
+            return
+        position = self.size
+        if self.size == 0:
+            self._rolling_based_timestamp = largest_timestamp
+            self._rolling_ts_loaded = True
+        written = 0
+        try:
+            while written < len(data):
+                written += os.pwrite(self._fd, memoryview(data)[written:], position + written)
+        except OSError:
+            # leave no partial batch behind: the caller reports the error, nothing was appended
+            try:
+                os.ftruncate(self._fd, position)
+            except OSError:
+                pass
+            raise
+        self.size = position + len(data)
+        if largest_timestamp > self.max_timestamp_so_far:
+            self._max_timestamp_so_far = largest_timestamp
+            self._offset_of_max_timestamp_so_far = offset_of_largest_timestamp
+        if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
+            self.index.append(largest_offset, position)
+            self.time_index.maybe_append(self._max_timestamp_so_far,
+                                         self._offset_of_max_timestamp_so_far)
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += len(data)
+
+    def flush(self) -> None:
+        """fsync the ``.log`` and both indexes (``LogSegment.flush``)."""
+        if not self.writable:
+            return
+        os.fsync(self._fd)
+        # fsync the index files through their own descriptors: this writes back pages dirtied
+        # through the mmap too, and never touches the mmap object an appender may be using
+        for path in (self.index_path, self.time_index_path):
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def on_become_inactive(self) -> None:
+        """Called when a newer segment becomes active: write the final time index entry and
+        trim both preallocated indexes to their entries (``LogSegment.onBecomeInactiveSegment``)."""
+        if not self.writable:
+            return
+        self.time_index.maybe_append(self.max_timestamp_so_far,
+                                     self.offset_of_max_timestamp_so_far, skip_full_check=True)
+        self.index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+
+    # -- reading ---------------------------------------------------------------------
+    def read_at(self, position: int, size: int) -> bytes:
+        """Raw bytes ``[position, position + size)`` of the ``.log`` (short at EOF)."""
+        return os.pread(self._fd, size, position)
+
+    def batches(self, start_position: int = 0, end_position: int | None = None,
+                validate: bool = False, chunk_size: int = READ_CHUNK) -> Iterator[RecordBatch]:
+        """Yield batches from ``start_position`` (must be a batch start) to ``end_position``
+        (default: the current size). ``RecordBatch.position`` is the position in the file.
+
+        Stops quietly at a torn tail. Raises CorruptRecordError (naming the file and
+        position) on a bad header, size or, with ``validate``, CRC.
+        """
+        end = self.size if end_position is None else min(end_position, self.size)
+        pos = start_position
+        while end - pos >= HEADER_PEEK:
+            want = min(max(chunk_size, 0), end - pos)
+            buf = os.pread(self._fd, want, pos)
+            if len(buf) < HEADER_PEEK:
+                return
+            consumed = 0
+            for batch in iter_batches(buf, 0, len(buf), base_position=pos, validate=validate,
+                                      path=self.log_path):
+                consumed = batch.position - pos + batch.size
+                yield batch
+            if consumed == 0:
+                # the next batch is larger than the chunk: read exactly it
+                offset_len = buf[8:12]
+                size = int.from_bytes(offset_len, "big", signed=True) + LOG_OVERHEAD
+                if size < BATCH_OVERHEAD:
+                    raise CorruptRecordError(
+                        f"record size {size - LOG_OVERHEAD} is smaller than the minimum record "
+                        f"overhead ({BATCH_OVERHEAD - LOG_OVERHEAD})",
+                        path=self.log_path, position=pos)
+                if pos + size > end:
+                    return
+                chunk_size = size
+                continue
+            pos += consumed
+            chunk_size = READ_CHUNK
+
+    def translate_offset(self, offset: int, start_position: int = 0) -> RecordBatch | None:
+        """The first batch at or after ``start_position`` whose last offset is >= ``offset``,
+        starting from the index's floor entry (``LogSegment.translateOffset``); None if the
+        segment has no such batch."""
+        _floor_offset, position = self.index.lookup(offset)
+        for batch in self.batches(max(position, start_position)):
+            if batch.last_offset >= offset:
+                return batch
+        return None
+
+    def read_next_offset(self) -> int:
+        """The offset after the segment's last batch, or the base offset when empty
+        (``LogSegment.readNextOffset``)."""
+        _off, position = self.index.lookup(self.index.last_offset) if self.index.entries \
+            else (self.base_offset, 0)
+        last = None
+        for batch in self.batches(position):
+            last = batch
+        return last.next_offset if last is not None else self.base_offset
+
+    def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp`` and
+        offset >= ``start_offset`` (``LogSegment.findOffsetByTimestamp``), else None."""
+        _ts, index_offset = self.time_index.lookup(timestamp)
+        _off, position = self.index.lookup(max(index_offset, start_offset))
+        for batch in self.batches(position):
+            if batch.max_timestamp < timestamp or batch.last_offset < start_offset:
+                continue
+            for record in batch.records():
+                if record.timestamp >= timestamp and record.offset >= start_offset:
+                    return record.offset, record.timestamp
+        return None
+
+    def records(self, start_offset: int) -> Iterator[Record]:
+        """Every record with offset >= ``start_offset`` in offset order."""
+        batch = self.translate_offset(start_offset)
+        if batch is None:
+            return
+        for b in self.batches(batch.position):
+            if b.is_control:
+                continue
+            for record in b.records():
+                if record.offset >= start_offset:
+                    yield record
+
+    # -- recovery and truncation -----------------------------------------------------
+    def recover(self) -> int:
+        """Rebuild the indexes from the ``.log``, validating every batch; truncate the file at
+        the first invalid or torn batch (``LogSegment.recover``). Returns bytes truncated."""
+        if not self.writable:
+            raise ReadOnlyLogError(f"{self.log_path} is read-only")
+        self.index.truncate()
+        self.time_index.truncate()
+        valid_bytes = 0
+        last_index_entry = 0
+        max_ts = NO_TIMESTAMP
+        offset_of_max_ts = self.base_offset
+        try:
+            for batch in self.batches(0, validate=True):
+                if not 0 <= batch.last_offset - self.base_offset <= 0x7FFFFFFF:
+                    raise CorruptRecordError(
+                        f"batch last offset {batch.last_offset} is out of range for a segment "
+                        f"with base offset {self.base_offset}", path=self.log_path,
+                        position=batch.position)
+                if batch.max_timestamp > max_ts:
+                    max_ts = batch.max_timestamp
+                    offset_of_max_ts = batch.last_offset
+                if valid_bytes - last_index_entry > self.config.index_interval_bytes:
+                    self.index.append(batch.last_offset, valid_bytes)
+                    self.time_index.maybe_append(max_ts, offset_of_max_ts)
+                    last_index_entry = valid_bytes
+                valid_bytes += batch.size
+        except CorruptRecordError as exc:
+            log.warning("Found invalid messages in log segment %s at byte offset %d: %s",
+                        self.log_path, valid_bytes, exc.reason)
+        truncated = self.size - valid_bytes
+        if truncated > 0:
+            log.warning("Truncating %s to %d bytes (%d invalid bytes at the end)",
+                        self.log_path, valid_bytes, truncated)
+            os.ftruncate(self._fd, valid_bytes)
+            self.size = valid_bytes
+        self.index.trim_to_valid_size()
+        self.time_index.maybe_append(max_ts, offset_of_max_ts, skip_full_check=True)
+        self.time_index.trim_to_valid_size()
+        self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far = max_ts, offset_of_max_ts
+        self._max_ts_loaded = True
+        self._rolling_ts_loaded = False
+        self.bytes_since_last_index_entry = valid_bytes - last_index_entry
+        return truncated
+
+    def sanity_check(self) -> None:
+        """Raise CorruptIndexError if an index file is inconsistent (missing files count as
+        corrupt so that recovery rebuilds them)."""
+        for path in (self.index_path, self.time_index_path):
+            if not os.path.exists(path):
+                raise CorruptIndexError(f"Index file {path} is missing")
+        self.index.sanity_check()
+        self.time_index.sanity_check()
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch with base offset >= ``offset`` (``LogSegment.truncateTo``);
+        returns bytes removed."""
+        batch = self.translate_offset(offset)
+        if batch is None:
+            return 0
+        position = batch.position
+        self.index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        removed = self.size - position
+        os.ftruncate(self._fd, position)
+        self.size = position
+        self._max_ts_loaded = False
+        self._max_timestamp_so_far = NO_TIMESTAMP
+        self._offset_of_max_timestamp_so_far = self.base_offset
+        self._rolling_ts_loaded = position > 0 and self._rolling_ts_loaded
+        if position == 0:
+            self._rolling_based_timestamp = None
+            self._rolling_ts_loaded = True
+        self.bytes_since_last_index_entry = 0
+        return removed
+
+    # -- lifecycle -------------------------------------------------------------------
+    def _files(self):
+        return [(self.log_path, None), (self.index_path, self._index),
+                (self.time_index_path, self._time_index)]
+
+    def rename_suffix(self, new_suffix: str) -> None:
+        """Rename all files of the segment to carry ``new_suffix`` (``""``, ``.deleted``,
+        ``.swap``, ``.cleaned``), as Kafka's ``changeFileSuffixes``."""
+        prefix = os.path.join(self.dir, filename_prefix(self.base_offset))
+        for suffix, idx in ((LOG_SUFFIX, None), (INDEX_SUFFIX, self._index),
+                            (TIME_INDEX_SUFFIX, self._time_index)):
+            old = prefix + suffix + self.suffix
+            new = prefix + suffix + new_suffix
+            if idx is not None:
+                idx.rename_to(new)
+            elif os.path.exists(old):
+                os.replace(old, new)
+        self.suffix = new_suffix
+        self.log_path = prefix + LOG_SUFFIX + new_suffix
+
+    def mark_deleted(self) -> None:
+        """Rename to ``.deleted`` (the files are removed later by :meth:`delete`)."""
+        self.rename_suffix(DELETED_SUFFIX)
+
+    def close(self) -> None:
+        """Trim writable indexes and close every file."""
+        for idx in (self._index, self._time_index):
+            if idx is not None:
+                idx.close()
+        self._index = self._time_index = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def delete(self) -> None:
+        """Close and remove all files of the segment (whatever their suffix)."""
+        paths = [self.log_path, self.index_path, self.time_index_path]
+        self.close()
+        for p in paths:
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+
+    def __repr__(self):
+        return f"LogSegment({self.log_path!r}, base_offset={self.base_offset}, size={self.size})"
