@@ -249,35 +249,50 @@ class Log:
                 f"Offset {offset} is out of range for {self.name}: log start offset "
                 f"{self.log_start_offset}, log end offset {self._log_end_offset}")
 
-    def batches(self, start_offset: int | None = None) -> Iterator[RecordBatch]:
-        """Yield batches holding offsets >= ``start_offset`` (default: log start), in order,
-        across segments, up to the log end offset as it stands when the call starts.
-        Segments removed by retention meanwhile end the iteration early."""
+    def segment_at(self, base_offset: int) -> LogSegment | None:
+        """The live segment with this base offset, None if retention removed it."""
+        with self.lock:
+            return self._segments.get(base_offset)
+
+    def segment_batches(self, start_offset: int | None = None
+                        ) -> Iterator[tuple[LogSegment, RecordBatch]]:
+        """Yield ``(segment, batch)`` for batches holding offsets >= ``start_offset``
+        (default: log start), in order across segments, up to the log end offset as it
+        stands when the call starts. Segments removed by retention meanwhile end the
+        iteration early."""
         with self.lock:
             end = self._log_end_offset
             start = self.log_start_offset if start_offset is None else \
                 max(start_offset, self.log_start_offset)
             segs = self.segments()
-            ends = {s.base_offset: s.size for s in segs}
+            sizes = [s.size for s in segs]
         i = max(0, bisect.bisect_right([s.base_offset for s in segs], start) - 1)
-        for seg in segs[i:]:
+        for seg, size in zip(segs[i:], sizes[i:]):
             if seg.base_offset >= end:
                 return
             try:
-                first = seg.translate_offset(start) if seg.base_offset < start else None
-                pos = first.position if first is not None else 0
-                if seg.base_offset < start and first is None:
-                    continue
-                for batch in seg.batches(pos, ends[seg.base_offset]):
+                if seg.base_offset < start:
+                    first = seg.translate_offset(start)
+                    if first is None:
+                        continue
+                    pos = first.position
+                else:
+                    pos = 0
+                for batch in seg.batches(pos, size):
                     if batch.base_offset >= end:
                         return
                     if batch.last_offset < start:
                         continue
-                    yield batch
+                    yield seg, batch
             except (OSError, ValueError):
-                if seg._fd < 0:  # closed by retention under us
+                if seg.closed:  # removed by retention under us
                     return
                 raise
+
+    def batches(self, start_offset: int | None = None) -> Iterator[RecordBatch]:
+        """Like :meth:`segment_batches`, batches only."""
+        for _seg, batch in self.segment_batches(start_offset):
+            yield batch
 
     def records(self, start_offset: int | None = None, end_offset: int | None = None,
                 include_control: bool = False) -> Iterator[Record]:
@@ -427,6 +442,50 @@ class Log:
                 self.log_start_offset = base_offset
             self._notify()
             return True
+
+    def refresh_from_disk(self) -> bool:
+        """Pick up what another process did to the directory (a live broker, or the daemon
+        beside a read-only reader): new segments, bytes appended to the active one,
+        segments deleted by retention. Returns whether the log end or start moved."""
+        from .names import LOG_SUFFIX, parse_segment_filename
+
+        with self.lock:
+            before = (self.log_start_offset, self._log_end_offset)
+            try:
+                names = os.listdir(self.dir)
+            except FileNotFoundError:
+                return False
+            bases = sorted(p[0] for p in map(parse_segment_filename, names)
+                           if p and p[1] == LOG_SUFFIX and p[2] == "")
+            if not bases:
+                return False
+            present = set(bases)
+            for b in list(self._bases):
+                if b not in present:
+                    self._bases.remove(b)
+                    self._segments.pop(b).close()
+            for b in bases:
+                if b not in self._segments:
+                    try:
+                        seg = LogSegment(self.dir, b, self.config, writable=False)
+                    except FileNotFoundError:
+                        continue
+                    self._segments[b] = seg
+                    bisect.insort(self._bases, b)
+            if not self._bases:
+                return False
+            for seg in self.segments()[-2:]:
+                seg.reload_size()
+                if seg._index is not None:
+                    seg._index.reload()
+                if seg._time_index is not None:
+                    seg._time_index.reload()
+            self._log_end_offset = max(self._log_end_offset, self.active_segment.read_next_offset())
+            self.log_start_offset = max(self.log_start_offset, self._bases[0])
+            changed = before != (self.log_start_offset, self._log_end_offset)
+            if changed:
+                self._notify()
+            return changed
 
     def close(self) -> None:
         """Flush nothing (the caller flushes first); trim the active indexes and close files."""

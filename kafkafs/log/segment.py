@@ -100,6 +100,10 @@ class LogSegment:
         """Open (creating if missing) both index files now."""
         _ = self.index, self.time_index
 
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
     def reload_size(self) -> int:
         """Re-read the ``.log`` size (a file grown by another process); returns it."""
         self.size = os.fstat(self._fd).st_size

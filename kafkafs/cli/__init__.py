@@ -1,0 +1,1 @@
+"""Command line: ``kafkafs mount|umount|topics|produce|consume|get-offsets|dump|demo``."""

@@ -1,0 +1,93 @@
+"""What every ``kafkafs`` sub-command shares: finding the log dirs and opening them.
+
+The log dirs come from ``--log-dirs``, else ``log.dirs`` of ``--config``, else
+``$KAFKAFS_LOG_DIRS``, else the per-user default ``$XDG_DATA_HOME/kafkafs/logs``
+(``~/.local/share/kafkafs/logs``), which is also where ``kafkafs demo`` keeps its data.
+Readers open the dirs read-only and never take the lock, so they run beside a daemon;
+writers take the lock and refuse clearly while a daemon (or broker) holds it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..log.config import BrokerConfig, parse_log_dirs
+from ..log.errors import LogDirLockedError
+from ..log.manager import LogManager
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as ``error: ...`` with exit status 1."""
+
+
+def default_log_dir() -> str:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local",
+                                                             "share")
+    return os.path.join(base, "kafkafs", "logs")
+
+
+def add_log_dir_args(p: argparse.ArgumentParser, config_flag: str = "--config") -> None:
+    """Add ``--log-dirs``, the server.properties flag (``config_flag``, dest ``config``) and
+    ``--override``."""
+    p.add_argument("--log-dirs", metavar="DIR[,DIR...]",
+                   help=f"Kafka log directories (default: log.dirs of {config_flag}, "
+                        "$KAFKAFS_LOG_DIRS, or ~/.local/share/kafkafs/logs)")
+    p.add_argument(config_flag, dest="config", metavar="server.properties",
+                   help="broker configuration with Kafka's key names")
+    p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a server.properties key (repeatable)")
+
+
+def broker_config(args) -> BrokerConfig:
+    """The configuration the arguments describe. Raises CliError."""
+    overrides = {}
+    for item in args.override or []:
+        k, sep, v = item.partition("=")
+        if not sep:
+            raise CliError(f"--override needs KEY=VALUE, got {item!r}")
+        overrides[k.strip()] = v
+    try:
+        config = BrokerConfig.load(args.config, overrides)
+    except OSError as exc:
+        raise CliError(f"cannot read {args.config}: {exc.strerror}") from None
+    if args.log_dirs:
+        return config.with_log_dirs(parse_log_dirs(args.log_dirs))
+    if (args.config is not None and _config_names_dirs(args.config)) \
+            or "log.dirs" in overrides or "log.dir" in overrides:
+        return config
+    env = os.environ.get("KAFKAFS_LOG_DIRS")
+    return config.with_log_dirs(parse_log_dirs(env) if env else (default_log_dir(),))
+
+
+def _config_names_dirs(path: str) -> bool:
+    from ..log.config import parse_properties
+
+    with open(path, encoding="utf-8") as f:
+        props = parse_properties(f.read())
+    return bool(props.get("log.dirs") or props.get("log.dir"))
+
+
+def open_manager(args, *, write: bool) -> LogManager:
+    """Start a LogManager for the command. Readers: read-only, no lock. Writers: take the
+    lock or fail with a clear CliError naming the running daemon."""
+    config = broker_config(args)
+    if not write:
+        dirs = [d for d in config.log_dirs if os.path.isdir(d)]
+        if not dirs:
+            raise CliError(f"no log directory found at {', '.join(config.log_dirs)}")
+        config = config.with_log_dirs(dirs)
+    manager = LogManager(config, read_only=not write)
+    try:
+        manager.startup()
+    except LogDirLockedError as exc:
+        raise CliError(
+            f"{exc}\nA kafkafs daemon (or broker) owns these log dirs: write through its mount "
+            "point (e.g. >> MOUNT/<topic>/<partition>/append) or stop it first.") from None
+    return manager
+
+
+def fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 1

@@ -1,0 +1,44 @@
+"""The ``kafkafs`` command: one sub-command per Kafka tool a user already knows
+(DESIGN §5)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import __version__
+from .common import CliError, fail
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kafkafs",
+        description="Apache Kafka's log storage as a filesystem: mount Kafka log dirs, and "
+                    "the Kafka tools on them without a broker.")
+    parser.add_argument("--version", action="version", version=f"kafkafs {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    from . import clients, demo, dump, mount, topics
+
+    mount.register(sub)
+    topics.register(sub)
+    clients.register(sub)
+    dump.register(sub)
+    demo.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except CliError as exc:
+        return fail(str(exc))
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

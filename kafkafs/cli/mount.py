@@ -1,0 +1,87 @@
+"""``kafkafs mount`` and ``kafkafs umount``."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import time
+
+from ..log.errors import LogDirLockedError
+from .common import CliError, add_log_dir_args, broker_config
+
+
+def register(sub) -> None:
+    m = sub.add_parser("mount", help="mount log dirs as a filesystem (stays in the foreground)")
+    m.add_argument("mountpoint", nargs="?",
+                   help="where to mount (default: kafkafs.mount.point of --config)")
+    add_log_dir_args(m)
+    m.add_argument("-o", dest="options", action="append", default=[], metavar="OPTION[,...]",
+                   help="allow_other, parse.key=true, key.separator=SEP, read_only, or any "
+                        "FUSE option")
+    m.add_argument("--read-only", action="store_true",
+                   help="never write to the log dirs (and take no lock)")
+    m.add_argument("--debug", action="store_true", help="log every request")
+    m.set_defaults(func=run_mount)
+
+    u = sub.add_parser("umount", help="unmount; the daemon then flushes and exits 0")
+    u.add_argument("mountpoint")
+    u.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds to wait for the daemon to finish (default 60)")
+    u.set_defaults(func=run_umount)
+
+
+def run_mount(args) -> int:
+    from ..daemon import main as daemon
+
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = broker_config(args)
+    mountpoint = args.mountpoint or config.mount_point
+    if not mountpoint:
+        raise CliError("no mount point: give one, or set kafkafs.mount.point in --config")
+    options = list(config.mount_options) + list(args.options)
+    try:
+        return daemon.run(os.path.abspath(mountpoint), config, options, args.read_only)
+    except LogDirLockedError as exc:
+        raise CliError(str(exc)) from None
+    except (NotADirectoryError, FileNotFoundError) as exc:
+        raise CliError(str(exc)) from None
+
+
+def _daemon_pid(mountpoint: str) -> int | None:
+    try:
+        return int(os.getxattr(mountpoint, "user.kafkafs.pid"))
+    except (OSError, ValueError):
+        return None
+
+
+def run_umount(args) -> int:
+    mountpoint = os.path.abspath(args.mountpoint)
+    if not os.path.ismount(mountpoint):
+        raise CliError(f"{mountpoint} is not mounted")
+    pid = _daemon_pid(mountpoint)
+    tool = shutil.which("fusermount3") or shutil.which("fusermount")
+    cmd = [tool, "-u", mountpoint] if tool else ["umount", mountpoint]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise CliError(res.stderr.strip() or f"{cmd[0]} failed with status {res.returncode}")
+    if pid is not None:
+        deadline = time.monotonic() + args.timeout
+        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+            if _is_zombie(pid):
+                break
+            time.sleep(0.05)
+        if os.path.exists(f"/proc/{pid}") and not _is_zombie(pid):
+            raise CliError(f"unmounted, but the daemon (pid {pid}) is still running after "
+                           f"{args.timeout:g}s")
+    return 0
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True

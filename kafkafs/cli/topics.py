@@ -1,0 +1,100 @@
+"""``kafkafs topics``: kafka-topics.sh on a log dir (--create, --list, --describe, --delete,
+--alter), with Kafka's option names and output lines."""
+
+from __future__ import annotations
+
+import os
+
+from ..log import checkpoint as ckpt
+from ..log.errors import LogError
+from ..log.manager import PARTITION_METADATA
+from .common import CliError, add_log_dir_args, open_manager
+
+
+def register(sub) -> None:
+    p = sub.add_parser("topics", help="create, list, describe, alter or delete topics "
+                                      "(kafka-topics.sh)")
+    add_log_dir_args(p, config_flag="--server-config")
+    action = p.add_mutually_exclusive_group(required=True)
+    for name in ("create", "list", "describe", "delete", "alter"):
+        action.add_argument(f"--{name}", action="store_true")
+    p.add_argument("--topic", help="topic name")
+    p.add_argument("--partitions", type=int, help="number of partitions")
+    p.add_argument("--replication-factor", type=int, default=1,
+                   help="accepted for compatibility; kafkafs keeps one replica")
+    p.add_argument("--config", dest="topic_config", action="append", default=[],
+                   metavar="KEY=VALUE", help="topic config override (repeatable)")
+    p.add_argument("--delete-config", action="append", default=[], metavar="KEY",
+                   help="remove a topic config override (with --alter)")
+    p.add_argument("--if-not-exists", action="store_true")
+    p.add_argument("--if-exists", action="store_true")
+    p.set_defaults(func=run)
+
+
+def _kv(items) -> dict[str, str]:
+    out = {}
+    for item in items:
+        k, sep, v = item.partition("=")
+        if not sep:
+            raise CliError(f"invalid config {item!r}: expected KEY=VALUE")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def run(args) -> int:
+    write = args.create or args.delete or args.alter
+    if write and not args.topic:
+        raise CliError("--topic is required with --create, --delete and --alter")
+    manager = open_manager(args, write=write)
+    try:
+        if args.list:
+            for t in manager.topics():
+                print(t)
+        elif args.describe:
+            topics = [args.topic] if args.topic else manager.topics()
+            for t in topics:
+                if not manager.partitions(t):
+                    raise CliError(f"Topic '{t}' does not exist as expected")
+                _describe(manager, t)
+        elif args.create:
+            if manager.partitions(args.topic) and args.if_not_exists:
+                return 0
+            manager.create_topic(args.topic, args.partitions, _kv(args.topic_config))
+            print(f"Created topic {args.topic}.")
+        elif args.delete:
+            if not manager.partitions(args.topic) and args.if_exists:
+                return 0
+            manager.delete_topic(args.topic)
+        elif args.alter:
+            if args.partitions is not None:
+                manager.add_partitions(args.topic, args.partitions)
+            if args.topic_config or args.delete_config:
+                overrides = manager.topic_overrides(args.topic)
+                overrides.update(_kv(args.topic_config))
+                for k in args.delete_config:
+                    overrides.pop(k, None)
+                manager.alter_topic_config(args.topic, overrides)
+    except LogError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        manager.shutdown()
+    return 0
+
+
+def _describe(manager, topic: str) -> None:
+    parts = manager.partitions(topic)
+    overrides = manager.topic_overrides(topic)
+    first = manager.get_log(topic, parts[0])
+    try:
+        topic_id = ckpt.read_partition_metadata(os.path.join(first.dir, PARTITION_METADATA))
+    except (OSError, ValueError):
+        topic_id = "AAAAAAAAAAAAAAAAAAAAAA"
+    configs = ",".join(f"{k}={v}" for k, v in sorted(overrides.items()))
+    node = max(manager.config.node_id, 0)
+    print(f"Topic: {topic}\tTopicId: {topic_id}\tPartitionCount: {len(parts)}\t"
+          f"ReplicationFactor: 1\tConfigs: {configs}")
+    for p in parts:
+        lg = manager.get_log(topic, p)
+        print(f"\tTopic: {topic}\tPartition: {p}\tLeader: {node}\tReplicas: {node}\tIsr: {node}"
+              f"\tLogStartOffset: {lg.log_start_offset}\tLogEndOffset: {lg.log_end_offset}"
+              f"\tSize: {lg.size_in_bytes()}\tDir: {os.path.dirname(lg.dir)}")

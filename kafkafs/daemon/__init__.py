@@ -1,0 +1,1 @@
+"""The trio daemon behind a mount: tasks, adoption of external changes, systemd, signals."""

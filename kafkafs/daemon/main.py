@@ -1,0 +1,113 @@
+"""The kafkafs daemon: one trio process per mount (DESIGN §4).
+
+Start-up order (as s3ql's mount.s3ql): load and recover the log dirs, create the
+filesystem, ``pyfuse3.init`` (the mount), start the background tasks in one nursery, tell
+systemd READY=1, then serve. Shutdown — on SIGTERM/SIGINT, or when the mount point is
+unmounted (``kafkafs umount``, ``fusermount3 -u``) — stops the tasks, unmounts, flushes
+every log, writes the checkpoints and ``.kafka_cleanshutdown``, and returns 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+
+import pyfuse3
+import trio
+
+from ..log.config import BrokerConfig
+from ..log.manager import LogManager
+from ..fs.operations import FsOptions, KafkaFS
+from . import notify, tasks
+from .watcher import watch_log_dirs
+
+log = logging.getLogger(__name__)
+
+# -o options kafkafs interprets itself; everything else goes to FUSE
+OWN_OPTIONS = {"parse.key", "key.separator", "read_only", "ro", "rw"}
+
+
+def split_options(options: list[str]) -> tuple[dict[str, str], set[str]]:
+    """Split ``-o`` values (each may be comma-separated) into kafkafs's own options
+    (``name -> value``) and FUSE options. ``allow_other`` adds ``default_permissions`` so the
+    kernel enforces the modes kafkafs reports."""
+    own: dict[str, str] = {}
+    fuse: set[str] = set()
+    for opt in options:
+        for item in opt.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            name, _, value = item.partition("=")
+            if name in OWN_OPTIONS:
+                own[name] = value
+            else:
+                fuse.add(item)
+    if "allow_other" in fuse:
+        fuse.add("default_permissions")
+    return own, fuse
+
+
+def fs_options(own: dict[str, str]) -> FsOptions:
+    sep = own.get("key.separator", "\t")
+    sep = sep.encode("utf-8").decode("unicode_escape").encode("utf-8") if sep else b"\t"
+    return FsOptions(
+        parse_key=own.get("parse.key", "false").lower() in ("true", "1", "yes", ""),
+        key_separator=sep,
+        read_only="read_only" in own or "ro" in own,
+    )
+
+
+async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
+                read_only: bool = False) -> int:
+    """Mount ``config.log_dirs`` at ``mountpoint`` and serve until unmounted or signalled.
+    Returns the exit status (0 after a clean shutdown). Raises LogDirLockedError, OSError."""
+    own, fuse_opts = split_options(options)
+    fsopt = fs_options(own)
+    fsopt.read_only = fsopt.read_only or read_only
+    manager = LogManager(config, read_only=fsopt.read_only)
+    await trio.to_thread.run_sync(manager.startup)
+    operations = KafkaFS(manager, fsopt)
+    fuse_opts |= {"fsname=kafkafs", "subtype=kafkafs"}
+    if fsopt.read_only:
+        fuse_opts.add("ro")
+    mounted = False
+    try:
+        pyfuse3.init(operations, mountpoint, fuse_opts)
+        mounted = True
+        log.info("Mounted %s at %s", ",".join(config.log_dirs), mountpoint)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_signals, nursery.cancel_scope)
+            if not fsopt.read_only:
+                nursery.start_soon(tasks.flush_scheduler, manager)
+                nursery.start_soon(tasks.retention_task, manager)
+                nursery.start_soon(tasks.checkpoint_task, manager)
+            await nursery.start(watch_log_dirs, manager)
+            notify.ready(f"Mounted {mountpoint}")
+            await pyfuse3.main()
+            # pyfuse3.main returns when the kernel ends the session (fusermount3 -u)
+            nursery.cancel_scope.cancel()
+    finally:
+        notify.stopping()
+        if mounted:
+            pyfuse3.close(unmount=True)
+        await trio.to_thread.run_sync(manager.shutdown)
+        log.info("Unmounted %s; logs flushed and checkpointed", mountpoint)
+    return 0
+
+
+async def _signals(cancel_scope: trio.CancelScope) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        async for signum in signals:
+            log.info("Received %s, shutting down", signal.Signals(signum).name)
+            pyfuse3.terminate()
+            cancel_scope.cancel()
+            return
+
+
+def run(mountpoint: str, config: BrokerConfig, options: list[str], read_only: bool = False) -> int:
+    """Blocking entry point used by ``kafkafs mount``."""
+    if not os.path.isdir(mountpoint):
+        raise NotADirectoryError(f"mount point {mountpoint} is not a directory")
+    return trio.run(serve, mountpoint, config, options, read_only)

@@ -1,0 +1,726 @@
+"""The FUSE filesystem: pyfuse3 ``Operations`` over a :class:`~kafkafs.log.manager.LogManager`.
+
+Tree (DESIGN §3)::
+
+    <topic>/               mkdir: create topic; rmdir: delete it
+      config               effective topic config; writing replaces the overrides
+      <partition>/         mkdir <topic>/<n>: grow the topic to n+1 partitions
+        append             write-only: each line a record (kafka-console-producer rules)
+        offset/<N>         value of the record at offset N; xattrs user.kafka.*
+        by-time/<T>        symlink to ../offset/<N>, first record with timestamp >= T
+        messages           every value, one per line (grows; tail -f works)
+        records.jsonl      every record as a JSON object per line
+        segments/          the partition's files, read-only, byte-identical
+
+Handlers run on the trio event loop; anything that may scan (views, segment file reads,
+fsync) goes to a worker thread. Errors leave through :func:`fs.errors.fuse_errors`.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import json
+import logging
+import os
+import stat
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import pyfuse3
+import trio
+
+from ..log import config as logconfig
+from ..log.errors import RecordTooLargeError
+from ..log.log import Log, now_ms
+from ..log.manager import LogManager
+from ..log.names import parse_segment_filename
+from ..record.batch import TIMESTAMP_TYPE_NAMES, Record
+from . import tree as T
+from .errors import fuse_errors
+from .timespec import parse_timestamp
+from .views import LineView, measure_messages, render_jsonl, render_messages
+
+log = logging.getLogger(__name__)
+
+LONG_TIMEOUT = 3600.0  # seconds the kernel may cache names and attributes that never change
+SHORT_TIMEOUT = 1.0
+BLOCK_SIZE = 128 * 1024
+RECORD_CACHE = 4096
+
+XATTR_PREFIX = "user.kafka."
+
+
+@dataclass
+class FsOptions:
+    """Mount options that shape the tree (``-o`` on ``kafkafs mount``).
+
+    ``parse_key``/``key_separator``: split appended lines into key and value as
+    kafka-console-producer's ``parse.key``/``key.separator`` do. ``read_only``: refuse every
+    write with EROFS. ``uid``/``gid``: owner reported for every node.
+    """
+
+    parse_key: bool = False
+    key_separator: bytes = b"\t"
+    read_only: bool = False
+    uid: int = field(default_factory=os.getuid)
+    gid: int = field(default_factory=os.getgid)
+
+
+class _Handle:
+    __slots__ = ("node", "buf", "discarding", "line_no", "view", "fd", "record", "error")
+
+    def __init__(self, node):
+        self.node = node
+        self.buf = bytearray()
+        self.discarding = False
+        self.line_no = 0
+        self.view = None
+        self.fd = -1
+        self.record = None
+        self.error = None
+
+
+def _err(code: int):
+    return pyfuse3.FUSEError(code)
+
+
+class KafkaFS(pyfuse3.Operations):
+    """pyfuse3 operations for the kafkafs tree (see module docstring).
+
+    ``manager``: the started LogManager; ``options``: :class:`FsOptions`.
+    """
+
+    supports_dot_lookup = False
+    enable_writeback_cache = False
+    enable_acl = False
+
+    def __init__(self, manager: LogManager, options: FsOptions | None = None):
+        super().__init__()
+        self.manager = manager
+        self.options = options or FsOptions()
+        self.inodes = T.InodeTable()
+        self._handles: dict[int, _Handle] = {}
+        self._fh = itertools.count(1)
+        self._views: dict[tuple, LineView] = {}
+        self._records: OrderedDict[tuple, Record] = OrderedDict()
+        self._seen_generation: dict[int, int] = {}
+        self.mount_time_ns = time.time_ns()
+
+    # -- helpers ---------------------------------------------------------------------
+    def _log(self, node) -> Log:
+        return self.manager.get_log(node.topic, node.partition)
+
+    def view(self, topic: str, partition: int, kind: str) -> LineView:
+        key = (topic, partition, kind)
+        v = self._views.get(key)
+        lg = self.manager.get_log(topic, partition)
+        if v is None or v.log is not lg:
+            if kind == T.MESSAGES:
+                v = LineView(lg, render_messages, measure_messages)
+            else:
+                v = LineView(lg, render_jsonl)
+            self._views[key] = v
+        return v
+
+    def _record(self, topic: str, partition: int, offset: int) -> Record:
+        """The record at ``offset`` (cached); FUSEError(ENOENT) when there is none."""
+        key = (topic, partition, offset)
+        lg = self.manager.get_log(topic, partition)
+        rec = self._records.get(key)
+        if rec is not None:
+            if offset >= lg.log_start_offset:
+                self._records.move_to_end(key)
+                return rec
+            del self._records[key]
+            raise _err(errno.ENOENT)
+        batch = lg.batch_for(offset)
+        if batch is None or batch.is_control:
+            raise _err(errno.ENOENT)
+        found = None
+        for r in batch.records():
+            self._records[(topic, partition, r.offset)] = r
+            if r.offset == offset:
+                found = r
+        while len(self._records) > RECORD_CACHE:
+            self._records.popitem(last=False)
+        if found is None:
+            raise _err(errno.ENOENT)
+        return found
+
+    def _attr(self, node: T.Node, size: int = 0, mtime_ns: int | None = None) -> pyfuse3.EntryAttributes:
+        a = pyfuse3.EntryAttributes()
+        a.st_ino = node.inode
+        a.generation = 0
+        a.st_uid = self.options.uid
+        a.st_gid = self.options.gid
+        a.st_blksize = BLOCK_SIZE
+        t = self.mount_time_ns if mtime_ns is None else mtime_ns
+        a.st_atime_ns = a.st_ctime_ns = a.st_mtime_ns = t
+        kind = node.kind
+        ro = self.options.read_only
+        entry, attr_to = LONG_TIMEOUT, LONG_TIMEOUT
+        if kind in (T.ROOT, T.TOPIC):
+            a.st_mode = stat.S_IFDIR | (0o555 if ro else 0o755)
+            a.st_nlink = 2
+            entry = attr_to = SHORT_TIMEOUT
+        elif kind == T.PARTITION:
+            a.st_mode = stat.S_IFDIR | 0o555
+            a.st_nlink = 2
+            entry = attr_to = SHORT_TIMEOUT
+        elif kind in (T.OFFSETS, T.BYTIME, T.SEGMENTS):
+            a.st_mode = stat.S_IFDIR | 0o555
+            a.st_nlink = 2
+            attr_to = SHORT_TIMEOUT
+        elif kind == T.CONFIG:
+            a.st_mode = stat.S_IFREG | (0o444 if ro else 0o644)
+            a.st_nlink = 1
+            entry = attr_to = 0.0
+        elif kind == T.APPEND:
+            a.st_mode = stat.S_IFREG | (0o000 if ro else 0o222)
+            a.st_nlink = 1
+        elif kind in (T.MESSAGES, T.JSONL):
+            a.st_mode = stat.S_IFREG | 0o444
+            a.st_nlink = 1
+            attr_to = 0.0  # size grows: tail -f polls it
+        elif kind == T.OFFSET:
+            a.st_mode = stat.S_IFREG | 0o444
+            a.st_nlink = 1
+        elif kind == T.BYTIME_LINK:
+            a.st_mode = stat.S_IFLNK | 0o777
+            a.st_nlink = 1
+            entry = attr_to = SHORT_TIMEOUT
+        elif kind == T.SEGFILE:
+            a.st_mode = stat.S_IFREG | 0o444
+            a.st_nlink = 1
+            entry = attr_to = SHORT_TIMEOUT
+        a.st_size = size
+        a.st_blocks = (size + 511) // 512
+        a.entry_timeout = entry
+        a.attr_timeout = attr_to
+        return a
+
+    async def _node_attr(self, node: T.Node) -> pyfuse3.EntryAttributes:
+        kind = node.kind
+        if kind == T.ROOT:
+            return self._attr(node)
+        if kind == T.TOPIC:
+            if not self.manager.partitions(node.topic):
+                raise _err(errno.ENOENT)
+            return self._attr(node)
+        if kind == T.CONFIG:
+            return self._attr(node, len(self._config_text(node.topic)))
+        lg = self._log(node)  # ENOENT for a deleted partition
+        seg_mtime = None
+        if kind in (T.MESSAGES, T.JSONL):
+            v = self.view(node.topic, node.partition, kind)
+            size = await trio.to_thread.run_sync(v.refresh)
+            seg_mtime = lg.active_segment.last_modified_ms() * 1_000_000
+            return self._attr(node, size, seg_mtime)
+        if kind == T.OFFSET:
+            rec = self._record(node.topic, node.partition, node.name)
+            return self._attr(node, len(rec.value or b""), rec.timestamp * 1_000_000
+                              if rec.timestamp >= 0 else None)
+        if kind == T.BYTIME_LINK:
+            return self._attr(node, len(node.data or b""))
+        if kind == T.SEGFILE:
+            st = os.stat(os.path.join(lg.dir, node.name))
+            return self._attr(node, st.st_size, st.st_mtime_ns)
+        return self._attr(node)
+
+    def _config_text(self, topic: str) -> bytes:
+        cfg = self.manager.topic_config(topic)
+        overrides = self.manager.topic_overrides(topic)
+        out = [f"# effective configuration of topic {topic}",
+               "# (override) marks keys set for this topic; the others are the broker's.",
+               "# Writing this file replaces the overrides; keys equal to the broker's value"
+               " are not stored."]
+        for k, v in sorted(cfg.to_properties().items()):
+            if k in overrides:
+                out.append("# (override)")
+            out.append(f"{k}={v}")
+        return ("\n".join(out) + "\n").encode()
+
+    def _reply_entry(self, node: T.Node, attr: pyfuse3.EntryAttributes) -> pyfuse3.EntryAttributes:
+        node.lookups += 1
+        return attr
+
+    # -- lookup / getattr / forget ---------------------------------------------------
+    @fuse_errors
+    async def lookup(self, parent_inode, name, ctx=None):
+        parent = self.inodes.find(parent_inode)
+        if parent is None:
+            raise _err(errno.ENOENT)
+        node = self._child(parent, name)
+        attr = await self._node_attr(node)
+        return self._reply_entry(node, attr)
+
+    def _child(self, parent: T.Node, name: bytes) -> T.Node:
+        kind = parent.kind
+        if name in (b".", b".."):
+            raise _err(errno.ENOENT)
+        if kind == T.ROOT:
+            topic = name.decode("utf-8", "surrogateescape")
+            if not self.manager.partitions(topic):
+                raise _err(errno.ENOENT)
+            return self.inodes.get(T.TOPIC, topic)
+        if kind == T.TOPIC:
+            if name == b"config":
+                return self.inodes.get(T.CONFIG, parent.topic)
+            if not name.isdigit() or (len(name) > 1 and name.startswith(b"0")):
+                raise _err(errno.ENOENT)
+            p = int(name)
+            self.manager.get_log(parent.topic, p)
+            return self.inodes.get(T.PARTITION, parent.topic, p)
+        if kind == T.PARTITION:
+            child = T.PARTITION_CHILDREN.get(name)
+            if child is None:
+                raise _err(errno.ENOENT)
+            return self.inodes.get(child, parent.topic, parent.partition)
+        if kind == T.OFFSETS:
+            if not name.isdigit() or (len(name) > 1 and name.startswith(b"0")):
+                raise _err(errno.ENOENT)
+            offset = int(name)
+            self._record(parent.topic, parent.partition, offset)
+            return self.inodes.get(T.OFFSET, parent.topic, parent.partition, offset)
+        if kind == T.BYTIME:
+            try:
+                ts = parse_timestamp(name.decode("utf-8", "replace"))
+            except ValueError:
+                raise _err(errno.ENOENT) from None
+            lg = self.manager.get_log(parent.topic, parent.partition)
+            found = lg.offset_for_timestamp(ts)
+            if found is None:
+                raise _err(errno.ENOENT)
+            node = self.inodes.get(T.BYTIME_LINK, parent.topic, parent.partition,
+                                   name.decode("utf-8", "replace"))
+            node.data = f"../offset/{found[0]}".encode()
+            return node
+        if kind == T.SEGMENTS:
+            fname = name.decode("utf-8", "surrogateescape")
+            lg = self.manager.get_log(parent.topic, parent.partition)
+            if not self._segment_file_visible(lg, fname):
+                raise _err(errno.ENOENT)
+            return self.inodes.get(T.SEGFILE, parent.topic, parent.partition, fname)
+        raise _err(errno.ENOTDIR)
+
+    @staticmethod
+    def _segment_file_visible(lg: Log, fname: str) -> bool:
+        if "/" in fname or fname.startswith("."):
+            return False
+        p = parse_segment_filename(fname)
+        if p is not None and p[2]:  # .deleted / .cleaned / .swap: transient
+            return False
+        path = os.path.join(lg.dir, fname)
+        return os.path.isfile(path) and not os.path.islink(path)
+
+    @fuse_errors
+    async def getattr(self, inode, ctx=None):
+        node = self.inodes.find(inode)
+        if node is None:
+            raise _err(errno.ENOENT)
+        return await self._node_attr(node)
+
+    async def forget(self, inode_list):
+        for inode, n in inode_list:
+            self.inodes.forget(inode, n)
+
+    @fuse_errors
+    async def setattr(self, inode, attr, fields, fh, ctx):
+        node = self.inodes.find(inode)
+        if node is None:
+            raise _err(errno.ENOENT)
+        if fields.update_size:
+            # O_TRUNC on append/config is accepted (nothing to truncate); elsewhere refused
+            if node.kind not in (T.APPEND, T.CONFIG) or self.options.read_only:
+                raise _err(errno.EACCES if not self.options.read_only else errno.EROFS)
+        elif fields.update_mode or fields.update_uid or fields.update_gid:
+            raise _err(errno.EPERM)
+        return await self._node_attr(node)
+
+    @fuse_errors
+    async def readlink(self, inode, ctx):
+        node = self.inodes.find(inode)
+        if node is None or node.kind != T.BYTIME_LINK:
+            raise _err(errno.EINVAL)
+        return node.data
+
+    @fuse_errors
+    async def statfs(self, ctx):
+        st = os.statvfs(self.manager.log_dirs[0])
+        out = pyfuse3.StatvfsData()
+        for f in ("f_bsize", "f_frsize", "f_blocks", "f_bfree", "f_bavail", "f_files",
+                  "f_ffree", "f_favail"):
+            setattr(out, f, getattr(st, f))
+        out.f_namemax = 255
+        return out
+
+    # -- directories -----------------------------------------------------------------
+    @fuse_errors
+    async def opendir(self, inode, ctx):
+        node = self.inodes.find(inode)
+        if node is None:
+            raise _err(errno.ENOENT)
+        if node.kind not in (T.ROOT, T.TOPIC, T.PARTITION, T.OFFSETS, T.BYTIME, T.SEGMENTS):
+            raise _err(errno.ENOTDIR)
+        fh = next(self._fh)
+        self._handles[fh] = _Handle(node)
+        return fh
+
+    @fuse_errors
+    async def releasedir(self, fh):
+        self._handles.pop(fh, None)
+
+    def _dir_entries(self, node: T.Node, start_id: int):
+        """Yield (name, child node, next_id) from ``start_id`` on."""
+        kind = node.kind
+        if kind == T.ROOT:
+            names = [(t.encode(), self.inodes.get(T.TOPIC, t)) for t in self.manager.topics()]
+        elif kind == T.TOPIC:
+            names = [(b"config", self.inodes.get(T.CONFIG, node.topic))]
+            names += [(str(p).encode(), self.inodes.get(T.PARTITION, node.topic, p))
+                      for p in self.manager.partitions(node.topic)]
+        elif kind == T.PARTITION:
+            names = [(n, self.inodes.get(k, node.topic, node.partition))
+                     for n, k in T.PARTITION_CHILDREN.items()]
+        elif kind == T.SEGMENTS:
+            lg = self._log(node)
+            names = [(f.encode("utf-8", "surrogateescape"),
+                      self.inodes.get(T.SEGFILE, node.topic, node.partition, f))
+                     for f in sorted(os.listdir(lg.dir)) if self._segment_file_visible(lg, f)]
+        elif kind == T.OFFSETS:
+            yield from self._offset_entries(node, start_id)
+            return
+        else:
+            names = []
+        for i, (name, child) in enumerate(names[start_id:], start_id):
+            yield name, child, i + 1
+
+    def _offset_entries(self, node: T.Node, start_id: int):
+        lg = self._log(node)
+        start = max(lg.log_start_offset, start_id)  # next_id is offset + 1
+        for batch in lg.batches(start):
+            if batch.is_control:
+                continue
+            for r in batch.records():
+                if r.offset < start:
+                    continue
+                self._records[(node.topic, node.partition, r.offset)] = r
+                yield str(r.offset).encode(), self.inodes.get(
+                    T.OFFSET, node.topic, node.partition, r.offset), r.offset + 1
+            while len(self._records) > RECORD_CACHE:
+                self._records.popitem(last=False)
+
+    @fuse_errors
+    async def readdir(self, fh, start_id, token):
+        h = self._handles[fh]
+        for name, child, next_id in self._dir_entries(h.node, start_id):
+            try:
+                attr = await self._node_attr(child)
+            except pyfuse3.FUSEError:
+                continue
+            if not pyfuse3.readdir_reply(token, name, attr, next_id):
+                break
+            child.lookups += 1
+
+    @fuse_errors
+    async def mkdir(self, parent_inode, name, mode, ctx):
+        parent = self.inodes.find(parent_inode)
+        if parent is None:
+            raise _err(errno.ENOENT)
+        if self.options.read_only:
+            raise _err(errno.EROFS)
+        sname = name.decode("utf-8", "surrogateescape")
+        if parent.kind == T.ROOT:
+            if self.manager.partitions(sname):
+                raise _err(errno.EEXIST)
+            await trio.to_thread.run_sync(self.manager.create_topic, sname)
+            node = self.inodes.get(T.TOPIC, sname)
+        elif parent.kind == T.TOPIC:
+            if not name.isdigit():
+                raise _err(errno.EINVAL)
+            p = int(name)
+            if p in self.manager.partitions(parent.topic):
+                raise _err(errno.EEXIST)
+            await trio.to_thread.run_sync(self.manager.add_partitions, parent.topic, p + 1)
+            node = self.inodes.get(T.PARTITION, parent.topic, p)
+        else:
+            raise _err(errno.EACCES)
+        return self._reply_entry(node, await self._node_attr(node))
+
+    @fuse_errors
+    async def rmdir(self, parent_inode, name, ctx):
+        parent = self.inodes.find(parent_inode)
+        if parent is None:
+            raise _err(errno.ENOENT)
+        if self.options.read_only:
+            raise _err(errno.EROFS)
+        if parent.kind != T.ROOT:
+            raise _err(errno.EACCES)
+        topic = name.decode("utf-8", "surrogateescape")
+        if not self.manager.partitions(topic):
+            raise _err(errno.ENOENT)
+        await trio.to_thread.run_sync(self.manager.delete_topic, topic)
+        for key in [k for k in self._views if k[0] == topic]:
+            del self._views[key]
+        for key in [k for k in self._records if k[0] == topic]:
+            del self._records[key]
+        self.inodes.drop_topic(topic)
+
+    @fuse_errors
+    async def unlink(self, parent_inode, name, ctx):
+        raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
+
+    @fuse_errors
+    async def create(self, parent_inode, name, mode, flags, ctx):
+        raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
+
+    # -- files -----------------------------------------------------------------------
+    @fuse_errors
+    async def open(self, inode, flags, ctx):
+        node = self.inodes.find(inode)
+        if node is None:
+            raise _err(errno.ENOENT)
+        accmode = flags & os.O_ACCMODE
+        writing = accmode in (os.O_WRONLY, os.O_RDWR)
+        kind = node.kind
+        h = _Handle(node)
+        info = pyfuse3.FileInfo()
+        if kind == T.APPEND:
+            if self.options.read_only:
+                raise _err(errno.EROFS)
+            if accmode != os.O_WRONLY:
+                raise _err(errno.EACCES)
+            self._log(node)
+            info.direct_io = True
+        elif kind == T.CONFIG:
+            if writing and self.options.read_only:
+                raise _err(errno.EROFS)
+            if accmode == os.O_RDWR:
+                raise _err(errno.EACCES)
+            if not writing:
+                h.record = self._config_text(node.topic)
+            info.direct_io = True
+        elif writing:
+            raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
+        elif kind == T.OFFSET:
+            h.record = self._record(node.topic, node.partition, node.name)
+            info.keep_cache = True
+        elif kind in (T.MESSAGES, T.JSONL):
+            v = self.view(node.topic, node.partition, kind)
+            await trio.to_thread.run_sync(v.refresh)
+            h.view = v
+            # keep the kernel's pages unless earlier bytes changed (retention) since last open
+            info.keep_cache = self._seen_generation.get(node.inode) == v.generation
+            self._seen_generation[node.inode] = v.generation
+        elif kind == T.SEGFILE:
+            lg = self._log(node)
+            h.fd = os.open(os.path.join(lg.dir, node.name), os.O_RDONLY | os.O_CLOEXEC)
+            info.keep_cache = not node.name.endswith(".log") or \
+                lg.active_segment.log_path != os.path.join(lg.dir, node.name)
+        else:
+            raise _err(errno.EISDIR)
+        fh = next(self._fh)
+        self._handles[fh] = h
+        info.fh = fh
+        return info
+
+    @fuse_errors
+    async def read(self, fh, off, size):
+        h = self._handles[fh]
+        kind = h.node.kind
+        if kind in (T.OFFSET, T.CONFIG):
+            data = h.record.value if kind == T.OFFSET else h.record
+            return (data or b"")[off:off + size]
+        if h.view is not None:
+            return await trio.to_thread.run_sync(h.view.read, off, size)
+        if h.fd >= 0:
+            return await trio.to_thread.run_sync(os.pread, h.fd, size, off)
+        raise _err(errno.EBADF)
+
+    @fuse_errors
+    async def write(self, fh, off, buf):
+        h = self._handles[fh]
+        if h.node.kind == T.CONFIG:
+            if len(h.buf) + len(buf) > 1024 * 1024:
+                raise _err(errno.EFBIG)
+            h.buf += buf
+            return len(buf)
+        if h.node.kind != T.APPEND:
+            raise _err(errno.EBADF)
+        return self._append(h, buf)
+
+    def _append(self, h: _Handle, buf: bytes) -> int:
+        """Split ``buf`` into lines and append the complete ones; keep the partial last line.
+        Returns bytes consumed; a bad line makes the write fail (earlier lines stay)."""
+        lg = self._log(h.node)
+        limit = lg.config.max_message_bytes
+        data = memoryview(buf)
+        start = 0
+        if h.discarding:
+            nl = buf.find(b"\n")
+            if nl < 0:
+                raise RecordTooLargeError("line is longer than max.message.bytes")
+            h.discarding = False
+            start = nl + 1
+        last_nl = buf.rfind(b"\n", start)
+        if last_nl < 0:
+            if len(h.buf) + len(buf) - start > limit:
+                h.buf.clear()
+                h.discarding = True
+                raise RecordTooLargeError(
+                    f"a line of more than {limit} bytes (max.message.bytes) was refused")
+            h.buf += data[start:]
+            return len(buf)
+        chunk = bytes(h.buf) + bytes(data[start:last_nl]) if h.buf else bytes(data[start:last_nl])
+        h.buf.clear()
+        lines = chunk.split(b"\n")
+        self._produce_lines(h, lg, lines)
+        rest = data[last_nl + 1:]
+        if len(rest) > limit:
+            h.discarding = True
+            raise RecordTooLargeError(
+                f"a line of more than {limit} bytes (max.message.bytes) was refused")
+        h.buf += rest
+        return len(buf)
+
+    def _records_from_lines(self, h: _Handle, lines) -> list[tuple]:
+        ts = now_ms()
+        if not self.options.parse_key:
+            return [(ts, None, line, ()) for line in lines]
+        sep = self.options.key_separator
+        out = []
+        for line in lines:
+            h.line_no += 1
+            k, found, v = line.partition(sep)
+            if not found:
+                raise _err(errno.EINVAL)
+            out.append((ts, k, v, ()))
+        return out
+
+    def _produce_lines(self, h: _Handle, lg: Log, lines) -> None:
+        """Append ``lines`` in batches that fit ``max.message.bytes``."""
+        limit = lg.config.max_message_bytes
+        budget = max(1, limit - 128)
+        group: list = []
+        size = 0
+        for line in lines:
+            if len(line) + 32 > limit:
+                if group:
+                    self._append_group(h, lg, group)
+                raise RecordTooLargeError(
+                    f"a line of {len(line)} bytes exceeds max.message.bytes ({limit})")
+            if group and size + len(line) + 24 > budget:
+                self._append_group(h, lg, group)
+                group, size = [], 0
+            group.append(line)
+            size += len(line) + 24
+        if group:
+            self._append_group(h, lg, group)
+
+    def _append_group(self, h, lg: Log, group) -> None:
+        try:
+            lg.append(self._records_from_lines(h, group))
+        except RecordTooLargeError:
+            if len(group) == 1:
+                raise
+            mid = len(group) // 2
+            self._append_group(h, lg, group[:mid])
+            self._append_group(h, lg, group[mid:])
+
+    @fuse_errors
+    async def flush(self, fh):
+        h = self._handles.get(fh)
+        if h is None:
+            return
+        if h.node.kind == T.APPEND and h.buf:
+            lg = self._log(h.node)
+            line = bytes(h.buf)
+            h.buf.clear()
+            self._produce_lines(h, lg, [line])
+        elif h.node.kind == T.CONFIG and h.buf:
+            text = bytes(h.buf)
+            h.buf.clear()
+            self._write_config(h.node.topic, text)
+
+    def _write_config(self, topic: str, text: bytes) -> None:
+        try:
+            props = logconfig.parse_properties(text.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise _err(errno.EINVAL) from None
+        defaults = self.manager.config.log.to_properties()
+        overrides = {k: v for k, v in props.items() if defaults.get(k) != v.strip()}
+        self.manager.alter_topic_config(topic, overrides)
+
+    @fuse_errors
+    async def fsync(self, fh, datasync):
+        h = self._handles.get(fh)
+        if h is None or h.node.kind != T.APPEND:
+            return
+        lg = self._log(h.node)
+        await trio.to_thread.run_sync(lg.flush)
+
+    @fuse_errors
+    async def release(self, fh):
+        h = self._handles.pop(fh, None)
+        if h is None:
+            return
+        if h.fd >= 0:
+            os.close(h.fd)
+        if h.buf and h.node.kind == T.APPEND:
+            # flush() normally produced it; a handle closed without flush still loses nothing
+            try:
+                self._produce_lines(h, self._log(h.node), [bytes(h.buf)])
+            except Exception:
+                log.exception("dropping %d bytes of a partial line at close", len(h.buf))
+
+    # -- extended attributes ---------------------------------------------------------
+    def _xattr_values(self, node: T.Node) -> dict[str, bytes | None]:
+        """xattr name -> value of ``node`` (None: not set)."""
+        if node.kind == T.ROOT:
+            return {"user.kafkafs.pid": str(os.getpid()).encode(),
+                    "user.kafkafs.log_dirs": ",".join(self.manager.log_dirs).encode()}
+        if node.kind != T.OFFSET:
+            return {}
+        rec = self._record(node.topic, node.partition, node.name)
+        lg = self._log(node)
+        batch = lg.batch_for(node.name)
+        ts_type = TIMESTAMP_TYPE_NAMES[batch.timestamp_type] if batch is not None else "CreateTime"
+        headers = [{"key": k, "value": None if v is None else v.decode("utf-8", "replace")}
+                   for k, v in rec.headers]
+        values = {
+            "key": rec.key,
+            "timestamp": str(rec.timestamp).encode(),
+            "timestamp_type": ts_type.encode(),
+            "headers": json.dumps(headers, ensure_ascii=False).encode(),
+            "offset": str(rec.offset).encode(),
+            "partition": str(node.partition).encode(),
+            "topic": node.topic.encode(),
+        }
+        return {XATTR_PREFIX + k: v for k, v in values.items()}
+
+    @fuse_errors
+    async def getxattr(self, inode, name, ctx):
+        node = self.inodes.find(inode)
+        if node is None:
+            raise _err(errno.ENOENT)
+        value = self._xattr_values(node).get(name.decode("utf-8", "replace"))
+        if value is None:
+            raise _err(pyfuse3.ENOATTR)
+        return value
+
+    @fuse_errors
+    async def listxattr(self, inode, ctx):
+        node = self.inodes.find(inode)
+        if node is None:
+            raise _err(errno.ENOENT)
+        return [k.encode() for k, v in self._xattr_values(node).items() if v is not None]
+
+    @fuse_errors
+    async def setxattr(self, inode, name, value, ctx):
+        raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
+
+    @fuse_errors
+    async def removexattr(self, inode, name, ctx):
+        raise _err(errno.EROFS if self.options.read_only else errno.EACCES)

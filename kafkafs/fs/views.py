@@ -1,0 +1,206 @@
+"""Byte-addressed text views of a partition: ``messages`` and ``records.jsonl``.
+
+A view renders every record of a log as one line and shows the concatenation as a file.
+To read at any byte position without rendering the whole log, a :class:`LineView` keeps
+sparse *marks* — (view position, batch offset, segment base offset, file position) — at the
+first batch of every segment and then about every ``MARK_BYTES`` of output, much like Kafka's
+sparse offset index. A read renders from the mark at or before the position. Marks are built
+by one scan on first use and extended as the log grows; when retention removes the oldest
+segments the view drops the marks before the new log start and shifts (the file shrinks from
+the front, as ``messages`` then starts at the new log start offset).
+
+Thread safety: every public method takes the view's lock; the fs layer calls them from
+worker threads.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import json
+import threading
+from array import array
+from collections import OrderedDict
+from typing import Callable
+
+from ..log.log import Log
+from ..record.batch import TIMESTAMP_TYPE_NAMES, RecordBatch, batch_values
+
+MARK_BYTES = 256 * 1024
+CACHED_CHUNKS = 8
+
+
+# -- renderers: RecordBatch -> bytes (every line of the batch) ---------------------------
+
+def render_messages(batch: RecordBatch) -> bytes:
+    """kafka-console-consumer's default output: each value, ``null`` for a null value, one
+    per line. Control batches render as nothing."""
+    if batch.is_control:
+        return b""
+    values = batch_values(batch)
+    return b"\n".join([b"null" if v is None else v for v in values]) + b"\n" if values else b""
+
+
+def measure_messages(batch: RecordBatch) -> int:
+    """Length of :func:`render_messages` of ``batch`` without building it."""
+    if batch.is_control:
+        return 0
+    values = batch_values(batch)
+    return sum(4 if v is None else len(v) for v in values) + len(values)
+
+
+def _text(b: bytes | None):
+    if b is None:
+        return None
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(b).decode("ascii")}
+
+
+def render_jsonl(batch: RecordBatch) -> bytes:
+    """One JSON object per record: ``offset``, ``timestamp`` (ms), ``timestamp_type``,
+    ``key``, ``value``, ``headers`` (list of ``{"key", "value"}``); bytes that are not UTF-8
+    appear as ``{"base64": "..."}``. Control batches render as nothing."""
+    if batch.is_control:
+        return b""
+    ts_type = TIMESTAMP_TYPE_NAMES[batch.timestamp_type]
+    out = []
+    dumps = json.dumps
+    for r in batch.records():
+        out.append(dumps({
+            "offset": r.offset, "timestamp": r.timestamp, "timestamp_type": ts_type,
+            "key": _text(r.key), "value": _text(r.value),
+            "headers": [{"key": k, "value": _text(v)} for k, v in r.headers],
+        }, ensure_ascii=False, separators=(",", ":")))
+    if not out:
+        return b""
+    return ("\n".join(out) + "\n").encode("utf-8")
+
+
+class LineView:
+    """A growing text file rendered from ``log`` one batch at a time.
+
+    ``render(batch) -> bytes`` gives the batch's lines; ``measure(batch) -> int`` their
+    length (defaults to ``len(render(batch))``). ``size`` is in bytes. ``generation`` grows
+    whenever bytes already shown change (retention, rebuild), so the fs layer can drop the
+    kernel's cached pages.
+    """
+
+    def __init__(self, log: Log, render: Callable[[RecordBatch], bytes],
+                 measure: Callable[[RecordBatch], int] | None = None):
+        self.log = log
+        self.render = render
+        self.measure = measure or (lambda b: len(render(b)))
+        self.lock = threading.RLock()
+        self.generation = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pos = array("q")
+        self._offset = array("q")
+        self._seg = array("q")
+        self._filepos = array("q")
+        self.size = 0
+        self._since_mark = 0
+        self._last_seg = None
+        self.start_offset = None  # log start offset the view begins at
+        self.end_offset = None  # next offset not yet in the view
+        self._cache: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+
+    # -- building --------------------------------------------------------------------
+    def refresh(self) -> int:
+        """Bring the view up to the log's current end; returns ``size``. The first call
+        scans the whole log (run it off the event loop)."""
+        with self.lock:
+            lg = self.log
+            start = lg.log_start_offset
+            if self.start_offset is None:
+                self.start_offset = start
+                self.end_offset = start
+            elif start != self.start_offset:
+                self._drop_before(start)
+            if lg.log_end_offset < (self.end_offset or 0):  # truncated under us
+                self._reset()
+                self.generation += 1
+                self.start_offset = self.end_offset = start
+            if lg.log_end_offset > self.end_offset:
+                self._extend()
+            return self.size
+
+    def _extend(self) -> None:
+        for seg, batch in self.log.segment_batches(self.end_offset):
+            if batch.last_offset < self.end_offset:
+                continue
+            if seg.base_offset != self._last_seg or self._since_mark >= MARK_BYTES:
+                self._pos.append(self.size)
+                self._offset.append(batch.base_offset)
+                self._seg.append(seg.base_offset)
+                self._filepos.append(batch.position)
+                self._since_mark = 0
+                self._last_seg = seg.base_offset
+            n = self.measure(batch)
+            self.size += n
+            self._since_mark += n
+            self.end_offset = batch.next_offset
+
+    def _drop_before(self, new_start: int) -> None:
+        """The log start moved (retention): keep marks of segments at or after it."""
+        first_seg = self.log.segments()[0].base_offset
+        j = bisect.bisect_left(self._seg, first_seg)
+        self.generation += 1
+        if j >= len(self._seg) or new_start > first_seg:
+            # not on a mark boundary (or nothing left): rebuild from scratch
+            self._reset()
+            self.start_offset = self.end_offset = new_start
+            return
+        shift = self._pos[j]
+        self._pos = array("q", (p - shift for p in self._pos[j:]))
+        self._offset = self._offset[j:]
+        self._seg = self._seg[j:]
+        self._filepos = self._filepos[j:]
+        self.size -= shift
+        self.start_offset = new_start
+        self._cache.clear()
+
+    # -- reading ---------------------------------------------------------------------
+    def _chunk(self, i: int) -> bytes:
+        last = i + 1 >= len(self._pos)
+        stop = self.end_offset if last else self._offset[i + 1]
+        key = (i, stop)
+        data = self._cache.get(key)
+        if data is not None:
+            self._cache.move_to_end(key)
+            return data
+        seg = self.log.segment_at(self._seg[i])
+        parts = []
+        if seg is not None:
+            for batch in seg.batches(self._filepos[i]):
+                if batch.base_offset >= stop:
+                    break
+                parts.append(self.render(batch))
+        data = b"".join(parts)
+        self._cache[key] = data
+        if len(self._cache) > CACHED_CHUNKS:
+            self._cache.popitem(last=False)
+        return data
+
+    def read(self, off: int, size: int) -> bytes:
+        """Up to ``size`` bytes at view position ``off`` (short or empty at the end)."""
+        with self.lock:
+            if off >= self.size or size <= 0:
+                return b""
+            i = bisect.bisect_right(self._pos, off) - 1
+            out = []
+            need = min(size, self.size - off)
+            while need > 0 and i < len(self._pos):
+                chunk = self._chunk(i)
+                start = off - self._pos[i]
+                piece = chunk[start:start + need]
+                if not piece:
+                    break
+                out.append(piece)
+                need -= len(piece)
+                off += len(piece)
+                i += 1
+            return b"".join(out)

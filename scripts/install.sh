@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install everything kafkafs, its tests and its main job need on a fresh Debian machine,
+# then the package itself into ./.venv (editable, with the dev extras).
+# Idempotent: a second run only checks. Needs root for apt (CI and this machine run as root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(fuse3 libfuse3-dev pkg-config attr rsync nginx-light apache2-utils procps)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+EXTRAS=${KAFKAFS_EXTRAS:-dev}
+if ! .venv/bin/python -c "import kafkafs, pyfuse3, kafka, aiokafka, hypothesis" 2>/dev/null \
+   || [ pyproject.toml -nt .venv/.installed ]; then
+  .venv/bin/pip install -q --disable-pip-version-check -e ".[${EXTRAS}]" 2>&1 | grep -v "^WARNING: Location" || true
+  .venv/bin/python -c "import kafkafs, pyfuse3" 
+  touch .venv/.installed
+fi
