@@ -1,0 +1,163 @@
+"""Shared fixtures: log dirs, a LogManager, and a real FUSE mount of the daemon."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kafkafs.log.config import BrokerConfig, LogConfig
+from kafkafs.log.manager import LogManager
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def small_config(**overrides) -> LogConfig:
+    """A LogConfig with the given topic-config attributes changed."""
+    return LogConfig(**overrides)
+
+
+@pytest.fixture
+def log_dir(tmp_path):
+    d = tmp_path / "logs"
+    d.mkdir()
+    return str(d)
+
+
+@pytest.fixture
+def manager_factory(tmp_path):
+    made = []
+
+    def make(dirs=None, read_only=False, **props):
+        dirs = dirs or [str(tmp_path / "logs")]
+        cfg = BrokerConfig.from_properties({k.replace("_", "."): str(v) for k, v in props.items()})
+        cfg = cfg.with_log_dirs(dirs)
+        m = LogManager(cfg, read_only=read_only)
+        m.startup()
+        made.append(m)
+        return m
+
+    yield make
+    for m in made:
+        if m.started:
+            m.shutdown()
+
+
+def fuse_available() -> bool:
+    return os.path.exists("/dev/fuse") and shutil.which("fusermount3") is not None
+
+
+needs_fuse = pytest.mark.skipif(not fuse_available(), reason="FUSE is not available")
+
+
+class Mount:
+    """A kafkafs daemon running as a child process with its mount point."""
+
+    def __init__(self, tmp_path, log_dirs=None, options=(), extra_args=(), config=None):
+        self.mnt = str(tmp_path / "mnt")
+        os.makedirs(self.mnt, exist_ok=True)
+        self.log_dirs = log_dirs or [str(tmp_path / "logs")]
+        self.stderr_path = str(tmp_path / f"daemon-{time.monotonic_ns()}.log")
+        self.options = list(options)
+        self.extra_args = list(extra_args)
+        self.config = config
+        self.proc = None
+
+    def start(self, timeout=20.0):
+        args = [sys.executable, "-m", "kafkafs", "mount", self.mnt,
+                "--log-dirs", ",".join(self.log_dirs)]
+        if self.config:
+            args += ["--config", self.config]
+        for o in self.options:
+            args += ["-o", o]
+        args += self.extra_args
+        self._err = open(self.stderr_path, "ab")
+        self.proc = subprocess.Popen(args, stderr=self._err, stdout=self._err, cwd=ROOT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if os.path.ismount(self.mnt):
+                return self
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"daemon exited with {self.proc.returncode}:\n{self.log()}")
+            time.sleep(0.05)
+        raise RuntimeError(f"mount did not appear:\n{self.log()}")
+
+    def log(self) -> str:
+        try:
+            with open(self.stderr_path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def path(self, *parts) -> str:
+        return os.path.join(self.mnt, *parts)
+
+    def umount(self, timeout=30.0) -> int:
+        """Unmount with ``kafkafs umount`` and return the daemon's exit status."""
+        if self.proc is None:
+            return 0
+        if os.path.ismount(self.mnt):
+            subprocess.run([sys.executable, "-m", "kafkafs", "umount", self.mnt], check=True,
+                           cwd=ROOT, timeout=timeout)
+        try:
+            rc = self.proc.wait(timeout)
+        finally:
+            self._err.close()
+        self.proc = None
+        return rc
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self.proc = None
+        subprocess.run(["fusermount3", "-uz", self.mnt], capture_output=True)
+        self._err.close()
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self.umount()
+            except Exception:
+                self.proc.kill()
+                self.proc.wait(10)
+                self.proc = None
+        if os.path.ismount(self.mnt):
+            subprocess.run(["fusermount3", "-uz", self.mnt], capture_output=True)
+
+
+@pytest.fixture
+def mount(tmp_path):
+    """Start a daemon on ``tmp_path/logs`` mounted at ``tmp_path/mnt``; yields the Mount."""
+    if not fuse_available():
+        pytest.skip("FUSE is not available")
+    m = Mount(tmp_path)
+    m.start()
+    yield m
+    m.stop()
+
+
+@pytest.fixture
+def mount_factory(tmp_path):
+    if not fuse_available():
+        pytest.skip("FUSE is not available")
+    made = []
+
+    def make(**kw):
+        m = Mount(tmp_path, **kw)
+        made.append(m)
+        return m.start()
+
+    yield make
+    for m in made:
+        m.stop()
+
+
+def kafkafs(*args, input=None, check=True, timeout=60, **kw):
+    """Run ``python -m kafkafs ARGS``; returns the CompletedProcess (bytes)."""
+    return subprocess.run([sys.executable, "-m", "kafkafs", *args], input=input,
+                          capture_output=True, check=check, timeout=timeout, cwd=ROOT, **kw)

@@ -1,0 +1,277 @@
+"""The partition log: append, read, roll, timestamps, retention, flush, recovery."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import pytest
+
+from kafkafs.log.config import LogConfig
+from kafkafs.log.errors import OffsetOutOfRangeError, RecordTooLargeError
+from kafkafs.log.loader import load_log
+from kafkafs.log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from kafkafs.record.batch import iter_batches
+
+
+def make_log(d, **cfg):
+    part = os.path.join(d, "t-0")
+    os.makedirs(part, exist_ok=True)
+    return load_log(part, "t", 0, LogConfig(**cfg), had_clean_shutdown=True)
+
+
+def recs(n, start_ts=1000, size=10, prefix=b"v"):
+    return [(start_ts + i, None, prefix + str(i).encode().rjust(size, b"0"), ()) for i in range(n)]
+
+
+def test_append_assigns_offsets_and_reads_back(log_dir):
+    lg = make_log(log_dir)
+    assert lg.append(recs(3)) == (0, 2)
+    assert lg.append(recs(2)) == (3, 4)
+    assert lg.log_end_offset == 5
+    values = [r.value for r in lg.records()]
+    assert values == [r[2] for r in recs(3)] + [r[2] for r in recs(2)]
+    assert [r.offset for r in lg.records()] == list(range(5))
+    assert lg.read_record(3).value == recs(2)[0][2]
+    with pytest.raises(OffsetOutOfRangeError):
+        lg.read_record(5)
+    lg.close()
+
+
+def test_segment_file_is_what_kafka_python_reads(log_dir):
+    from kafka.record import MemoryRecords
+
+    lg = make_log(log_dir)
+    for i in range(10):
+        lg.append([(5000 + i, b"k%d" % i, b"value-%d" % i, [("h", b"x")])])
+    lg.close()
+    data = open(os.path.join(log_dir, "t-0", "00000000000000000000.log"), "rb").read()
+    mr = MemoryRecords(data)
+    seen = []
+    while mr.has_next():
+        for r in mr.next_batch():
+            seen.append((r.offset, r.timestamp, r.key, r.value, list(r.headers)))
+    assert seen == [(i, 5000 + i, b"k%d" % i, b"value-%d" % i, [("h", b"x")])
+                    for i in range(10)]
+
+
+def expected_index(batches, interval):
+    """Kafka's rule, computed independently: an entry for a batch once more than
+    ``interval`` bytes were appended since the last entry (the first batch never)."""
+    entries, time_entries = [], []
+    since = 0
+    max_ts, max_ts_off = -1, None
+    for b in batches:
+        if b.max_timestamp > max_ts:
+            max_ts, max_ts_off = b.max_timestamp, b.last_offset
+        if since > interval:
+            entries.append((b.last_offset, b.position))
+            if not time_entries or max_ts > time_entries[-1][0]:
+                time_entries.append((max_ts, max_ts_off))
+            since = 0
+        since += b.size
+    return entries, time_entries, (max_ts, max_ts_off)
+
+
+def test_index_entries_follow_kafka_rule_and_are_trimmed_on_roll(log_dir):
+    lg = make_log(log_dir, index_interval_bytes=200, segment_bytes=5000)
+    for i in range(60):
+        lg.append(recs(1 + i % 3, start_ts=10_000 + (i * 7) % 50, size=20 + i % 7))
+    segs = lg.segments()
+    assert len(segs) > 1
+    first = segs[0]
+    data = open(first.log_path, "rb").read()
+    batches = list(iter_batches(data))
+    entries, time_entries, last = expected_index(batches, 200)
+    idx = open(first.index_path, "rb").read()
+    assert len(idx) == 8 * len(entries)  # trimmed at roll
+    got = [struct.unpack_from(">ii", idx, i) for i in range(0, len(idx), 8)]
+    assert got == [(o - first.base_offset, p) for o, p in entries]
+    tidx = open(first.time_index_path, "rb").read()
+    got_t = [struct.unpack_from(">qi", tidx, i) for i in range(0, len(tidx), 12)]
+    if last[0] > (time_entries[-1][0] if time_entries else -1):
+        time_entries.append(last)  # the final entry written when the segment rolls
+    assert got_t == [(t, o - first.base_offset) for t, o in time_entries]
+    # the active segment's index is preallocated
+    assert os.path.getsize(lg.active_segment.index_path) == LogConfig().segment_index_bytes
+    lg.close()
+    # closing trims the active index too
+    assert os.path.getsize(lg.active_segment.index_path) % 8 == 0
+    assert os.path.getsize(lg.active_segment.index_path) < 1024
+
+
+def test_roll_on_segment_bytes_and_names(log_dir):
+    lg = make_log(log_dir, segment_bytes=1000)
+    for _ in range(30):
+        lg.append(recs(2, size=50))
+    names = sorted(n for n in os.listdir(lg.dir) if n.endswith(".log"))
+    assert len(names) > 3
+    assert all(len(n) == 24 for n in names)
+    bases = [int(n[:20]) for n in names]
+    assert bases[0] == 0 and bases == sorted(bases)
+    for seg in lg.segments()[:-1]:
+        assert seg.size <= 1000
+    assert [r.offset for r in lg.records()] == list(range(60))
+    lg.close()
+
+
+def test_roll_on_full_index(log_dir):
+    lg = make_log(log_dir, segment_index_bytes=8 * 3, index_interval_bytes=1)
+    for _ in range(20):
+        lg.append(recs(1, size=40))
+    assert len(lg.segments()) > 2
+    assert [r.offset for r in lg.records()] == list(range(20))
+    lg.close()
+
+
+def test_record_too_large_is_refused_and_nothing_appended(log_dir):
+    lg = make_log(log_dir, max_message_bytes=200)
+    lg.append(recs(1))
+    with pytest.raises(RecordTooLargeError):
+        lg.append([(1, None, b"x" * 300, ())])
+    assert lg.log_end_offset == 1
+    lg.close()
+
+
+def test_offset_for_timestamp_scans_records_not_batches(log_dir):
+    lg = make_log(log_dir, index_interval_bytes=50)
+    # CreateTime is not monotonic: inside a batch, the max may come first
+    lg.append([(100, None, b"a", ()), (300, None, b"b", ()), (200, None, b"c", ())])
+    lg.append([(150, None, b"d", ()), (400, None, b"e", ())])
+    assert lg.offset_for_timestamp(250) == (1, 300)
+    assert lg.offset_for_timestamp(300) == (1, 300)
+    assert lg.offset_for_timestamp(301) == (4, 400)
+    assert lg.offset_for_timestamp(50) == (0, 100)
+    assert lg.offset_for_timestamp(401) is None
+    assert lg.offset_for_timestamp(EARLIEST_TIMESTAMP) == (0, -1)
+    assert lg.offset_for_timestamp(LATEST_TIMESTAMP) == (5, -1)
+    lg.close()
+
+
+def test_retention_by_size_and_time_keeps_active(log_dir):
+    lg = make_log(log_dir, segment_bytes=500, retention_bytes=1200, file_delete_delay_ms=0)
+    for i in range(40):
+        lg.append(recs(1, start_ts=1000 + i, size=60))
+    before = len(lg.segments())
+    n = lg.delete_old_segments(now=2000)
+    assert n > 0
+    assert len(lg.segments()) == before - n
+    assert lg.size_in_bytes() <= 1200 + 500
+    assert lg.log_start_offset == lg.segments()[0].base_offset
+    deleted = [x for x in os.listdir(lg.dir) if x.endswith(".deleted")]
+    assert deleted
+    lg.remove_deleted_segments(now=2001)
+    assert not [x for x in os.listdir(lg.dir) if x.endswith(".deleted")]
+    assert [r.offset for r in lg.records()][0] == lg.log_start_offset
+    # time: everything old, but never the active segment
+    lg.config = LogConfig(segment_bytes=500, retention_ms=10, file_delete_delay_ms=0)
+    lg.delete_old_segments(now=10_000_000)
+    assert len(lg.segments()) == 1
+    assert lg.log_start_offset == lg.active_segment.base_offset
+    lg.close()
+
+
+def test_flush_advances_recovery_point(log_dir):
+    lg = make_log(log_dir)
+    lg.append(recs(5))
+    assert lg.recovery_point == 0
+    assert lg.needs_flush(now=10**13) is False  # flush.ms default: never
+    lg.config = LogConfig(flush_messages=3)
+    assert lg.needs_flush(now=0)
+    lg.flush()
+    assert lg.recovery_point == 5
+    assert not lg.needs_flush(now=0)
+    lg.close()
+
+
+def test_recovery_truncates_garbage_tail_and_rebuilds_index(log_dir):
+    lg = make_log(log_dir, index_interval_bytes=100)
+    for i in range(50):
+        lg.append(recs(2, size=30))
+    lg.flush()
+    path = lg.active_segment.log_path
+    index_path = lg.active_segment.index_path
+    lg.close()
+    good_size = os.path.getsize(path)
+    good_index = open(index_path, "rb").read()
+    with open(path, "ab") as f:
+        f.write(b"\x00\x00\x00\x00\x00\x00\x00\x63\x00\x00\x01\x00garbage!" * 10)
+    os.unlink(index_path)
+    lg = load_log(os.path.dirname(path), "t", 0, LogConfig(index_interval_bytes=100),
+                  recovery_point=0, had_clean_shutdown=False)
+    assert os.path.getsize(path) == good_size
+    assert lg.log_end_offset == 100
+    assert [r.offset for r in lg.records()] == list(range(100))
+    lg.close()
+    assert open(index_path, "rb").read() == good_index
+
+
+def test_recovery_of_corrupt_crc_deletes_later_segments(log_dir):
+    lg = make_log(log_dir, segment_bytes=400)
+    for i in range(30):
+        lg.append(recs(1, size=40))
+    segs = lg.segments()
+    assert len(segs) >= 4
+    victim = segs[1]
+    lg.close()
+    with open(victim.log_path, "r+b") as f:
+        f.seek(70)  # inside the first batch's body: its CRC no longer matches
+        b = f.read(1)
+        f.seek(70)
+        f.write(bytes([b[0] ^ 0xFF]))
+    lg = load_log(os.path.dirname(victim.log_path), "t", 0, LogConfig(segment_bytes=400),
+                  recovery_point=0, had_clean_shutdown=False)
+    assert lg.log_end_offset == victim.base_offset
+    assert [r.offset for r in lg.records()] == list(range(victim.base_offset))
+    assert len(lg.segments()) == 2
+    lg.close()
+
+
+def test_loader_removes_leftovers_and_completes_swap(log_dir):
+    lg = make_log(log_dir, segment_bytes=300)
+    for i in range(12):
+        lg.append(recs(1, size=40))
+    segs = lg.segments()
+    d = lg.dir
+    lg.close()
+    # .deleted leftovers go; a .swap replacing the second segment is completed
+    open(os.path.join(d, "00000000000000000000.log.deleted"), "wb").close()
+    second = segs[1]
+    data = open(second.log_path, "rb").read()
+    with open(second.log_path + ".swap", "wb") as f:
+        f.write(data)
+    open(os.path.join(d, "00000000000000099999.index"), "wb").close()  # orphan index
+    lg = load_log(d, "t", 0, LogConfig(segment_bytes=300), had_clean_shutdown=True)
+    names = os.listdir(d)
+    assert not any(n.endswith((".deleted", ".swap")) for n in names)
+    assert "00000000000000099999.index" not in names
+    assert [r.offset for r in lg.records()] == list(range(12))
+    lg.close()
+
+
+def test_read_only_log_never_writes(log_dir):
+    lg = make_log(log_dir)
+    lg.append(recs(3))
+    lg.close()
+    before = {n: os.path.getsize(os.path.join(lg.dir, n)) for n in os.listdir(lg.dir)}
+    mtimes = {n: os.stat(os.path.join(lg.dir, n)).st_mtime_ns for n in os.listdir(lg.dir)}
+    ro = load_log(lg.dir, "t", 0, LogConfig(), had_clean_shutdown=False, writable=False)
+    assert [r.offset for r in ro.records()] == [0, 1, 2]
+    ro.close()
+    after = {n: os.path.getsize(os.path.join(lg.dir, n)) for n in os.listdir(lg.dir)}
+    assert after == before
+    assert {n: os.stat(os.path.join(lg.dir, n)).st_mtime_ns for n in os.listdir(lg.dir)} == mtimes
+
+
+def test_read_only_log_follows_a_writer(log_dir):
+    lg = make_log(log_dir, segment_bytes=300)
+    lg.append(recs(2, size=40))
+    ro = load_log(lg.dir, "t", 0, LogConfig(), writable=False)
+    assert ro.log_end_offset == 2
+    for _ in range(10):
+        lg.append(recs(1, size=40))
+    assert ro.refresh_from_disk()
+    assert ro.log_end_offset == 12
+    assert [r.offset for r in ro.records()] == list(range(12))
+    ro.close()
+    lg.close()
