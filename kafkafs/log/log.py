@@ -460,6 +460,7 @@ class Log:
             if not bases:
                 return False
             present = set(bases)
+            previous_active = self._bases[-1] if self._bases else -1
             for b in list(self._bases):
                 if b not in present:
                     self._bases.remove(b)
@@ -474,7 +475,9 @@ class Log:
                     bisect.insort(self._bases, b)
             if not self._bases:
                 return False
-            for seg in self.segments()[-2:]:
+            for seg in self.segments():
+                if seg.base_offset < previous_active:
+                    continue  # sealed before: its files no longer change
                 seg.reload_size()
                 if seg._index is not None:
                     seg._index.reload()

@@ -325,8 +325,8 @@ class LogSegment:
         the first invalid or torn batch (``LogSegment.recover``). Returns bytes truncated."""
         if not self.writable:
             raise ReadOnlyLogError(f"{self.log_path} is read-only")
-        self.index.truncate()
-        self.time_index.truncate()
+        self.index.reset()
+        self.time_index.reset()
         valid_bytes = 0
         last_index_entry = 0
         max_ts = NO_TIMESTAMP
