@@ -1,0 +1,605 @@
+"""Kafka's sparse segment indexes: ``.index`` (OffsetIndex) and ``.timeindex`` (TimeIndex).
+
+Follows Apache Kafka's ``AbstractIndex``, ``OffsetIndex`` and ``TimeIndex`` (storage module)
+byte for byte (KAFKA_FORMAT.md, ".index and .timeindex"):
+
+* ``.index``: 8-byte entries, relative offset i32 + position i32 in the ``.log``, big-endian.
+* ``.timeindex``: 12-byte entries, timestamp i64 (ms) + relative offset i32, big-endian.
+
+Offsets are stored relative to the segment's base offset; every public method takes and
+returns absolute offsets.
+
+A writable index is memory-mapped. A file created here is preallocated to ``max_index_size``
+rounded down to a multiple of the entry size and zero filled (as ``AbstractIndex`` does);
+an existing file keeps its length until :meth:`~_Index.resize` (the loader resizes the
+active segment's indexes). :meth:`~_Index.trim_to_valid_size` (roll, close) cuts the file to
+its entries.
+
+Kafka assumes an existing index file is trimmed (entries = length / entry size). A crash, or
+a live broker's active segment, leaves a preallocated file with a zero tail; here the entry
+count is the number of entries up to the last non-zero byte (rounded up to a whole entry, at
+most length / entry size). The only entry that can be all zero is a first ``.timeindex``
+entry ``(timestamp 0, base offset)`` — it would be ignored. Entries dropped by truncation are
+zeroed so that this rule stays true for a file that is never trimmed.
+
+A read-only index (``writable=False``) never modifies, creates or maps its file: it reads a
+snapshot of the entries with ``pread`` (a live broker may shrink the file under a mapping,
+which would be a SIGBUS) and :meth:`~_Index.reload` refreshes it. A missing file reads as an
+empty index.
+
+Synchronous and thread-safe: every operation holds the index's lock.
+"""
+
+from __future__ import annotations
+
+import bisect
+import mmap
+import os
+import struct
+import threading
+from typing import Callable
+
+from .errors import (
+    CorruptIndexError,
+    IndexFullError,
+    InvalidOffsetError,
+    ReadOnlyLogError,
+)
+
+__all__ = ["OffsetIndex", "TimeIndex", "DEFAULT_MAX_INDEX_SIZE", "NO_TIMESTAMP"]
+
+DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024  # segment.index.bytes
+NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
+_INT_MAX = 0x7FFFFFFF
+_SCAN_CHUNK = 64 * 1024  # bytes examined at a time when looking for the zero tail
+_ZERO_CHUNK = bytes(_SCAN_CHUNK)
+
+
+def _round_down(number: int, factor: int) -> int:
+    return factor * (number // factor)
+
+
+def _used_bytes(read: Callable[[int, int], bytes], length: int) -> int:
+    """One past the last non-zero byte of a ``length``-byte file (0 when all zero).
+
+    ``read(start, end)`` returns bytes ``[start, end)`` (shorter if the file shrank).
+    Scans backwards in chunks: a preallocated index is mostly zero tail.
+    """
+    end = length
+    while end > 0:
+        start = max(0, end - _SCAN_CHUNK)
+        chunk = read(start, end)
+        if chunk != (_ZERO_CHUNK if len(chunk) == _SCAN_CHUNK else bytes(len(chunk))):
+            return start + len(chunk.rstrip(b"\x00"))
+        end = start
+    return 0
+
+
+class _Index:
+    """Entry-layout-agnostic mechanics shared by the offset and time index
+    (Kafka ``AbstractIndex``): the file, its mapping or snapshot, resizing, the entry count
+    and binary search. Subclasses define ``ENTRY_SIZE``, how an entry is parsed and which
+    field is its search key.
+    """
+
+    ENTRY_SIZE = 0  # set by subclasses
+    _KIND = "index"  # used in messages
+
+    def __init__(self, path, base_offset: int, max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
+                 writable: bool = True):
+        self._path = os.fspath(path)
+        self._base_offset = int(base_offset)
+        self._max_index_size = int(max_index_size)
+        self._writable = bool(writable)
+        self._lock = threading.RLock()
+        self._buf = None  # mmap (writable) or bytes snapshot (read-only); None if empty
+        self._length = 0
+        self._entries = 0
+        self._closed = False
+        if self._writable:
+            self._open_writable()
+        else:
+            self._load_snapshot()
+
+    # -- opening ---------------------------------------------------------------------
+    def _open_writable(self) -> None:
+        size = self.ENTRY_SIZE
+        try:
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            created = True
+        except FileExistsError:
+            fd = os.open(self._path, os.O_RDWR | os.O_CLOEXEC)
+            created = False
+        try:
+            if created:
+                if self._max_index_size < size:
+                    os.close(fd)
+                    fd = -1
+                    os.unlink(self._path)
+                    raise ValueError(f"Invalid max index size: {self._max_index_size}")
+                os.ftruncate(fd, _round_down(self._max_index_size, size))
+            self._length = os.fstat(fd).st_size
+            self._buf = mmap.mmap(fd, self._length) if self._length else None
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        if created:
+            self._entries = 0
+        else:
+            self._entries = self._count_entries(
+                lambda a, b: self._buf[a:b] if self._buf is not None else b"", self._length)
+
+    def _count_entries(self, read, length: int) -> int:
+        size = self.ENTRY_SIZE
+        used = _used_bytes(read, length)
+        return min(-(-used // size), length // size)
+
+    def _load_snapshot(self) -> None:
+        """(read-only) Read the file's length and entries into memory."""
+        try:
+            fd = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            self._length, self._entries, self._buf = 0, 0, None
+            return
+        try:
+            length = os.fstat(fd).st_size
+            entries = self._count_entries(lambda a, b: os.pread(fd, b - a, a), length)
+            want = entries * self.ENTRY_SIZE
+            parts, got = [], 0
+            while got < want:
+                part = os.pread(fd, want - got, got)
+                if not part:
+                    break
+                parts.append(part)
+                got += len(part)
+        finally:
+            os.close(fd)
+        data = b"".join(parts)
+        self._length = length
+        self._entries = len(data) // self.ENTRY_SIZE
+        self._buf = data or None
+
+    # -- properties ------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        """The index file's current path."""
+        return self._path
+
+    @property
+    def base_offset(self) -> int:
+        """The base offset of the segment this index belongs to."""
+        return self._base_offset
+
+    @property
+    def writable(self) -> bool:
+        return self._writable
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def entries(self) -> int:
+        """Number of valid entries."""
+        return self._entries
+
+    @property
+    def max_entries(self) -> int:
+        """Entries the file can hold at its current length."""
+        return self._length // self.ENTRY_SIZE
+
+    @property
+    def max_index_size(self) -> int:
+        """Size in bytes the file is preallocated (and :meth:`reset`) to."""
+        return self._max_index_size
+
+    @property
+    def length(self) -> int:
+        """Current length of the file in bytes (preallocated space included)."""
+        return self._length
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Bytes used by the entries (``entries * ENTRY_SIZE``)."""
+        return self._entries * self.ENTRY_SIZE
+
+    @property
+    def last_offset(self) -> int:
+        """Absolute offset of the last entry, or the base offset when empty."""
+        with self._lock:
+            if self._entries == 0:
+                return self._base_offset
+            return self._offset_at(self._entries - 1)
+
+    def is_full(self) -> bool:
+        """True iff no slot is left for an append (``AbstractIndex.isFull``)."""
+        return self._entries >= self.max_entries
+
+    def can_append_offset(self, offset: int) -> bool:
+        """Whether ``offset`` fits the index (``0 <= offset - base_offset <= 2**31 - 1``)."""
+        return 0 <= offset - self._base_offset <= _INT_MAX
+
+    # -- subclass hooks --------------------------------------------------------------
+    def _offset_at(self, n: int) -> int:
+        """Absolute offset stored in slot ``n``."""
+        raise NotImplementedError
+
+    def _key_at(self, n: int) -> int:
+        """The value lookups search by in slot ``n``."""
+        raise NotImplementedError
+
+    def _parse(self, n: int) -> tuple[int, int]:
+        raise NotImplementedError
+
+    # -- helpers ---------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"{self._KIND} {self._path} is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if not self._writable:
+            raise ReadOnlyLogError(f"{self._KIND} {self._path} is opened read-only")
+
+    def _relative_offset(self, offset: int) -> int:
+        """``offset - base_offset``; raises InvalidOffsetError unless it fits an i32
+        (Kafka ``IndexOffsetOverflowException``)."""
+        rel = offset - self._base_offset
+        if not 0 <= rel <= _INT_MAX:
+            raise InvalidOffsetError(
+                f"Integer overflow for offset: {offset} ({os.path.abspath(self._path)})")
+        return rel
+
+    def _largest_lower_bound(self, target: int, key: Callable[[int], int]) -> int:
+        """Slot of the largest entry whose ``key`` is <= ``target``; -1 if none (empty
+        index, or every entry is larger). Keys are non-decreasing across slots."""
+        return bisect.bisect_right(range(self._entries), target, key=key) - 1
+
+    def entry(self, n: int) -> tuple[int, int]:
+        """The ``n``-th entry (0-based) as the subclass's absolute pair.
+
+        Raises IndexError (Kafka: IllegalArgumentException) outside ``[0, entries)``.
+        """
+        with self._lock:
+            self._check_open()
+            if not 0 <= n < self._entries:
+                raise IndexError(f"Attempt to fetch the {n}th entry from {self._KIND} "
+                                 f"{os.path.abspath(self._path)}, which has size {self._entries}")
+            return self._parse(n)
+
+    def _truncate_to_entries(self, n: int) -> None:
+        """Keep the first ``n`` entries; zero the dropped ones (keeps the zero-tail rule)."""
+        old = self._entries
+        if n >= old:
+            return
+        size = self.ENTRY_SIZE
+        self._buf[n * size:old * size] = bytes((old - n) * size)
+        self._entries = n
+
+    # -- mutation --------------------------------------------------------------------
+    def truncate_to(self, offset: int) -> None:
+        """Remove every entry whose offset is >= ``offset`` (``truncateTo``). Truncating to
+        an offset above the last entry changes nothing. Raises ReadOnlyLogError."""
+        with self._lock:
+            self._check_writable()
+            slot = self._largest_lower_bound(offset, self._offset_at)
+            if slot < 0:
+                n = 0
+            elif self._offset_at(slot) == offset:
+                n = slot
+            else:
+                n = slot + 1
+            self._truncate_to_entries(n)
+
+    def truncate(self) -> None:
+        """Remove every entry (the file keeps its length). Raises ReadOnlyLogError."""
+        with self._lock:
+            self._check_writable()
+            self._truncate_to_entries(0)
+
+    def resize(self, new_size: int) -> bool:
+        """Set the file (and mapping) length to ``new_size`` rounded down to a multiple of
+        ``ENTRY_SIZE`` (``AbstractIndex.resize``); growing zero-fills. Entries beyond the
+        new length are dropped. Returns whether the length changed.
+        Raises ReadOnlyLogError, ValueError on a negative size, OSError."""
+        with self._lock:
+            self._check_writable()
+            if new_size < 0:
+                raise ValueError(f"Invalid index size: {new_size}")
+            rounded = _round_down(new_size, self.ENTRY_SIZE)
+            if rounded == self._length:
+                return False
+            if self._buf is not None:
+                self._buf.close()
+                self._buf = None
+            fd = os.open(self._path, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                os.ftruncate(fd, rounded)
+                self._length = rounded
+                self._buf = mmap.mmap(fd, rounded) if rounded else None
+            finally:
+                os.close(fd)
+            self._entries = min(self._entries, rounded // self.ENTRY_SIZE)
+            return True
+
+    def trim_to_valid_size(self) -> None:
+        """Cut the file to its entries (``trimToValidSize``: on roll and close).
+        Raises ReadOnlyLogError."""
+        with self._lock:
+            self._check_writable()
+            self.resize(self.size_in_bytes)
+
+    def reset(self) -> None:
+        """Remove every entry and resize to ``max_index_size`` (``AbstractIndex.reset``)."""
+        with self._lock:
+            self.truncate()
+            self.resize(self._max_index_size)
+
+    def flush(self) -> None:
+        """Write dirty pages of the mapping and the file's metadata to disk (msync + fsync).
+        A no-op for a read-only index."""
+        with self._lock:
+            if not self._writable or self._closed:
+                return
+            if self._buf is not None:
+                self._buf.flush()
+            fd = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def close(self) -> None:
+        """Trim (writable) and release the mapping. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            if self._writable:
+                self.trim_to_valid_size()
+            self._close_handler()
+
+    def _close_handler(self) -> None:
+        if isinstance(self._buf, mmap.mmap):
+            self._buf.close()
+        self._buf = None
+        self._entries = 0
+        self._closed = True
+
+    def delete(self) -> bool:
+        """Release the mapping and remove the file (``deleteIfExists``); returns whether a
+        file was removed. Raises ReadOnlyLogError."""
+        with self._lock:
+            if not self._writable:
+                raise ReadOnlyLogError(f"{self._KIND} {self._path} is opened read-only")
+            self._close_handler()
+            try:
+                os.unlink(self._path)
+            except FileNotFoundError:
+                return False
+            return True
+
+    def rename_to(self, new_path) -> None:
+        """Rename the backing file (the mapping stays valid). Raises ReadOnlyLogError,
+        OSError."""
+        with self._lock:
+            if not self._writable:
+                raise ReadOnlyLogError(f"{self._KIND} {self._path} is opened read-only")
+            new_path = os.fspath(new_path)
+            os.replace(self._path, new_path)
+            self._path = new_path
+
+    def reload(self) -> bool:
+        """(read-only) Re-read the file: a live broker appends into its preallocated file,
+        trims it on roll, or it appears later. Returns whether the entry count or length
+        changed. A writable index owns its file: no-op, returns False."""
+        with self._lock:
+            if self._writable or self._closed:
+                return False
+            before = (self._entries, self._length)
+            self._load_snapshot()
+            return before != (self._entries, self._length)
+
+    def sanity_check(self) -> None:
+        """Raise CorruptIndexError on obvious damage (Kafka's messages). Subclasses."""
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return (f"{type(self).__name__}({self._path!r}, base_offset={self._base_offset}, "
+                f"entries={self._entries}, max_entries={self.max_entries}"
+                f"{'' if self._writable else ', read-only'})")
+
+
+class OffsetIndex(_Index):
+    """Offset → position in the ``.log`` (Kafka ``OffsetIndex``).
+
+    Entries are 8 bytes: relative offset i32, position i32 (bytes), big-endian. Offsets must
+    strictly increase. ``path``: the ``.index`` file; ``base_offset``: the segment's base
+    offset; ``max_index_size``: bytes a new file is preallocated to (``segment.index.bytes``);
+    ``writable=False``: never modify the file (see the module docs).
+    """
+
+    ENTRY_SIZE = 8
+    _KIND = "index"
+    _ENTRY = struct.Struct(">ii")
+    _REL = struct.Struct(">i")
+
+    def _offset_at(self, n: int) -> int:
+        return self._base_offset + self._REL.unpack_from(self._buf, n * 8)[0]
+
+    _key_at = _offset_at
+
+    def _parse(self, n: int) -> tuple[int, int]:
+        rel, pos = self._ENTRY.unpack_from(self._buf, n * 8)
+        return self._base_offset + rel, pos
+
+    def entry(self, n: int) -> tuple[int, int]:
+        """The ``n``-th entry as ``(absolute offset, position)``. Raises IndexError."""
+        return super().entry(n)
+
+    def lookup(self, target_offset: int) -> tuple[int, int]:
+        """``(offset, position)`` of the largest entry with offset <= ``target_offset``;
+        ``(base_offset, 0)`` when there is none (``OffsetIndex.lookup``)."""
+        with self._lock:
+            self._check_open()
+            slot = self._largest_lower_bound(target_offset, self._offset_at)
+            if slot < 0:
+                return self._base_offset, 0
+            return self._parse(slot)
+
+    def append(self, offset: int, position: int) -> None:
+        """Add ``(offset, position)`` (``OffsetIndex.append``).
+
+        Raises IndexFullError when full; InvalidOffsetError unless ``offset`` is larger than
+        the last entry's offset (any offset is accepted in an empty index) or when
+        ``offset - base_offset`` does not fit an i32; ValueError for a position outside
+        ``[0, 2**31 - 1]``; ReadOnlyLogError.
+        """
+        with self._lock:
+            self._check_writable()
+            n = self._entries
+            if n >= self.max_entries:
+                raise IndexFullError(f"Attempt to append to a full index (size = {n}).")
+            if n == 0 or offset > self._offset_at(n - 1):
+                rel = self._relative_offset(offset)
+                if not 0 <= position <= _INT_MAX:
+                    raise ValueError(f"Index position {position} does not fit an int "
+                                     f"({os.path.abspath(self._path)})")
+                self._ENTRY.pack_into(self._buf, n * 8, rel, position)
+                self._entries = n + 1
+            else:
+                raise InvalidOffsetError(
+                    f"Attempt to append an offset {offset} to position {n} no larger than the "
+                    f"last offset appended ({self._offset_at(n - 1)}) to "
+                    f"{os.path.abspath(self._path)}")
+
+    def sanity_check(self) -> None:
+        """Raise CorruptIndexError when the last offset is below the base offset or the file
+        length is not a multiple of 8 (``OffsetIndex.sanityCheck``)."""
+        with self._lock:
+            path = os.path.abspath(self._path)
+            last = self.last_offset
+            if self._entries != 0 and last < self._base_offset:
+                raise CorruptIndexError(
+                    f"Corrupt index found, index file {path} has non-zero size but the last "
+                    f"offset is {last} which is less than the base offset {self._base_offset}")
+            if self._length % self.ENTRY_SIZE != 0:
+                raise CorruptIndexError(
+                    f"Index file {path} is corrupt, found {self._length} bytes which is neither "
+                    f"positive nor a multiple of {self.ENTRY_SIZE}")
+
+
+class TimeIndex(_Index):
+    """Timestamp → offset (Kafka ``TimeIndex``).
+
+    Entries are 12 bytes: timestamp i64 (ms), relative offset i32, big-endian. An entry
+    ``(T, O)`` says that the largest timestamp seen up to offset ``O`` is ``T``: a record
+    with a timestamp above ``T`` comes after ``O``. Timestamps strictly increase across
+    entries. The last slot of the file is reserved for the entry written when the segment
+    rolls (:meth:`is_full`). Arguments as for :class:`OffsetIndex`.
+    """
+
+    ENTRY_SIZE = 12
+    _KIND = "time index"
+    _ENTRY = struct.Struct(">qi")
+    _TS = struct.Struct(">q")
+    _REL = struct.Struct(">i")
+
+    def _offset_at(self, n: int) -> int:
+        return self._base_offset + self._REL.unpack_from(self._buf, n * 12 + 8)[0]
+
+    def _key_at(self, n: int) -> int:
+        return self._TS.unpack_from(self._buf, n * 12)[0]
+
+    def _parse(self, n: int) -> tuple[int, int]:
+        ts, rel = self._ENTRY.unpack_from(self._buf, n * 12)
+        return ts, self._base_offset + rel
+
+    def is_full(self) -> bool:
+        """True when only the reserved last slot is left (``entries >= max_entries - 1``)."""
+        return self._entries >= self.max_entries - 1
+
+    @property
+    def last_entry(self) -> tuple[int, int]:
+        """``(timestamp, offset)`` of the last entry; ``(-1, base_offset)`` when empty."""
+        with self._lock:
+            if self._entries == 0:
+                return NO_TIMESTAMP, self._base_offset
+            return self._parse(self._entries - 1)
+
+    def entry(self, n: int) -> tuple[int, int]:
+        """The ``n``-th entry as ``(timestamp, absolute offset)``. Raises IndexError."""
+        return super().entry(n)
+
+    def lookup(self, target_timestamp: int) -> tuple[int, int]:
+        """``(timestamp, offset)`` of the largest entry with timestamp <= ``target_timestamp``;
+        ``(-1, base_offset)`` when there is none (``TimeIndex.lookup``)."""
+        with self._lock:
+            self._check_open()
+            slot = self._largest_lower_bound(target_timestamp, self._key_at)
+            if slot < 0:
+                return NO_TIMESTAMP, self._base_offset
+            return self._parse(slot)
+
+    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
+        """Append ``(timestamp, offset)`` if ``timestamp`` is larger than the last entry's
+        (-1 when empty, so an index of timestamp-less data stays empty); an equal timestamp
+        is silently ignored (``TimeIndex.maybeAppend``).
+
+        ``skip_full_check``: used on roll and close, where Kafka writes the final entry into
+        the reserved slot. Raises IndexFullError when full (unless skipped, or when not even
+        the reserved slot is left); InvalidOffsetError when ``offset`` is below the last
+        entry's offset, when ``timestamp`` is below the last entry's timestamp (Kafka:
+        IllegalStateException), or when ``offset - base_offset`` does not fit an i32;
+        ReadOnlyLogError.
+        """
+        with self._lock:
+            self._check_writable()
+            n = self._entries
+            if not skip_full_check and self.is_full():
+                raise IndexFullError(f"Attempt to append to a full time index (size = {n}).")
+            last_ts, last_off = self.last_entry
+            path = os.path.abspath(self._path)
+            if n != 0 and offset < last_off:
+                raise InvalidOffsetError(
+                    f"Attempt to append an offset ({offset}) to slot {n} no larger than the last "
+                    f"offset appended ({last_off}) to {path}")
+            if n != 0 and timestamp < last_ts:
+                raise InvalidOffsetError(
+                    f"Attempt to append a timestamp ({timestamp}) to slot {n} no larger than the "
+                    f"last timestamp appended ({last_ts}) to {path}")
+            if timestamp > last_ts:
+                rel = self._relative_offset(offset)
+                if n >= self.max_entries:
+                    raise IndexFullError(f"Attempt to append to a full time index (size = {n}).")
+                self._ENTRY.pack_into(self._buf, n * 12, timestamp, rel)
+                self._entries = n + 1
+
+    def sanity_check(self) -> None:
+        """Raise CorruptIndexError when the last timestamp is below the first, the last offset
+        below the base offset, or the length not a multiple of 12
+        (``TimeIndex.sanityCheck``)."""
+        with self._lock:
+            path = os.path.abspath(self._path)
+            last_ts, last_off = self.last_entry
+            if self._entries != 0:
+                first_ts = self._key_at(0)
+                if last_ts < first_ts:
+                    raise CorruptIndexError(
+                        f"Corrupt time index found, time index file ({path}) has non-zero size "
+                        f"but the last timestamp is {last_ts} which is less than the first "
+                        f"timestamp {first_ts}")
+                if last_off < self._base_offset:
+                    raise CorruptIndexError(
+                        f"Corrupt time index found, time index file ({path}) has non-zero size "
+                        f"but the last offset is {last_off} which is less than the first offset "
+                        f"{self._base_offset}")
+            if self._length % self.ENTRY_SIZE != 0:
+                raise CorruptIndexError(
+                    f"Time index file {path} is corrupt, found {self._length} bytes which is "
+                    f"neither positive nor a multiple of {self.ENTRY_SIZE}")
