@@ -1,0 +1,477 @@
+"""Kafka's small state files: offset and leader-epoch checkpoints, ``partition.metadata``,
+``meta.properties``.
+
+Formats follow Apache Kafka (KAFKA_FORMAT.md, "Other files"):
+
+* ``CheckpointFile`` / ``OffsetCheckpointFile`` (``recovery-point-offset-checkpoint``,
+  ``log-start-offset-checkpoint``, ``replication-offset-checkpoint``,
+  ``cleaner-offset-checkpoint``): ``0\\n<count>\\n`` then ``<topic> <partition> <offset>\\n``.
+* ``LeaderEpochCheckpointFile`` (``leader-epoch-checkpoint``): ``0\\n<count>\\n`` then
+  ``<epoch> <startOffset>\\n``.
+* ``PartitionMetadataFile`` (``partition.metadata``): ``version: 0\\ntopic_id: <id>`` with no
+  final newline (``PartitionMetadataFileFormatter``); ids are Kafka ``Uuid`` strings, 22
+  characters of unpadded base64url.
+* ``meta.properties``: a Java properties file as ``PropertiesUtils.writePropertiesFile``
+  writes it (``Properties.store`` with an empty comment: a ``#`` line, a date line, then
+  ``key=value`` lines).
+
+Every write is atomic (:func:`atomic_write`): ``<file>.tmp`` is written, flushed and fsynced,
+renamed over the file, and the directory is fsynced — as Kafka's ``CheckpointFile.write`` and
+``Utils.atomicMoveWithFallback``. Readers raise CorruptCheckpointError (naming the file and
+the offending line) on malformed content; a missing checkpoint reads as empty.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import errno
+import os
+import re
+import time
+import uuid
+
+from .errors import CorruptCheckpointError
+
+__all__ = [
+    "atomic_write",
+    "read_offset_checkpoint",
+    "write_offset_checkpoint",
+    "read_leader_epoch_checkpoint",
+    "write_leader_epoch_checkpoint",
+    "read_partition_metadata",
+    "write_partition_metadata",
+    "new_topic_id",
+    "parse_uuid",
+    "uuid_to_string",
+    "read_properties",
+    "write_properties",
+]
+
+CHECKPOINT_VERSION = 0
+PARTITION_METADATA_VERSION = 0
+TMP_SUFFIX = ".tmp"
+
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+_JAVA_INT = re.compile(r"[+-]?[0-9]+\Z")
+_JAVA_WS = re.compile(r"[ \t\n\x0b\f\r]+")  # Java's \s
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+# -- atomic writes --------------------------------------------------------------------
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as exc:  # some filesystems cannot fsync a directory
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically and durably.
+
+    Writes ``<path>.tmp``, fsyncs it, renames it over ``path`` and fsyncs the directory.
+    On any failure the temporary file is removed, the old content of ``path`` is untouched
+    and the OSError propagates.
+    """
+    path = os.fspath(path)
+    tmp = path + TMP_SUFFIX
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+# -- text helpers ---------------------------------------------------------------------
+def _java_lines(text: str) -> list[str]:
+    """Split like ``BufferedReader.readLine``: on ``\\n``, ``\\r`` or ``\\r\\n``; a final
+    line break does not start another line."""
+    if not text:
+        return []
+    lines = _LINE_BREAK.split(text)
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _java_split(line: str) -> list[str]:
+    """``Pattern.compile("\\\\s+").split(line)``: a leading separator yields an empty first
+    field, trailing empty fields are dropped."""
+    parts = _JAVA_WS.split(line)
+    while len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+def _java_int(text: str, lo: int, hi: int) -> int | None:
+    """``Integer.parseInt`` / ``Long.parseLong``: None when not a decimal in [lo, hi]."""
+    if not _JAVA_INT.match(text):
+        return None
+    value = int(text)
+    return value if lo <= value <= hi else None
+
+
+def _read_text(path: str, encoding: str = "utf-8") -> str:
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise _corrupt(f"Checkpoint file [{os.path.abspath(path)}] is not valid UTF-8 "
+                       f"(byte {exc.start})", path, None) from None
+
+
+def _corrupt(message: str, path: str, line_number: int | None) -> CorruptCheckpointError:
+    err = CorruptCheckpointError(message)
+    err.path = os.path.abspath(path)
+    err.line_number = line_number
+    return err
+
+
+# -- CheckpointFile ---------------------------------------------------------------------
+def _read_checkpoint(path, parse_entry, fields: int) -> list:
+    """Parse a ``CheckpointFile`` (``CheckpointReadBuffer.read``): version line, count line,
+    one entry per line. ``parse_entry(parts)`` returns the entry or None when malformed.
+    Missing file, empty file, or a file with only a version line: no entries."""
+    path = os.fspath(path)
+    try:
+        text = _read_text(path)
+    except FileNotFoundError:
+        return []
+    location = os.path.abspath(path)
+    lines = _java_lines(text)
+
+    def malformed(line: str, number: int) -> CorruptCheckpointError:
+        return _corrupt(f"Malformed line in checkpoint file [{location}]: {line}", path, number)
+
+    if not lines:
+        return []
+    version = _java_int(lines[0], _INT_MIN, _INT_MAX)
+    if version is None:
+        raise malformed(lines[0], 1)
+    if version != CHECKPOINT_VERSION:
+        raise _corrupt(f"Unrecognised version:{version}, expected version: {CHECKPOINT_VERSION} "
+                       f"in checkpoint file at: {location}", path, 1)
+    if len(lines) < 2:
+        return []
+    expected = _java_int(lines[1], _INT_MIN, _INT_MAX)
+    if expected is None:
+        raise malformed(lines[1], 2)
+    entries = []
+    for number, line in enumerate(lines[2:], start=3):
+        parts = _java_split(line)
+        entry = parse_entry(parts) if len(parts) == fields else None
+        if entry is None:
+            raise malformed(line, number)
+        entries.append(entry)
+    if len(entries) != expected:
+        raise _corrupt(f"Expected [{expected}] entries in checkpoint file [{location}], but "
+                       f"found only [{len(entries)}]", path, None)
+    return entries
+
+
+def _write_checkpoint(path, lines: list[str]) -> None:
+    body = "".join(f"{line}\n" for line in lines)
+    atomic_write(path, f"{CHECKPOINT_VERSION}\n{len(lines)}\n{body}".encode("utf-8"))
+
+
+def _parse_offset_entry(parts):
+    partition = _java_int(parts[1], _INT_MIN, _INT_MAX)
+    offset = _java_int(parts[2], _LONG_MIN, _LONG_MAX)
+    if partition is None or offset is None:
+        return None
+    return (parts[0], partition), offset
+
+
+def read_offset_checkpoint(path) -> dict[tuple[str, int], int]:
+    """Read an offset checkpoint (Kafka ``OffsetCheckpointFile``) into
+    ``{(topic, partition): offset}``.
+
+    A missing or empty file gives ``{}``. Raises CorruptCheckpointError (attributes ``path``
+    and ``line_number``) on an unknown version, a malformed line or a wrong entry count;
+    OSError on I/O failure.
+    """
+    return dict(_read_checkpoint(path, _parse_offset_entry, 3))
+
+
+def write_offset_checkpoint(path, entries: dict[tuple[str, int], int]) -> None:
+    """Atomically write ``{(topic, partition): offset}`` as an offset checkpoint, entries
+    sorted by topic and partition. Raises ValueError for a topic that cannot be written
+    (empty or containing whitespace), OSError."""
+    lines = []
+    for (topic, partition), offset in sorted(entries.items()):
+        if not topic or _JAVA_WS.search(topic):
+            raise ValueError(f"cannot checkpoint topic {topic!r}")
+        lines.append(f"{topic} {int(partition)} {int(offset)}")
+    _write_checkpoint(path, lines)
+
+
+def _parse_epoch_entry(parts):
+    epoch = _java_int(parts[0], _INT_MIN, _INT_MAX)
+    start = _java_int(parts[1], _LONG_MIN, _LONG_MAX)
+    if epoch is None or start is None:
+        return None
+    return epoch, start
+
+
+def read_leader_epoch_checkpoint(path) -> list[tuple[int, int]]:
+    """Read a ``leader-epoch-checkpoint`` (Kafka ``LeaderEpochCheckpointFile``) as a list of
+    ``(epoch, start_offset)`` in file order. Missing or empty file: ``[]``. Raises
+    CorruptCheckpointError, OSError."""
+    return _read_checkpoint(path, _parse_epoch_entry, 2)
+
+
+def write_leader_epoch_checkpoint(path, entries) -> None:
+    """Atomically write ``(epoch, start_offset)`` pairs, in the given order. Raises OSError."""
+    _write_checkpoint(path, [f"{int(epoch)} {int(start)}" for epoch, start in entries])
+
+
+# -- Uuid and partition.metadata -------------------------------------------------------
+_ZERO_UUID = bytes(16)
+_RESERVED_UUIDS = {_ZERO_UUID, bytes(15) + b"\x01"}  # Uuid.ZERO_UUID, Uuid.ONE_UUID
+
+
+def uuid_to_string(raw: bytes) -> str:
+    """Kafka's ``Uuid.toString``: unpadded base64url of the 16 bytes (22 characters)."""
+    if len(raw) != 16:
+        raise ValueError(f"a Uuid has 16 bytes, not {len(raw)}")
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def parse_uuid(text: str) -> bytes:
+    """Kafka's ``Uuid.fromString``: the 16 bytes of a base64url UUID string (padding
+    optional). Raises ValueError."""
+    if not isinstance(text, str) or not re.fullmatch(r"[A-Za-z0-9_-]{22}(==)?", text):
+        raise ValueError(f"not a base64url Uuid: {text!r}")
+    try:
+        raw = base64.urlsafe_b64decode(text[:22] + "==")
+    except (binascii.Error, ValueError):
+        raise ValueError(f"not a base64url Uuid: {text!r}") from None
+    if len(raw) != 16:
+        raise ValueError(f"not a base64url Uuid: {text!r}")
+    return raw
+
+
+def new_topic_id() -> str:
+    """A random Kafka ``Uuid`` string (``Uuid.randomUuid().toString()``): version-4 UUID
+    bytes, unpadded base64url, never starting with ``-`` nor a reserved id."""
+    while True:
+        raw = uuid.uuid4().bytes
+        text = uuid_to_string(raw)
+        if raw not in _RESERVED_UUIDS and not text.startswith("-"):
+            return text
+
+
+def write_partition_metadata(path, topic_id: str) -> None:
+    """Atomically write ``partition.metadata``: ``version: 0\\ntopic_id: <id>`` with no
+    final newline, exactly as Kafka's ``PartitionMetadataFile``. Raises ValueError for an
+    invalid or zero id, OSError."""
+    raw = parse_uuid(topic_id)
+    if raw == _ZERO_UUID:
+        raise ValueError("the zero Uuid is not a topic id")
+    text = f"version: {PARTITION_METADATA_VERSION}\ntopic_id: {uuid_to_string(raw)}"
+    atomic_write(path, text.encode("utf-8"))
+
+
+def read_partition_metadata(path) -> str:
+    """The topic id stored in ``partition.metadata`` (``PartitionMetadataReadBuffer``).
+
+    Raises FileNotFoundError when missing; CorruptCheckpointError on a malformed line, a
+    negative version or the zero id (Kafka's messages); OSError.
+    """
+    path = os.fspath(path)
+    location = os.path.abspath(path)
+    lines = _java_lines(_read_text(path))
+
+    def field(number: int, key: str) -> str:
+        line = lines[number - 1] if len(lines) >= number else None
+        parts = re.split(r":[ \t\n\x0b\f\r]+", line, maxsplit=1) if line is not None else []
+        if len(parts) != 2 or parts[0] != key:
+            raise _corrupt(f"Malformed line in partition metadata file [{location}]: {line}",
+                           path, number)
+        return parts[1]
+
+    raw_version = field(1, "version")
+    version = _java_int(raw_version, _INT_MIN, _INT_MAX)
+    if version is None:
+        raise _corrupt(f"Malformed line in partition metadata file [{location}]: {lines[0]}",
+                       path, 1)
+    if version < PARTITION_METADATA_VERSION:
+        raise _corrupt(f"Unrecognized version of partition metadata file ({location}): "
+                       f"{version}", path, 1)
+    raw_id = field(2, "topic_id")
+    try:
+        raw = parse_uuid(raw_id)
+    except ValueError:
+        raise _corrupt(f"Malformed line in partition metadata file [{location}]: {lines[1]}",
+                       path, 2) from None
+    if raw == _ZERO_UUID:
+        raise _corrupt(f"Invalid topic ID in partition metadata file ({location})", path, 2)
+    return uuid_to_string(raw)
+
+
+# -- Java properties (meta.properties) -------------------------------------------------
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_PROP_WS = " \t\f"
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _java_date(now: float | None) -> str:
+    """``java.util.Date.toString()`` in the local time zone: ``Tue Mar 12 10:00:00 UTC 2024``."""
+    lt = time.localtime(time.time() if now is None else now)
+    return (f"{_DAYS[lt.tm_wday]} {_MONTHS[lt.tm_mon - 1]} {lt.tm_mday:02d} "
+            f"{lt.tm_hour:02d}:{lt.tm_min:02d}:{lt.tm_sec:02d} {time.strftime('%Z', lt)} "
+            f"{lt.tm_year}")
+
+
+def _escape(text: str, is_key: bool) -> str:
+    """``Properties.saveConvert`` with ``escUnicode``: the result is pure ASCII."""
+    out = []
+    for i, ch in enumerate(text):
+        if ch == " ":
+            out.append("\\ " if i == 0 or is_key else " ")
+        elif ch in "\\=:#!":
+            out.append("\\" + ch)
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\f":
+            out.append("\\f")
+        elif ord(ch) < 0x20 or ord(ch) > 0x7E:
+            out.append(_u_escape(ch))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _logical_lines(text: str):
+    """Yield ``(line_number, logical_line)`` as ``Properties.load``'s LineReader: blank and
+    comment lines skipped, leading whitespace dropped, a line ending in an odd number of
+    backslashes continued on the next natural line (its leading whitespace dropped)."""
+    natural = _java_lines(text)
+    i = 0
+    while i < len(natural):
+        number = i + 1
+        line = natural[i].lstrip(_PROP_WS)
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        while True:
+            trailing = len(line) - len(line.rstrip("\\"))
+            if trailing % 2 == 0 or i >= len(natural):
+                if trailing % 2 == 1:
+                    line = line[:-1]
+                break
+            line = line[:-1] + natural[i].lstrip(_PROP_WS)
+            i += 1
+        yield number, line
+
+
+def _unescape(text: str, path: str, number: int) -> str:
+    out = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "\\" or i + 1 >= len(text):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u":
+            digits = text[i + 2:i + 6]
+            if len(digits) != 4 or not re.fullmatch(r"[0-9a-fA-F]{4}", digits):
+                raise _corrupt(f"Malformed \\uxxxx encoding in properties file "
+                               f"[{os.path.abspath(path)}] line {number}", path, number)
+            out.append(chr(int(digits, 16)))
+            i += 6
+        else:
+            out.append(_ESCAPES.get(nxt, nxt))
+            i += 2
+    # join UTF-16 surrogate pairs produced by \\u escapes
+    return "".join(out).encode("utf-16-be", "surrogatepass").decode("utf-16-be", "replace")
+
+
+def read_properties(path) -> dict[str, str]:
+    """Read a Java properties file (``Properties.load``, as Kafka reads ``meta.properties``).
+
+    ``#``/``!`` comments, ``=``, ``:`` or whitespace separators, backslash continuations and
+    escapes (``\\t``, ``\\n``, ``\\uXXXX``, ...). Bytes are ISO-8859-1, as Java reads an
+    InputStream. Later keys win. Raises FileNotFoundError, CorruptCheckpointError on a
+    malformed ``\\u`` escape, OSError.
+    """
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        text = f.read().decode("latin-1")
+    props: dict[str, str] = {}
+    for number, line in _logical_lines(text):
+        # the key ends at the first unescaped '=', ':' or whitespace
+        i, n = 0, len(line)
+        while i < n:
+            ch = line[i]
+            if ch == "\\":
+                i += 2
+                continue
+            if ch in "=:" or ch in _PROP_WS:
+                break
+            i += 1
+        key = line[:i]
+        rest = line[i:]
+        rest = rest.lstrip(_PROP_WS)
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:].lstrip(_PROP_WS)
+        props[_unescape(key, path, number)] = _unescape(rest, path, number)
+    return props
+
+
+def write_properties(path, props: dict[str, str], comment: str | None = None, *,
+                     now: float | None = None) -> None:
+    """Atomically write a Java properties file as Kafka writes ``meta.properties``
+    (``PropertiesUtils.writePropertiesFile`` → ``Properties.store``).
+
+    Layout: the comment lines (``comment=None`` means Kafka's empty comment, a lone ``#``),
+    a ``#<date>`` line (``java.util.Date.toString()`` of ``now``, default the current time),
+    then ``key=value`` per key, sorted by key (Kafka's order is its hash map's). Keys and
+    values are escaped like ``Properties.store`` (non-ASCII as ``\\uXXXX``). Raises OSError.
+    """
+    lines = []
+    for line in _java_lines("" if comment is None else comment) or [""]:
+        lines.append("#" + _escape_comment(line))
+    lines.append("#" + _java_date(now))
+    for key in sorted(props):
+        lines.append(f"{_escape(str(key), True)}={_escape(str(props[key]), False)}")
+    atomic_write(path, ("\n".join(lines) + "\n").encode("ascii"))
+
+
+def _u_escape(ch: str) -> str:
+    """``\\uXXXX`` for each UTF-16 unit of ``ch`` (a surrogate pair outside the BMP)."""
+    hexed = ch.encode("utf-16-be", "surrogatepass").hex().upper()
+    return "".join(f"\\u{hexed[j:j + 4]}" for j in range(0, len(hexed), 4))
+
+
+def _escape_comment(line: str) -> str:
+    """``Properties.writeComments``: characters outside printable ASCII as ``\\uXXXX``."""
+    return "".join(c if 0x20 <= ord(c) <= 0x7E else _u_escape(c) for c in line)
