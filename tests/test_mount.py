@@ -121,7 +121,12 @@ def test_parse_key_mount_option(mount_factory, tmp_path):
     assert open(f"{p}/offset/1", "rb").read() == b"world"
     r = sh(f"echo 'no separator here' >> {p}/append")
     assert r.returncode != 0
-    assert b"Invalid argument" in r.stderr
+    fd = os.open(f"{p}/append", os.O_WRONLY | os.O_APPEND)
+    with pytest.raises(OSError) as e:
+        os.write(fd, b"still none\n")
+    os.close(fd)
+    assert e.value.errno == errno.EINVAL
+    assert open(f"{p}/messages", "rb").read() == b"hello\nworld\n"
 
 
 def test_errors_are_errno(mount):
@@ -187,7 +192,7 @@ def test_config_file_read_and_write(mount):
         f.write("retention.ms=1000\nsegment.bytes=4096\n")
     text = open(cfg).read()
     assert "retention.ms=1000" in text and "segment.bytes=4096" in text
-    assert text.count("# (override)") == 2
+    assert text.count("# (override)\n") == 2
     with pytest.raises(OSError) as e:
         with open(cfg, "w") as f:
             f.write("retention.ms=soon\n")

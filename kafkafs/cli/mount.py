@@ -37,6 +37,7 @@ def run_mount(args) -> int:
 
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("watchdog").setLevel(logging.INFO)
     config = broker_config(args)
     mountpoint = args.mountpoint or config.mount_point
     if not mountpoint:

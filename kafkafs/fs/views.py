@@ -24,7 +24,13 @@ from collections import OrderedDict
 from typing import Callable
 
 from ..log.log import Log
-from ..record.batch import TIMESTAMP_TYPE_NAMES, RecordBatch, batch_values
+from ..record.batch import TIMESTAMP_TYPE_NAMES, RecordBatch
+
+try:  # TODO(kafkafs): drop the fallback once record.batch_values has landed
+    from ..record.batch import batch_values
+except ImportError:  # pragma: no cover
+    def batch_values(batch):
+        return [r.value for r in batch.records()]
 
 MARK_BYTES = 256 * 1024
 CACHED_CHUNKS = 8
