@@ -58,9 +58,23 @@ def _daemon_pid(mountpoint: str) -> int | None:
         return None
 
 
+def is_mounted(mountpoint: str) -> bool:
+    """Whether ``mountpoint`` is in /proc/self/mounts (works where stat is refused, as for
+    root on a FUSE mount without allow_other)."""
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 1 and fields[1].replace("\\040", " ") == mountpoint:
+                    return True
+    except OSError:
+        return os.path.ismount(mountpoint)
+    return False
+
+
 def run_umount(args) -> int:
     mountpoint = os.path.abspath(args.mountpoint)
-    if not os.path.ismount(mountpoint):
+    if not is_mounted(mountpoint):
         raise CliError(f"{mountpoint} is not mounted")
     pid = _daemon_pid(mountpoint)
     tool = shutil.which("fusermount3") or shutil.which("fusermount")

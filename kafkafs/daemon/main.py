@@ -73,37 +73,40 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
     if fsopt.read_only:
         fuse_opts.add("ro")
     mounted = False
-    try:
-        pyfuse3.init(operations, mountpoint, fuse_opts)
-        mounted = True
-        log.info("Mounted %s at %s", ",".join(config.log_dirs), mountpoint)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_signals, nursery.cancel_scope)
-            if not fsopt.read_only:
-                nursery.start_soon(tasks.flush_scheduler, manager)
-                nursery.start_soon(tasks.retention_task, manager)
-                nursery.start_soon(tasks.checkpoint_task, manager)
-            await nursery.start(watch_log_dirs, manager)
-            notify.ready(f"Mounted {mountpoint}")
-            await pyfuse3.main()
-            # pyfuse3.main returns when the kernel ends the session (fusermount3 -u)
-            nursery.cancel_scope.cancel()
-    finally:
-        notify.stopping()
-        if mounted:
-            pyfuse3.close(unmount=True)
-        await trio.to_thread.run_sync(manager.shutdown)
-        log.info("Unmounted %s; logs flushed and checkpointed", mountpoint)
+    # signals are received for the whole life of the daemon, shutdown included, so a second
+    # SIGTERM (systemd after ExecStop) cannot kill it half-way through flushing
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        try:
+            pyfuse3.init(operations, mountpoint, fuse_opts)
+            mounted = True
+            log.info("Mounted %s at %s", ",".join(config.log_dirs), mountpoint)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_on_signal, signals, nursery.cancel_scope)
+                if not fsopt.read_only:
+                    nursery.start_soon(tasks.flush_scheduler, manager)
+                    nursery.start_soon(tasks.retention_task, manager)
+                    nursery.start_soon(tasks.checkpoint_task, manager)
+                await nursery.start(watch_log_dirs, manager)
+                notify.ready(f"Mounted {mountpoint}")
+                await pyfuse3.main()
+                # pyfuse3.main returns when the kernel ends the session (fusermount3 -u)
+                nursery.cancel_scope.cancel()
+        finally:
+            notify.stopping()
+            if mounted:
+                pyfuse3.close(unmount=True)
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(manager.shutdown)
+            log.info("Unmounted %s; logs flushed and checkpointed", mountpoint)
     return 0
 
 
-async def _signals(cancel_scope: trio.CancelScope) -> None:
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-        async for signum in signals:
-            log.info("Received %s, shutting down", signal.Signals(signum).name)
-            pyfuse3.terminate()
-            cancel_scope.cancel()
-            return
+async def _on_signal(signals, cancel_scope: trio.CancelScope) -> None:
+    async for signum in signals:
+        log.info("Received %s, shutting down", signal.Signals(signum).name)
+        pyfuse3.terminate()
+        cancel_scope.cancel()
+        return
 
 
 def run(mountpoint: str, config: BrokerConfig, options: list[str], read_only: bool = False) -> int:

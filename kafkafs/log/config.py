@@ -262,7 +262,8 @@ class BrokerConfig:
                 if tkey == "flush.ms" and raw == "":
                     continue
                 if unit != 1:
-                    raw = str(_parse(bkey, int, raw) * unit)
+                    n = _parse(bkey, int, raw)
+                    raw = str(-1 if n < 0 else n * unit)  # -1 hours/minutes: forever
                 try:
                     topic_values[tkey] = raw
                     LogConfig().with_overrides({tkey: raw})
