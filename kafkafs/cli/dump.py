@@ -1,0 +1,634 @@
+"""``kafkafs dump``: kafka-dump-log.sh (Kafka's ``DumpLogSegments``) on segment files.
+
+Same options and the same output lines as Kafka 3.x/4.x, for files in a log dir (no broker
+needed; files are opened read-only, so a live broker's or daemon's dir is safe to dump):
+
+* ``.log`` (and KRaft snapshot ``.checkpoint``): ``Log starting offset: N``, one line per
+  batch (``baseOffset: ... isvalid: true``), with ``--deep-iteration`` one ``| offset: ...``
+  line per record, with ``--print-data-log`` the key and payload (as UTF-8, invalid bytes
+  replaced; Kafka's StringDecoder), then ``Found N invalid bytes at the end of NAME`` for a
+  torn tail.
+* ``.index``: ``offset: N position: P``, each entry checked against the ``.log`` beside it.
+* ``.timeindex``: ``timestamp: T offset: N``, each entry checked against the ``.log`` (via the
+  ``.index``).
+* ``--index-sanity-check``: the broker's startup check only; ``--verify-index-only``: the
+  checks without the listing. Findings go to stderr after all files, in Kafka's words.
+
+Files are dispatched on their suffix (:data:`SUFFIX_DUMPERS`) and batches on their magic
+(:data:`BATCH_PRINTERS`): legacy message formats (magic 0/1), producer-state ``.snapshot``
+and ``.txnindex`` files print a "not yet supported" line for now and slot in there later.
+
+Exit status: 0 when every file was dumped (findings such as index mismatches do not change
+it, as in Kafka), 1 when a file could not be read, was corrupt, or is not supported yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import struct
+import sys
+from dataclasses import dataclass
+
+from ..log.errors import CorruptIndexError
+from ..log.index import OffsetIndex, TimeIndex
+from ..record import LOG_APPEND_TIME, RecordBatch
+from ..record.errors import CorruptRecordError
+
+INT_MAX = 0x7FFFFFFF
+RECORD_INDENT = "|"
+STRING_DECODERS = ("org.apache.kafka.tools.api.StringDecoder", "kafka.serializer.StringDecoder")
+
+# framing shared by every message format (offset i64, size i32, ..., magic at byte 16)
+LOG_OVERHEAD = 12
+HEADER_SIZE_UP_TO_MAGIC = 17
+RECORD_OVERHEAD_V0 = 14  # smallest legal entry size (LegacyRecord.RECORD_OVERHEAD_V0)
+_OFFSET_SIZE = struct.Struct(">qi")
+
+COMPRESSION_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
+                 4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
+READ_CHUNK = 1024 * 1024
+
+
+# -- command line -----------------------------------------------------------------------
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 0 <= value <= INT_MAX:
+        raise argparse.ArgumentTypeError(f"must be between 0 and {INT_MAX}: {value}")
+    return value
+
+
+def register(subparsers) -> None:
+    """Add the ``dump`` sub-command (kafka-dump-log.sh's options) to ``subparsers``."""
+    p = subparsers.add_parser(
+        "dump", help="print segment, index and time index files (kafka-dump-log.sh)",
+        description="This tool helps to parse a log file and dump its contents to the console, "
+                    "useful for debugging a seemingly corrupt log segment (Kafka's "
+                    "kafka-dump-log.sh). Files are opened read-only.")
+    p.add_argument("--files", required=True, metavar="file1,file2,...",
+                   help="REQUIRED: The comma separated list of data and index log files to be "
+                        "dumped.")
+    p.add_argument("--print-data-log", action="store_true",
+                   help="If set, printing the messages content when dumping data logs. "
+                        "Automatically set if any decoder option is specified.")
+    p.add_argument("--deep-iteration", action="store_true",
+                   help="If set, uses deep instead of shallow iteration. Automatically set if "
+                        "print-data-log is enabled.")
+    p.add_argument("--index-sanity-check", action="store_true",
+                   help="If set, just checks the index sanity without printing its content. "
+                        "This is the same check that is executed on broker startup to determine "
+                        "if an index needs rebuilding or not.")
+    p.add_argument("--verify-index-only", action="store_true",
+                   help="If set, just verify the index log without printing its content.")
+    p.add_argument("--max-message-size", type=_non_negative_int, default=5 * 1024 * 1024,
+                   metavar="size", help="Size of largest message. (default: 5242880)")
+    p.add_argument("--max-bytes", type=_non_negative_int, default=INT_MAX, metavar="size",
+                   help="Limit the amount of total batches read in bytes avoiding reading the "
+                        "whole .log file(s). (default: 2147483647)")
+    p.add_argument("--skip-record-metadata", action="store_true",
+                   help="Whether to skip printing metadata for each record.")
+    for which in ("value", "key"):
+        p.add_argument(f"--{which}-decoder-class", nargs="?", const=STRING_DECODERS[0],
+                       default=None, metavar="class",
+                       help="accepted for compatibility and ignored: kafkafs prints keys and "
+                            "values as UTF-8 (invalid bytes replaced), like Kafka's "
+                            "StringDecoder; implies --print-data-log")
+    p.set_defaults(func=run)
+
+
+@dataclass
+class DumpOptions:
+    """What to print (``DumpLogSegmentsOptions``). Sizes are bytes."""
+
+    print_data_log: bool = False
+    deep_iteration: bool = False
+    index_sanity_only: bool = False
+    verify_only: bool = False
+    max_message_size: int = 5 * 1024 * 1024
+    max_bytes: int = INT_MAX
+    skip_record_metadata: bool = False
+
+    @classmethod
+    def from_args(cls, args) -> "DumpOptions":
+        decoders = (getattr(args, "value_decoder_class", None) is not None
+                    or getattr(args, "key_decoder_class", None) is not None)
+        print_data = bool(args.print_data_log) or decoders
+        return cls(print_data_log=print_data,
+                   deep_iteration=bool(args.deep_iteration) or print_data,
+                   index_sanity_only=bool(args.index_sanity_check),
+                   verify_only=bool(args.verify_index_only),
+                   max_message_size=args.max_message_size,
+                   max_bytes=args.max_bytes,
+                   skip_record_metadata=bool(args.skip_record_metadata))
+
+
+def run(args, out=None, err=None) -> int:
+    """Dump every file of ``args.files``; returns the exit status (see the module docs).
+    ``out``/``err`` default to ``sys.stdout``/``sys.stderr``."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    for which in ("value", "key"):
+        cls = getattr(args, f"{which}_decoder_class", None)
+        if cls is not None and cls not in STRING_DECODERS:
+            err.write(f"Note: --{which}-decoder-class {cls} is ignored: kafkafs prints keys and "
+                      "values as UTF-8 text (invalid bytes replaced).\n")
+    files = [f for f in args.files.split(",") if f.strip()]
+    dumper = LogDumper(DumpOptions.from_args(args), out, err)
+    return dumper.dump_files(files)
+
+
+# -- reading a .log ---------------------------------------------------------------------
+class _Entry:
+    """One batch (magic 2) or legacy message-set entry (magic 0/1) of a ``.log``.
+
+    ``offset``: the first 8 bytes (a v2 batch's base offset; a legacy entry's offset, which
+    for a compressed wrapper is its last inner offset); ``batch``: the decoded RecordBatch
+    header for magic 2, else None.
+    """
+
+    __slots__ = ("position", "offset", "size", "magic", "batch")
+
+    def __init__(self, position, offset, size, magic, batch):
+        self.position = position
+        self.offset = offset
+        self.size = size
+        self.magic = magic
+        self.batch = batch
+
+    @property
+    def last_offset(self) -> int:
+        return self.batch.last_offset if self.batch is not None else self.offset
+
+
+class SegmentFile:
+    """A ``.log`` file opened read-only, read through a window of ``READ_CHUNK`` bytes.
+
+    Iterates entries like Kafka's ``FileLogInputStream``: stops when fewer than 17 bytes are
+    left or an entry runs past the end (a torn tail); raises CorruptRecordError for a size
+    below the minimum entry overhead, an unknown magic or a malformed v2 header.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self.size = os.fstat(self._fd).st_size
+        self._win = b""
+        self._win_start = 0
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _read(self, pos: int, n: int):
+        """Bytes ``[pos, pos + n)`` (short at EOF), served from the window when possible."""
+        start = pos - self._win_start
+        if 0 <= start and start + n <= len(self._win):
+            return memoryview(self._win)[start:start + n]
+        want = max(n, READ_CHUNK)
+        parts, got = [], 0
+        while got < want:
+            part = os.pread(self._fd, want - got, pos + got)
+            if not part:
+                break
+            parts.append(part)
+            got += len(part)
+        self._win = b"".join(parts)
+        self._win_start = pos
+        return memoryview(self._win)[:n]
+
+    def entry_at(self, pos: int, end: int) -> _Entry | None:
+        """The entry starting at ``pos``; None when it does not fit before ``end``."""
+        if end - pos < HEADER_SIZE_UP_TO_MAGIC:
+            return None
+        head = self._read(pos, HEADER_SIZE_UP_TO_MAGIC)
+        if len(head) < HEADER_SIZE_UP_TO_MAGIC:
+            return None
+        offset, length = _OFFSET_SIZE.unpack_from(head)
+        magic = head[16]
+        if length < RECORD_OVERHEAD_V0:
+            raise CorruptRecordError(
+                f"Found record size {length} smaller than minimum record overhead "
+                f"({RECORD_OVERHEAD_V0}) in file {self.path}.")
+        size = length + LOG_OVERHEAD
+        if pos > end - size:
+            return None
+        if magic == 2:
+            data = self._read(pos, size)
+            if len(data) < size:
+                return None
+            batch = RecordBatch.from_buffer(data, 0, position=pos)
+            return _Entry(pos, offset, size, magic, batch)
+        if magic in (0, 1):
+            return _Entry(pos, offset, size, magic, None)
+        raise CorruptRecordError(f"Found unknown magic {magic} at position {pos} in file "
+                                 f"{self.path}.")
+
+    def entries(self, start: int = 0, end: int | None = None):
+        """Yield the entries from ``start`` (an entry boundary) up to ``end`` (default EOF)."""
+        end = self.size if end is None else min(end, self.size)
+        pos = start
+        while True:
+            entry = self.entry_at(pos, end)
+            if entry is None:
+                return
+            yield entry
+            pos += entry.size
+
+
+# -- formatting helpers -----------------------------------------------------------------
+def _jbool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _increment_sequence(sequence: int, increment: int) -> int:
+    """``DefaultRecordBatch.incrementSequence``: wraps past Integer.MAX_VALUE to 0."""
+    if sequence > INT_MAX - increment:
+        return increment - (INT_MAX - sequence) - 1
+    return sequence + increment
+
+
+def _timestamp_type_name(batch: RecordBatch) -> str:
+    return "LogAppendTime" if batch.timestamp_type == LOG_APPEND_TIME else "CreateTime"
+
+
+def _text(data: bytes) -> str:
+    """Kafka's StringDecoder: ``new String(bytes, UTF_8)``."""
+    return data.decode("utf-8", "replace")
+
+
+def _i16(data, pos: int) -> int:
+    return struct.unpack_from(">h", data, pos)[0]
+
+
+def _control_text(key, value) -> str:
+    """What DumpLogSegments prints after a control record's metadata."""
+    if key is None or len(key) < 4:
+        return " controlType: UNKNOWN(-1)"
+    type_id = _i16(key, 2)
+    name = CONTROL_TYPES.get(type_id, "UNKNOWN")
+    try:
+        if name in ("ABORT", "COMMIT"):
+            epoch = struct.unpack_from(">hi", value)[1]
+            return f" endTxnMarker: {name} coordinatorEpoch: {epoch}"
+        if name == "SNAPSHOT_HEADER":
+            version, ts = struct.unpack_from(">hq", value)
+            doc = {"version": version, "lastContainedLogTimestamp": ts}
+            return f" SnapshotHeader {json.dumps(doc, separators=(',', ':'))}"
+        if name == "SNAPSHOT_FOOTER":
+            doc = {"version": _i16(value, 0)}
+            return f" SnapshotFooter {json.dumps(doc, separators=(',', ':'))}"
+        if name == "KRAFT_VERSION":
+            version, kraft = struct.unpack_from(">hh", value)
+            doc = {"version": version, "kRaftVersion": kraft}
+            return f" KRaftVersion {json.dumps(doc, separators=(',', ':'))}"
+    except (struct.error, TypeError):
+        pass  # a value too short for its type: fall back to the generic line
+    # LEADER_CHANGE and UNKNOWN are printed like this by Kafka; KRAFT_VOTERS (a nested
+    # message) is not decoded yet
+    return f" controlType: {name}({type_id})"
+
+
+# -- per-magic printers ------------------------------------------------------------------
+def _print_v2_batch(dumper: "LogDumper", entry: _Entry, position: int) -> None:
+    b = entry.batch
+    dh = f"OptionalLong[{b.base_timestamp}]" if b.has_delete_horizon else "OptionalLong.empty"
+    last_seq = -1 if b.base_sequence == -1 else _increment_sequence(b.base_sequence,
+                                                                     b.last_offset_delta)
+    codec = COMPRESSION_NAMES.get(b.compression, f"unknown({b.compression})")
+    dumper.out.write(
+        f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.records_count} "
+        f"baseSequence: {b.base_sequence} lastSequence: {last_seq} producerId: {b.producer_id} "
+        f"producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch} "
+        f"isTransactional: {_jbool(b.is_transactional)} isControl: {_jbool(b.is_control)} "
+        f"deleteHorizonMs: {dh} position: {position} {_timestamp_type_name(b)}: "
+        f"{b.max_timestamp} size: {b.size} magic: {b.magic} compresscodec: {codec} "
+        f"crc: {b.crc} isvalid: {_jbool(b.is_valid())}\n")
+
+
+def _print_v2_records(dumper: "LogDumper", entry: _Entry, file_key: str) -> None:
+    b = entry.batch
+    opts = dumper.options
+    out = dumper.out
+    ts_name = _timestamp_type_name(b)
+    for r in b.records():
+        dumper.track_offset(file_key, r.offset)
+        prefix = f"{RECORD_INDENT} "
+        parts = []
+        if not opts.skip_record_metadata:
+            key_size = -1 if r.key is None else len(r.key)
+            value_size = -1 if r.value is None else len(r.value)
+            seq = (-1 if b.base_sequence < 0
+                   else _increment_sequence(b.base_sequence, r.offset - b.base_offset))
+            header_keys = ",".join(k for k, _v in r.headers)
+            parts.append(f"{prefix}offset: {r.offset} {ts_name}: {r.timestamp} "
+                         f"keySize: {key_size} valueSize: {value_size} "
+                         f"sequence: {seq} headerKeys: [{header_keys}]")
+            prefix = " "
+            if b.is_control:
+                parts.append(_control_text(r.key, r.value))
+        if opts.print_data_log and not b.is_control:
+            if r.key is not None:
+                parts.append(f"{prefix}key: {_text(r.key)}")
+                prefix = " "
+            if r.value is not None:
+                # Kafka prints " payload:" whatever the prefix (so no "|" without metadata
+                # and key): kept for identical output
+                parts.append(f" payload: {_text(r.value)}")
+        parts.append("\n")
+        out.write("".join(parts))
+
+
+def _print_unsupported_entry(dumper: "LogDumper", entry: _Entry, position: int) -> None:
+    dumper.out.write(f"offset: {entry.offset} position: {position} size: {entry.size} "
+                     f"magic: {entry.magic} (message format v{entry.magic} is not yet "
+                     f"supported by kafkafs dump)\n")
+    dumper.unsupported = True
+
+
+def _skip_records(dumper: "LogDumper", entry: _Entry, file_key: str) -> None:
+    pass
+
+
+#: magic → (batch line printer, record lines printer)
+BATCH_PRINTERS = {
+    2: (_print_v2_batch, _print_v2_records),
+    1: (_print_unsupported_entry, _skip_records),
+    0: (_print_unsupported_entry, _skip_records),
+}
+
+
+# -- the dumper --------------------------------------------------------------------------
+class LogDumper:
+    """Dumps files one after another (``DumpLogSegments.main``) and collects the findings
+    printed at the end (index mismatches, time index errors, non-consecutive offsets).
+
+    ``out``/``err``: text streams. ``unsupported`` is set when something could not be shown.
+    """
+
+    def __init__(self, options: DumpOptions, out, err):
+        self.options = options
+        self.out = out
+        self.err = err
+        self.unsupported = False
+        # file (absolute path) → findings, in discovery order
+        self.index_mismatches: dict[str, list[tuple[int, int]]] = {}
+        self.time_mismatches: dict[str, list[tuple[int, int]]] = {}
+        self.time_out_of_order: dict[str, list[tuple[int, int]]] = {}
+        self.time_not_found: dict[str, list[tuple[int, int]]] = {}
+        self.non_consecutive: dict[str, list[tuple[int, int]]] = {}
+        self._last_offsets: dict[str, int] = {}
+
+    # -- driver ------------------------------------------------------------------------
+    def dump_files(self, files) -> int:
+        """Dump each file, then print the findings; returns the exit status."""
+        failed = False
+        for path in files:
+            self.out.write(f"Dumping {path}\n")
+            name = os.path.basename(path)
+            dot = name.rfind(".")
+            suffix = name[dot:] if dot >= 0 else ""
+            handler = SUFFIX_DUMPERS.get(suffix)
+            if handler is None:
+                self.error(f"Ignoring unknown file {path}")
+                continue
+            try:
+                handler(self, path)
+            except (CorruptRecordError, CorruptIndexError) as exc:
+                self.error(f"error: {exc}")
+                failed = True
+            except OSError as exc:
+                self.error(f"error: {exc.filename or path}: {exc.strerror or exc}")
+                failed = True
+            except ValueError as exc:  # a file name that does not carry an offset
+                self.error(f"error: {path}: {exc}")
+                failed = True
+        self.out.flush()
+        self.print_findings()
+        return 1 if failed or self.unsupported else 0
+
+    def error(self, line: str) -> None:
+        """Write ``line`` to ``err`` after what was printed so far (keeps terminal order)."""
+        self.out.flush()
+        self.err.write(line + "\n")
+        self.err.flush()
+
+    def print_findings(self) -> None:
+        """Print the collected findings to ``err`` in Kafka's words and order."""
+        err = self.err
+        # Kafka prepends to an immutable list, so these two come out newest first
+        for name, pairs in self.index_mismatches.items():
+            err.write(f"Mismatches in :{name}\n")
+            for index_offset, log_offset in reversed(pairs):
+                err.write(f"  Index offset: {index_offset}, log offset: {log_offset}\n")
+        for name, pairs in self.time_mismatches.items():
+            err.write(f"Found timestamp mismatch in :{name}\n")
+            for index_ts, log_ts in pairs:
+                err.write(f"  Index timestamp: {index_ts}, log timestamp: {log_ts}\n")
+        for name, pairs in self.time_out_of_order.items():
+            err.write(f"Found out of order timestamp in :{name}\n")
+            for index_ts, prev_ts in pairs:
+                err.write(f"  Index timestamp: {index_ts}, Previously indexed timestamp: "
+                          f"{prev_ts}\n")
+        for pairs in self.time_not_found.values():
+            err.write("The following indexed offsets are not found in the log.\n")
+            for index_offset, log_offset in pairs:
+                err.write(f"Indexed offset: {index_offset}, found log offset: {log_offset}\n")
+        for name, pairs in self.non_consecutive.items():
+            err.write(f"Non-consecutive offsets in {name}\n")
+            for first, second in reversed(pairs):
+                err.write(f"  {first} is followed by {second}\n")
+        err.flush()
+
+    def track_offset(self, file_key: str, offset: int) -> None:
+        """Record ``offset`` of the next record of ``file_key`` (deep iteration), noting a
+        gap after the previous one."""
+        last = self._last_offsets.get(file_key, -1)
+        if last != -1 and offset != last + 1:
+            self.non_consecutive.setdefault(file_key, []).append((last, offset))
+        self._last_offsets[file_key] = offset
+
+    # -- .log and KRaft snapshots ------------------------------------------------------
+    def dump_log(self, path: str) -> None:
+        """Batches (and with deep iteration, records) of a ``.log`` or ``.checkpoint``."""
+        name = os.path.basename(path)
+        if name.endswith(".log"):
+            start_offset = _offset_from_name(name)
+            self.out.write(f"Log starting offset: {start_offset}\n")
+        elif name.endswith(".checkpoint"):
+            if name == "bootstrap.checkpoint":
+                self.out.write("KRaft bootstrap snapshot\n")
+            else:
+                end_offset, epoch = _snapshot_id(name)
+                self.out.write(f"Snapshot end offset: {end_offset}, epoch: {epoch}\n")
+        opts = self.options
+        file_key = os.path.abspath(path)
+        with SegmentFile(path) as log:
+            end = min(log.size, opts.max_bytes)
+            valid_bytes = 0
+            for entry in log.entries(0, end):
+                print_batch, print_records = BATCH_PRINTERS[entry.magic]
+                print_batch(self, entry, valid_bytes)
+                if opts.deep_iteration:
+                    print_records(self, entry, file_key)
+                valid_bytes += entry.size
+            trailing = end - valid_bytes
+            if trailing > 0 and opts.max_bytes == INT_MAX:
+                self.out.write(f"Found {trailing} invalid bytes at the end of {name}\n")
+
+    # -- .index ------------------------------------------------------------------------
+    def dump_index(self, path: str) -> None:
+        """Entries of an offset index, each checked against the first batch at its position
+        (``DumpLogSegments.dumpIndex``)."""
+        name = os.path.basename(path)
+        start_offset = _offset_from_name(name)
+        _require_file(path)
+        index = OffsetIndex(path, start_offset, writable=False)
+        try:
+            if index.entries == 0:
+                self.out.write(f"{path} is empty.\n")
+                return
+            if self.options.index_sanity_only:
+                index.sanity_check()
+                self.out.write(f"{path} passed sanity check.\n")
+                return
+            key = os.path.abspath(path)
+            with SegmentFile(_sibling(path, ".log")) as log:
+                for i in range(index.entries):
+                    offset, position = index.entry(i)
+                    # a crash may leave zero entries in a preallocated file: stop at one
+                    if offset == index.base_offset and i > 0:
+                        return
+                    log_offset = self._first_batch_last_offset(log, position)
+                    if log_offset != offset:
+                        self.index_mismatches.setdefault(key, []).append((offset, log_offset))
+                    if not self.options.verify_only:
+                        self.out.write(f"offset: {offset} position: {position}\n")
+        finally:
+            index.close()
+
+    def _first_batch_last_offset(self, log: SegmentFile, position: int) -> int:
+        """Last offset of the entry at ``position`` (within ``max_message_size`` bytes), or
+        -1 when there is none or it cannot be read."""
+        try:
+            entry = log.entry_at(position, min(log.size, position + self.options.max_message_size))
+        except CorruptRecordError:
+            return -1
+        return -1 if entry is None else entry.last_offset
+
+    # -- .timeindex --------------------------------------------------------------------
+    def dump_time_index(self, path: str) -> None:
+        """Entries of a time index, each checked against the ``.log`` through the ``.index``
+        (``DumpLogSegments.dumpTimeIndex``)."""
+        name = os.path.basename(path)
+        start_offset = _offset_from_name(name)
+        _require_file(path)
+        time_index = TimeIndex(path, start_offset, writable=False)
+        index = None
+        try:
+            if self.options.index_sanity_only:
+                time_index.sanity_check()
+                self.out.write(f"{path} passed sanity check.\n")
+                return
+            if time_index.entries == 0:
+                return
+            index = OffsetIndex(_sibling(path, ".index"), start_offset, writable=False)
+            key = os.path.abspath(path)
+            prev_ts = -1
+            with SegmentFile(_sibling(path, ".log")) as log:
+                for i in range(time_index.entries):
+                    ts, offset = time_index.entry(i)
+                    if offset == time_index.base_offset and i > 0:
+                        return
+                    _off, position = index.lookup(offset)
+                    found = None
+                    for entry in log.entries(position):
+                        if entry.last_offset >= offset:
+                            found = entry
+                            break
+                    if found is None:
+                        self.time_not_found.setdefault(key, []).append((offset, -1))
+                    elif found.last_offset != offset:
+                        self.time_not_found.setdefault(key, []).append(
+                            (offset, found.last_offset))
+                    elif found.batch is None:
+                        self.error(f"Timestamps of message format v{found.magic} are not yet "
+                                   f"supported by kafkafs dump (offset {offset})")
+                        self.unsupported = True
+                    else:
+                        max_ts = max((r.timestamp for r in found.batch.records()), default=-1)
+                        if max_ts != ts:
+                            self.time_mismatches.setdefault(key, []).append((ts, max_ts))
+                        if prev_ts >= ts:
+                            self.time_out_of_order.setdefault(key, []).append((ts, prev_ts))
+                    if not self.options.verify_only:
+                        self.out.write(f"timestamp: {ts} offset: {offset}\n")
+                    prev_ts = ts
+        finally:
+            time_index.close()
+            if index is not None:
+                index.close()
+
+    # -- not yet supported ---------------------------------------------------------------
+    def dump_producer_snapshot(self, path: str) -> None:
+        """Producer-state ``.snapshot`` files: not yet supported."""
+        self._not_yet(path, "producer state snapshot (.snapshot)")
+
+    def dump_txn_index(self, path: str) -> None:
+        """Transaction index ``.txnindex`` files: not yet supported."""
+        self._not_yet(path, "transaction index (.txnindex)")
+
+    def _not_yet(self, path: str, what: str) -> None:
+        self.error(f"Dumping a {what} file is not yet supported by kafkafs dump: {path}")
+        self.unsupported = True
+
+
+#: file suffix → dumper (Kafka dispatches on the text from the last '.')
+SUFFIX_DUMPERS = {
+    ".log": LogDumper.dump_log,
+    ".checkpoint": LogDumper.dump_log,  # KRaft snapshots hold record batches too
+    ".index": LogDumper.dump_index,
+    ".timeindex": LogDumper.dump_time_index,
+    ".snapshot": LogDumper.dump_producer_snapshot,
+    ".txnindex": LogDumper.dump_txn_index,
+}
+
+
+def _offset_from_name(name: str) -> int:
+    """The offset a segment file is named after (``name.split(".")[0]``)."""
+    stem = name.split(".")[0]
+    if not stem.isdigit():
+        raise ValueError(f"file name does not start with an offset: {name}")
+    return int(stem)
+
+
+def _snapshot_id(name: str) -> tuple[int, int]:
+    """``(end offset, epoch)`` of a KRaft snapshot named ``<20 digits>-<10 digits>.checkpoint``."""
+    stem = name[: -len(".checkpoint")]
+    offset, sep, epoch = stem.partition("-")
+    if not (sep and len(offset) == 20 and offset.isdigit() and len(epoch) == 10
+            and epoch.isdigit()):
+        raise ValueError(f"not a KRaft snapshot file name: {name}")
+    return int(offset), int(epoch)
+
+
+def _sibling(path: str, suffix: str) -> str:
+    """The file of the same segment with ``suffix`` (``00..42.index`` → ``00..42.log``)."""
+    name = os.path.basename(path)
+    return os.path.join(os.path.dirname(os.path.abspath(path)), name.split(".")[0] + suffix)
+
+
+def _require_file(path: str) -> None:
+    if not os.path.isfile(path):
+        raise FileNotFoundError(2, "No such file", path)
