@@ -93,7 +93,7 @@ run head -n 3 "$P/messages"
 run tail -n 2 "$P/messages"
 say "grep -c '\" 404 ' $P/messages"; grep -c '" 404 ' "$P/messages"
 say "grep -c 'GET /license.txt' $P/messages"; grep -c 'GET /license.txt' "$P/messages"
-run ls "$P/offset" | head -n 3
+say "ls $P/offset | sort -n | head -n 3"; ls "$P/offset" | sort -n | head -n 3
 run cat "$P/offset/0"; echo
 run getfattr -d "$P/offset/0"
 say "readlink $P/by-time/$MID_ISO"; LINK=$(readlink "$P/by-time/$MID_ISO"); echo "$LINK"
@@ -131,6 +131,8 @@ PY
 run "${KFS[@]}" umount "$MNT"
 wait "$DAEMON_PID"; DAEMON_PID=
 say "daemon exited 0; clean shutdown marker:"; ls -a "$LOGS" | grep -E 'kafka_cleanshutdown|checkpoint'
-run "${KFS[@]}" dump --files "$LOGS/nginx-access-0/00000000000000000000.log" | head -n 4
+say "kafkafs dump --files $LOGS/nginx-access-0/00000000000000000000.log (first batches)"
+"${KFS[@]}" dump --files "$LOGS/nginx-access-0/00000000000000000000.log" > "$DEMO/dump.txt"
+head -n 4 "$DEMO/dump.txt"
 echo
 echo "main job done: data in $LOGS"

@@ -131,9 +131,10 @@ class LogManager:
         clean = os.path.exists(clean_marker)
         recovery = _read_ckpt(os.path.join(d, RECOVERY_POINT_CHECKPOINT))
         starts = _read_ckpt(os.path.join(d, LOG_START_OFFSET_CHECKPOINT))
-        if not clean and not self.read_only:
+        names = sorted(os.listdir(d))
+        if not clean and not self.read_only and any(parse_partition_dir(n) for n in names):
             log.info("No clean shutdown marker in %s: recovering unflushed segments", d)
-        for name in sorted(os.listdir(d)):
+        for name in names:
             tp = parse_partition_dir(name)
             path = os.path.join(d, name)
             if tp is None or not os.path.isdir(path) or os.path.islink(path):
