@@ -12,6 +12,7 @@ No I/O happens here: functions take and return bytes-like objects.
 from __future__ import annotations
 
 import struct
+from operator import itemgetter as _itemgetter
 from typing import Iterable, Iterator, Sequence
 
 from crc32c import crc32c
@@ -52,45 +53,56 @@ _OFFSET_LENGTH = struct.Struct(">qi")
 _I64 = struct.Struct(">q")
 _U32 = struct.Struct(">I")
 
-# zigzag varints of small non-negative values and -1, the overwhelmingly common cases
-_SMALL_VARINTS = [encode_varint(n) for n in range(0, 1 << 14)]
+# Lookup tables for the hot loops (a list index is far cheaper than a function call).
+# _VARINT_LIMIT: values 0 <= n < limit have a precomputed zigzag varint (1 or 2 bytes).
+_VARINT_LIMIT = 1 << 13
+_SMALL_VARINTS = [encode_varint(n) for n in range(_VARINT_LIMIT)]
 _MINUS_ONE = encode_varint(-1)
+_NO_HEADERS = b"\x00"  # header count 0
+_ATTRIBUTES_ZERO = b"\x00"  # record attributes (unused, always 0)
+# _UNZIGZAG[z] is the signed value of the unsigned zigzag form z, for every z a one- or
+# two-byte varint can hold (z < 2**14): one byte b -> _UNZIGZAG[b]; two bytes b, c (b has
+# the continuation bit) -> _UNZIGZAG[b - 128 + (c << 7)].
+_UNZIGZAG = [(z >> 1) ^ -(z & 1) for z in range(1 << 14)]
 
 
 def _varint(n: int) -> bytes:
-    if 0 <= n < 16384:
+    if 0 <= n < _VARINT_LIMIT:
         return _SMALL_VARINTS[n]
     return encode_varint(n)
 
 
 Header = tuple  # (key: str, value: bytes | None)
 
+_new_tuple = tuple.__new__
 
-class Record:
-    """One decoded record.
+
+class Record(tuple):
+    """One decoded record, an immutable 5-tuple ``(offset, timestamp, key, value, headers)``.
 
     Attributes: ``offset`` (absolute), ``timestamp`` (ms since epoch; under LogAppendTime the
-    batch's max timestamp), ``key`` and ``value`` (bytes or None), ``headers`` (tuple of
-    ``(str, bytes | None)``). Equality compares all five.
+    batch's max timestamp), ``key`` and ``value`` (``bytes`` or None), ``headers`` (tuple of
+    ``(str, bytes | None)``). Kafka's ``DefaultRecord`` without its size and attributes.
+    Equality compares all five (as a tuple); records are hashable and picklable.
     """
 
-    __slots__ = ("offset", "timestamp", "key", "value", "headers")
+    __slots__ = ()
 
-    def __init__(self, offset: int, timestamp: int, key, value, headers=()):
-        self.offset = offset
-        self.timestamp = timestamp
-        self.key = key
-        self.value = value
-        self.headers = headers
+    def __new__(cls, offset: int, timestamp: int, key, value, headers=()):
+        return _new_tuple(cls, (offset, timestamp, key, value, tuple(headers)))
 
-    def __eq__(self, other):
-        return isinstance(other, Record) and (
-            self.offset, self.timestamp, self.key, self.value, tuple(self.headers)
-        ) == (other.offset, other.timestamp, other.key, other.value, tuple(other.headers))
+    def __getnewargs__(self):
+        return tuple(self)
+
+    offset = property(_itemgetter(0), doc="absolute offset")
+    timestamp = property(_itemgetter(1), doc="timestamp, ms since the epoch")
+    key = property(_itemgetter(2), doc="key bytes or None")
+    value = property(_itemgetter(3), doc="value bytes or None")
+    headers = property(_itemgetter(4), doc="tuple of (str, bytes | None)")
 
     def __repr__(self):
-        return (f"Record(offset={self.offset}, timestamp={self.timestamp}, key={self.key!r}, "
-                f"value={self.value!r}, headers={self.headers!r})")
+        return (f"Record(offset={self[0]}, timestamp={self[1]}, key={self[2]!r}, "
+                f"value={self[3]!r}, headers={self[4]!r})")
 
 
 class RecordBatch:
@@ -213,95 +225,206 @@ class RecordBatch:
 
 
 def _payload(batch: RecordBatch):
-    raw = batch.buffer[BATCH_OVERHEAD:]
+    """``(records bytes, uncompressed?)`` of ``batch``: decompressed, or a copy of the raw
+    bytes (slicing ``bytes`` gives ``bytes`` directly, cheaper than memoryview + copy)."""
     codec = batch.attributes & COMPRESSION_MASK
     if codec == _codec.NONE:
-        return raw, True
-    return _codec.decompress(codec, raw), False
+        return bytes(batch.buffer[BATCH_OVERHEAD:]), True
+    return _codec.decompress(codec, batch.buffer[BATCH_OVERHEAD:]), False
 
 
-def _decode_records(batch: RecordBatch) -> list[Record]:
+def _decode_headers(buf: bytes, pos: int, end: int):
+    """Decode a header count and the headers that follow (``DefaultRecord.readHeaders``).
+
+    Returns ``(headers tuple, next_pos)``. Raises CorruptRecordError on a negative count, a
+    null or non-UTF-8 header key; IndexError when the buffer ends inside a varint.
+    """
+    n_headers, pos = decode_varint(buf, pos)
+    if n_headers == 0:
+        return (), pos
+    if n_headers < 0:
+        raise CorruptRecordError(f"negative header count {n_headers}")
+    if n_headers > end - pos:  # every header takes at least 2 bytes; don't loop on garbage
+        raise CorruptRecordError(f"header count {n_headers} exceeds the record")
+    headers = []
+    for _h in range(n_headers):
+        hk_len, pos = decode_varint(buf, pos)
+        if hk_len < 0:
+            raise CorruptRecordError("null header key")
+        hkey = buf[pos:pos + hk_len]
+        pos += hk_len
+        hv_len, pos = decode_varint(buf, pos)
+        if hv_len >= 0:
+            hval = buf[pos:pos + hv_len]
+            pos += hv_len
+        else:
+            hval = None
+        try:
+            headers.append((hkey.decode("utf-8"), hval))
+        except UnicodeDecodeError:
+            raise CorruptRecordError("header key is not UTF-8") from None
+    return tuple(headers), pos
+
+
+def _decode_records(batch: RecordBatch, values_only: bool = False) -> list:
+    """Decode the records of ``batch`` (``DefaultRecord.readFrom`` for each).
+
+    One flat loop: every varint takes an inline path for one and two bytes (a table
+    lookup), longer ones call :func:`decode_varint`. With ``values_only`` the result is the
+    list of values instead of :class:`Record` objects (keys are skipped, not copied);
+    validation is the same either way.
+    """
     count = batch.records_count
     if count < 0:
         raise CorruptRecordError(f"negative record count {count}")
     buf, uncompressed = _payload(batch)
     base_offset = batch.base_offset
-    if batch.attributes & TIMESTAMP_TYPE_MASK:
-        fixed_ts = batch.max_timestamp
-    else:
-        fixed_ts = None
     base_ts = batch.base_timestamp
     out = []
     append = out.append
     pos = 0
     end = len(buf)
-    for _ in range(count):
-        # length (usually 1-2 bytes)
-        b = buf[pos] if pos < end else None
-        if b is None:
-            raise CorruptRecordError(f"batch ends after {len(out)} of {count} records")
-        if b < 0x80:
-            length = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            length, pos = decode_varint(buf, pos)
-        body_start = pos
-        if length < 0 or pos + length > end:
-            raise CorruptRecordError(f"record length {length} is out of bounds")
-        pos += 1  # attributes (unused)
-        ts_delta, pos = decode_varint(buf, pos)
-        off_delta, pos = decode_varint(buf, pos)
-        key_len, pos = decode_varint(buf, pos)
-        if key_len >= 0:
-            key = bytes(buf[pos:pos + key_len])
-            pos += key_len
-        else:
-            key = None
-        value_len, pos = decode_varint(buf, pos)
-        if value_len >= 0:
-            value = bytes(buf[pos:pos + value_len])
-            pos += value_len
-        else:
-            value = None
-        n_headers, pos = decode_varint(buf, pos)
-        if n_headers:
-            if n_headers < 0:
-                raise CorruptRecordError(f"negative header count {n_headers}")
-            headers = []
-            for _h in range(n_headers):
-                hk_len, pos = decode_varint(buf, pos)
-                if hk_len < 0:
-                    raise CorruptRecordError("null header key")
-                hkey = bytes(buf[pos:pos + hk_len])
-                pos += hk_len
-                hv_len, pos = decode_varint(buf, pos)
-                if hv_len >= 0:
-                    hval = bytes(buf[pos:pos + hv_len])
-                    pos += hv_len
+    unzz = _UNZIGZAG
+    dv = decode_varint
+    new = _new_tuple
+    rec = Record
+    n = 0
+    try:
+        for n in range(count):
+            # length
+            b = buf[pos]
+            if b < 0x80:
+                length = unzz[b]
+                pos += 1
+            else:
+                c = buf[pos + 1]
+                if c < 0x80:
+                    length = unzz[b - 0x80 + (c << 7)]
+                    pos += 2
                 else:
-                    hval = None
-                try:
-                    headers.append((hkey.decode("utf-8"), hval))
-                except UnicodeDecodeError:
-                    raise CorruptRecordError("header key is not UTF-8") from None
-            headers = tuple(headers)
-        else:
-            headers = ()
-        if pos - body_start != length:
-            raise CorruptRecordError(
-                f"invalid record size: expected to read {length} bytes in record payload, "
-                f"but instead read {pos - body_start}")
-        append(Record(base_offset + off_delta,
-                      fixed_ts if fixed_ts is not None else base_ts + ts_delta,
-                      key, value, headers))
+                    length, pos = dv(buf, pos)
+            body_start = pos
+            if length < 0 or pos + length > end:
+                raise CorruptRecordError(f"record length {length} is out of bounds")
+            # attributes (one byte, unused), then timestampDelta
+            b = buf[pos + 1]
+            if b < 0x80:
+                ts_delta = unzz[b]
+                pos += 2
+            else:
+                c = buf[pos + 2]
+                if c < 0x80:
+                    ts_delta = unzz[b - 0x80 + (c << 7)]
+                    pos += 3
+                else:
+                    ts_delta, pos = dv(buf, pos + 1)
+            # offsetDelta
+            b = buf[pos]
+            if b < 0x80:
+                off_delta = unzz[b]
+                pos += 1
+            else:
+                c = buf[pos + 1]
+                if c < 0x80:
+                    off_delta = unzz[b - 0x80 + (c << 7)]
+                    pos += 2
+                else:
+                    off_delta, pos = dv(buf, pos)
+            # key
+            b = buf[pos]
+            if b < 0x80:
+                key_len = unzz[b]
+                pos += 1
+            else:
+                key_len, pos = dv(buf, pos)
+            if key_len >= 0:
+                if values_only:
+                    key = None
+                else:
+                    key = buf[pos:pos + key_len]
+                pos += key_len
+            else:
+                key = None
+            # value
+            b = buf[pos]
+            if b < 0x80:
+                value_len = unzz[b]
+                pos += 1
+            else:
+                c = buf[pos + 1]
+                if c < 0x80:
+                    value_len = unzz[b - 0x80 + (c << 7)]
+                    pos += 2
+                else:
+                    value_len, pos = dv(buf, pos)
+            if value_len >= 0:
+                value = buf[pos:pos + value_len]
+                pos += value_len
+            else:
+                value = None
+            # headers (almost always none: a single 0 byte)
+            if buf[pos] == 0:
+                headers = ()
+                pos += 1
+            else:
+                headers, pos = _decode_headers(buf, pos, body_start + length)
+            if pos - body_start != length:
+                raise CorruptRecordError(
+                    f"invalid record size: expected to read {length} bytes in record payload, "
+                    f"but instead read {pos - body_start}")
+            if values_only:
+                append(value)
+            else:
+                append(new(rec, (base_offset + off_delta, base_ts + ts_delta, key, value,
+                                 headers)))
+    except IndexError:
+        raise CorruptRecordError(f"batch ends inside record {n} of {count}") from None
     if uncompressed and pos != end:
         raise CorruptRecordError(f"{end - pos} bytes left in the batch after its {count} records")
+    if not values_only and batch.attributes & TIMESTAMP_TYPE_MASK:
+        # LogAppendTime: every record reads as the batch's max timestamp (rare: rebuild)
+        ts = batch.max_timestamp
+        out = [new(rec, (r[0], ts, r[2], r[3], r[4])) for r in out]
     return out
 
 
+def batch_values(batch: RecordBatch) -> list:
+    """The values of every record of ``batch`` in offset order: ``bytes``, or None for a
+    null value.
+
+    What the ``messages`` view needs, decoded faster than :meth:`RecordBatch.records` (no
+    key copies, no Record objects). Decompresses like ``records()`` and validates the same
+    way (record lengths, header structure, bytes left over). Raises CorruptRecordError
+    naming the batch's position.
+    """
+    try:
+        return _decode_records(batch, True)
+    except CorruptRecordError as exc:
+        raise exc.located(position=batch.position) from None
+
+
+def _encode_headers(headers) -> bytes:
+    """Header count varint + headers (``DefaultRecord.writeTo``); keys str (UTF-8) or bytes."""
+    parts = [_varint(len(headers))]
+    for hkey, hval in headers:
+        hk = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
+        parts.append(_varint(len(hk)))
+        parts.append(hk)
+        if hval is None:
+            parts.append(_MINUS_ONE)
+        else:
+            parts.append(_varint(len(hval)))
+            parts.append(hval)
+    return b"".join(parts)
+
+
 def encode_record_body(offset_delta: int, timestamp_delta: int, key, value, headers=()) -> bytes:
-    """Encode one record (``DefaultRecord.writeTo``) including its length prefix."""
-    parts = [b"\x00", _varint(timestamp_delta), _varint(offset_delta)]
+    """Encode one record (``DefaultRecord.writeTo``) including its length prefix.
+
+    ``key``/``value``: bytes-like or None; ``headers``: sequence of ``(str, bytes | None)``.
+    Returns the record's bytes as they sit in an uncompressed batch.
+    """
+    parts = [_ATTRIBUTES_ZERO, _varint(timestamp_delta), _varint(offset_delta)]
     if key is None:
         parts.append(_MINUS_ONE)
     else:
@@ -312,18 +435,57 @@ def encode_record_body(offset_delta: int, timestamp_delta: int, key, value, head
     else:
         parts.append(_varint(len(value)))
         parts.append(value)
-    parts.append(_varint(len(headers)))
-    for hkey, hval in headers:
-        hk = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
-        parts.append(_varint(len(hk)))
-        parts.append(hk)
-        if hval is None:
-            parts.append(_MINUS_ONE)
-        else:
-            parts.append(_varint(len(hval)))
-            parts.append(hval)
+    parts.append(_encode_headers(headers) if headers else _NO_HEADERS)
     body = b"".join(parts)
     return _varint(len(body)) + body
+
+
+def _encode_records(records, base_ts: int, offset_deltas) -> list:
+    """The parts (bytes-like objects) of ``records`` encoded back to back, to be joined.
+
+    ``records``: sequence of 4-tuples ``(timestamp, key, value, headers)``; raises
+    ValueError when one has another length (the caller normalises and retries).
+    Timestamp deltas are relative to ``base_ts``; ``offset_deltas``: sequence of ints or
+    None for ``0, 1, 2, ...``.
+    """
+    parts = []
+    extend = parts.extend
+    small = _SMALL_VARINTS
+    limit = _VARINT_LIMIT
+    ev = encode_varint
+    minus_one = _MINUS_ONE
+    no_headers = _NO_HEADERS
+    attributes = _ATTRIBUTES_ZERO
+    empty = b""
+    if offset_deltas is None:
+        offset_deltas = range(len(records))
+    for delta, (ts, key, value, headers) in zip(offset_deltas, records):
+        dt = ts - base_ts
+        tsv = small[dt] if 0 <= dt < limit else ev(dt)
+        ofv = small[delta] if 0 <= delta < limit else ev(delta)
+        if key is None:
+            kv = minus_one
+            key = empty
+            kl = 0
+        else:
+            kl = len(key)
+            kv = small[kl] if kl < limit else ev(kl)
+        if value is None:
+            vv = minus_one
+            value = empty
+            vl = 0
+        else:
+            vl = len(value)
+            vv = small[vl] if vl < limit else ev(vl)
+        if headers:
+            hb = _encode_headers(headers)
+            size = 1 + len(tsv) + len(ofv) + len(kv) + kl + len(vv) + vl + len(hb)
+        else:
+            hb = no_headers
+            size = 2 + len(tsv) + len(ofv) + len(kv) + kl + len(vv) + vl
+        extend((small[size] if size < limit else ev(size), attributes, tsv, ofv, kv, key, vv,
+                value, hb))
+    return parts
 
 
 def encode_batch(
@@ -342,42 +504,55 @@ def encode_batch(
     is_transactional: bool = False,
     is_control: bool = False,
     delete_horizon_ms: int | None = None,
+    max_timestamp: int | None = None,
 ) -> bytes:
     """Encode a v2 batch (``MemoryRecordsBuilder`` + ``DefaultRecordBatch.writeHeader``).
 
-    ``records``: sequence of ``(timestamp_ms, key, value, headers)`` where key/value are
-    bytes or None and headers a sequence of ``(str, bytes | None)``. Offsets are
-    ``base_offset + offset_deltas[i]`` (default ``i``). Under ``LOG_APPEND_TIME`` every
-    record's stored delta is 0 and ``log_append_time`` (ms) becomes max timestamp.
-    ``last_offset_delta`` defaults to the last delta (a compacted batch may keep a larger
-    one). Returns the batch bytes, CRC included. Raises ValueError on an empty batch with no
-    ``last_offset_delta`` given.
+    ``records``: sequence of ``(timestamp_ms, key, value, headers)`` (``headers`` may be
+    left out) where key/value are bytes-like or None and headers a sequence of
+    ``(str, bytes | None)``. Offsets are ``base_offset + offset_deltas[i]`` (default ``i``).
+    Timestamp deltas are relative to the first record's timestamp, or to
+    ``delete_horizon_ms`` when given (it becomes baseTimestamp and sets attribute bit 6, as
+    Kafka's cleaner writes it). Under ``LOG_APPEND_TIME`` every record's stored delta is 0
+    and ``log_append_time`` (ms) becomes base and max timestamp. ``last_offset_delta``
+    defaults to the last delta (a compacted batch may keep a larger one); ``max_timestamp``
+    defaults to the largest record timestamp, or -1 for an empty batch (an emptied batch
+    keeps its old one: ``DefaultRecordBatch.writeEmptyHeader``). ``compression`` is a codec
+    id from :mod:`kafkafs.record.compression`; the records are compressed as one stream.
+
+    Returns the batch bytes, CRC-32C included. Raises ValueError on an empty batch with no
+    ``last_offset_delta`` given, a LogAppendTime batch without ``log_append_time``, or
+    ``offset_deltas`` whose length differs from ``records``.
     """
     n = len(records)
-    if offset_deltas is None:
-        offset_deltas = range(n)
+    if offset_deltas is not None and len(offset_deltas) != n:
+        raise ValueError(f"{len(offset_deltas)} offset deltas for {n} records")
     if last_offset_delta is None:
         if n == 0:
             raise ValueError("an empty batch needs last_offset_delta")
-        last_offset_delta = offset_deltas[-1]
+        last_offset_delta = offset_deltas[-1] if offset_deltas is not None else n - 1
     if timestamp_type == LOG_APPEND_TIME:
         if log_append_time is None:
             raise ValueError("LogAppendTime batches need log_append_time")
-        base_ts = log_append_time
         max_ts = log_append_time
-        bodies = [encode_record_body(d, 0, r[1], r[2], r[3] if len(r) > 3 else ())
-                  for d, r in zip(offset_deltas, records)]
+        base_ts = log_append_time if delete_horizon_ms is None else delete_horizon_ms
+        # every stored delta is 0: readers return max timestamp for each record anyway
+        records = [(base_ts,) + tuple(r[1:]) for r in records]
     else:
         if n:
-            base_ts = records[0][0]
-            max_ts = max(r[0] for r in records)
+            max_ts = max([r[0] for r in records])
+            base_ts = records[0][0] if delete_horizon_ms is None else delete_horizon_ms
         else:
-            base_ts = max_ts = NO_TIMESTAMP
-        bodies = [encode_record_body(d, r[0] - base_ts, r[1], r[2], r[3] if len(r) > 3 else ())
-                  for d, r in zip(offset_deltas, records)]
-    if delete_horizon_ms is not None:
-        base_ts = delete_horizon_ms
-    payload = b"".join(bodies)
+            max_ts = NO_TIMESTAMP
+            base_ts = NO_TIMESTAMP if delete_horizon_ms is None else delete_horizon_ms
+    if max_timestamp is not None:
+        max_ts = max_timestamp
+    try:
+        parts = _encode_records(records, base_ts, offset_deltas)
+    except ValueError:  # a record without headers (3-tuple): normalise and retry
+        records = [(r[0], r[1], r[2], r[3] if len(r) > 3 else ()) for r in records]
+        parts = _encode_records(records, base_ts, offset_deltas)
+    payload = b"".join(parts)
     if compression != _codec.NONE:
         payload = _codec.compress(compression, payload)
     attributes = compression & COMPRESSION_MASK
@@ -395,7 +570,7 @@ def encode_batch(
                                    producer_epoch, base_sequence, n))
     crc = crc32c(payload, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
     _U32.pack_into(header, CRC_OFFSET, crc)
-    return bytes(header) + payload
+    return b"".join((header, payload))
 
 
 def set_base_offset(batch: bytearray | memoryview, base_offset: int) -> None:

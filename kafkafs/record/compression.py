@@ -124,6 +124,7 @@ def _xerial_compress(data: bytes) -> bytes:
 
 
 def _snappy_decompress(data) -> bytes:
+    """Raw snappy block, or xerial-framed chunks (several concatenated streams allowed)."""
     import cramjam
 
     data = bytes(data)
@@ -132,9 +133,12 @@ def _snappy_decompress(data) -> bytes:
     out = []
     pos = 0
     end = len(data)
+    header_size = len(_XERIAL_HEADER)
     while pos < end:
         if data.startswith(_XERIAL_MAGIC, pos):  # (another) stream header
-            pos += len(_XERIAL_HEADER)
+            if pos + header_size > end:
+                raise CorruptRecordError("truncated xerial snappy header")
+            pos += header_size
             continue
         if pos + 4 > end:
             raise CorruptRecordError("truncated xerial snappy chunk length")
@@ -142,7 +146,7 @@ def _snappy_decompress(data) -> bytes:
         pos += 4
         if size < 0 or pos + size > end:
             raise CorruptRecordError("xerial snappy chunk runs past the end of the data")
-        out.append(bytes(cramjam.snappy.decompress_raw(data[pos : pos + size])))
+        out.append(cramjam.snappy.decompress_raw(data[pos : pos + size]))
         pos += size
     return b"".join(out)
 
@@ -167,7 +171,9 @@ def _lz4_decompress(data) -> bytes:
     content_size = bool(flg & 0x08)
     content_checksum = bool(flg & 0x04)
     max_block = 1 << (8 + 2 * ((bd >> 4) & 0x7))
-    pos = 6 + (8 if content_size else 0) + 1  # FLG BD [size] HC (HC not checked)
+    dict_id = bool(flg & 0x01)
+    pos = 6 + (8 if content_size else 0) + (4 if dict_id else 0) + 1  # FLG BD [size] [dict] HC
+    # (HC is deliberately not checked: see the module docstring)
     out = []
     end = len(data)
     while True:
@@ -193,13 +199,18 @@ def _lz4_decompress(data) -> bytes:
 
 
 def _zstd_decompress(data) -> bytes:
+    """One or more zstd frames, with or without a content size in their headers."""
     import zstandard
 
     data = bytes(data)
+    if not data:
+        raise CorruptRecordError("empty zstd data")
     out = []
     dctx = zstandard.ZstdDecompressor()
     while data:
         obj = dctx.decompressobj()
         out.append(obj.decompress(data))
+        if not obj.eof:
+            raise CorruptRecordError("zstd frame is truncated")
         data = obj.unused_data
     return b"".join(out)

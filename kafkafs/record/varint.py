@@ -13,15 +13,22 @@ _MAX_VARLONG_BYTES = 10
 
 
 def zigzag(n: int) -> int:
-    """Map a signed 64-bit int to its unsigned zigzag form (``(n << 1) ^ (n >> 63)``)."""
+    """Map a signed 64-bit int to its unsigned zigzag form (``(n << 1) ^ (n >> 63)``):
+    0, -1, 1, -2, ... become 0, 1, 2, 3, ..."""
     return (n << 1) ^ (n >> 63)
 
 
 def encode_varint(n: int) -> bytes:
-    """Encode ``n`` (signed, fits in 64 bits) as a zigzag varint; 1-10 bytes."""
-    z = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
+    """Encode ``n`` (signed, fits in 64 bits) as a zigzag varint; 1-10 bytes.
+
+    ``ByteUtils.writeVarlong`` (``writeVarint`` gives the same bytes for 32-bit values).
+    Raises ValueError when ``n`` is outside ``[-2**63, 2**63)``.
+    """
+    z = (n << 1) ^ (n >> 63)
     if z < 0x80:
         return bytes((z,))
+    if z >> 64:
+        raise ValueError(f"{n} does not fit in 64 bits")
     out = bytearray()
     while z >= 0x80:
         out.append((z & 0x7F) | 0x80)
@@ -31,7 +38,7 @@ def encode_varint(n: int) -> bytes:
 
 
 def varint_size(n: int) -> int:
-    """Number of bytes :func:`encode_varint` produces for ``n``."""
+    """Number of bytes :func:`encode_varint` produces for ``n`` (1-10)."""
     z = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
     size = 1
     while z >= 0x80:
@@ -43,7 +50,9 @@ def varint_size(n: int) -> int:
 def decode_varint(buf, pos: int) -> tuple[int, int]:
     """Decode one zigzag varint from ``buf`` at ``pos``.
 
-    Returns ``(value, next_pos)``. Raises :class:`CorruptRecordError` if the buffer ends
+    ``buf``: bytes, bytearray or memoryview of bytes. Returns ``(value, next_pos)``, value a
+    signed 64-bit int (bits past the 64th of a 10-byte varint are dropped, as
+    ``ByteUtils.readVarlong`` does). Raises :class:`CorruptRecordError` if the buffer ends
     inside the varint or it is longer than 10 bytes.
     """
     try:
@@ -64,4 +73,5 @@ def decode_varint(buf, pos: int) -> tuple[int, int]:
                 raise CorruptRecordError("varint longer than 10 bytes")
     except IndexError:
         raise CorruptRecordError("buffer ends inside a varint") from None
+    result &= 0xFFFFFFFFFFFFFFFF
     return (result >> 1) ^ -(result & 1), pos
