@@ -327,7 +327,8 @@ def test_time_index_bytes_and_only_increasing_timestamps(tpath):
         t.maybe_append(2000, 54)
     assert str(exc.value) == ("Attempt to append an offset (54) to slot 2 no larger than the last "
                               f"offset appended (55) to {os.path.abspath(tpath)}")
-    with pytest.raises(InvalidOffsetError, match=r"Attempt to append a timestamp \(999\) to slot 2"):
+    with pytest.raises(InvalidOffsetError,
+                       match=r"Attempt to append a timestamp \(999\) to slot 2"):
         t.maybe_append(999, 60)
     with pytest.raises(InvalidOffsetError, match="Integer overflow"):
         t.maybe_append(3000, 50 + 2**31)
