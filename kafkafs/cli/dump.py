@@ -408,6 +408,8 @@ class LogDumper:
             except (CorruptRecordError, CorruptIndexError) as exc:
                 self.error(f"error: {exc}")
                 failed = True
+            except BrokenPipeError:
+                raise
             except OSError as exc:
                 self.error(f"error: {exc.filename or path}: {exc.strerror or exc}")
                 failed = True

@@ -87,7 +87,7 @@ def _describe(manager, topic: str) -> None:
     first = manager.get_log(topic, parts[0])
     try:
         topic_id = ckpt.read_partition_metadata(os.path.join(first.dir, PARTITION_METADATA))
-    except (OSError, ValueError):
+    except (OSError, LogError):
         topic_id = "AAAAAAAAAAAAAAAAAAAAAA"
     configs = ",".join(f"{k}={v}" for k, v in sorted(overrides.items()))
     node = max(manager.config.node_id, 0)

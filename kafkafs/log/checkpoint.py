@@ -32,6 +32,13 @@ import time
 import uuid
 
 from .errors import CorruptCheckpointError
+from .properties import (
+    PropertiesSyntaxError,
+    format_comment,
+    format_properties,
+    java_lines,
+    parse_properties,
+)
 
 __all__ = [
     "atomic_write",
@@ -56,7 +63,6 @@ _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 _JAVA_INT = re.compile(r"[+-]?[0-9]+\Z")
 _JAVA_WS = re.compile(r"[ \t\n\x0b\f\r]+")  # Java's \s
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 # -- atomic writes --------------------------------------------------------------------
@@ -103,17 +109,6 @@ def atomic_write(path, data: bytes) -> None:
 
 
 # -- text helpers ---------------------------------------------------------------------
-def _java_lines(text: str) -> list[str]:
-    """Split like ``BufferedReader.readLine``: on ``\\n``, ``\\r`` or ``\\r\\n``; a final
-    line break does not start another line."""
-    if not text:
-        return []
-    lines = _LINE_BREAK.split(text)
-    if lines[-1] == "":
-        lines.pop()
-    return lines
-
-
 def _java_split(line: str) -> list[str]:
     """``Pattern.compile("\\\\s+").split(line)``: a leading separator yields an empty first
     field, trailing empty fields are dropped."""
@@ -159,7 +154,7 @@ def _read_checkpoint(path, parse_entry, fields: int) -> list:
     except FileNotFoundError:
         return []
     location = os.path.abspath(path)
-    lines = _java_lines(text)
+    lines = java_lines(text)
 
     def malformed(line: str, number: int) -> CorruptCheckpointError:
         return _corrupt(f"Malformed line in checkpoint file [{location}]: {line}", path, number)
@@ -301,7 +296,7 @@ def read_partition_metadata(path) -> str:
     """
     path = os.fspath(path)
     location = os.path.abspath(path)
-    lines = _java_lines(_read_text(path))
+    lines = java_lines(_read_text(path))
 
     def field(number: int, key: str) -> str:
         line = lines[number - 1] if len(lines) >= number else None
@@ -333,8 +328,6 @@ def read_partition_metadata(path) -> str:
 # -- Java properties (meta.properties) -------------------------------------------------
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_PROP_WS = " \t\f"
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
 def _java_date(now: float | None) -> str:
@@ -345,106 +338,20 @@ def _java_date(now: float | None) -> str:
             f"{lt.tm_year}")
 
 
-def _escape(text: str, is_key: bool) -> str:
-    """``Properties.saveConvert`` with ``escUnicode``: the result is pure ASCII."""
-    out = []
-    for i, ch in enumerate(text):
-        if ch == " ":
-            out.append("\\ " if i == 0 or is_key else " ")
-        elif ch in "\\=:#!":
-            out.append("\\" + ch)
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\f":
-            out.append("\\f")
-        elif ord(ch) < 0x20 or ord(ch) > 0x7E:
-            out.append(_u_escape(ch))
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def _logical_lines(text: str):
-    """Yield ``(line_number, logical_line)`` as ``Properties.load``'s LineReader: blank and
-    comment lines skipped, leading whitespace dropped, a line ending in an odd number of
-    backslashes continued on the next natural line (its leading whitespace dropped)."""
-    natural = _java_lines(text)
-    i = 0
-    while i < len(natural):
-        number = i + 1
-        line = natural[i].lstrip(_PROP_WS)
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        while True:
-            trailing = len(line) - len(line.rstrip("\\"))
-            if trailing % 2 == 0 or i >= len(natural):
-                if trailing % 2 == 1:
-                    line = line[:-1]
-                break
-            line = line[:-1] + natural[i].lstrip(_PROP_WS)
-            i += 1
-        yield number, line
-
-
-def _unescape(text: str, path: str, number: int) -> str:
-    out = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch != "\\" or i + 1 >= len(text):
-            out.append(ch)
-            i += 1
-            continue
-        nxt = text[i + 1]
-        if nxt == "u":
-            digits = text[i + 2:i + 6]
-            if len(digits) != 4 or not re.fullmatch(r"[0-9a-fA-F]{4}", digits):
-                raise _corrupt(f"Malformed \\uxxxx encoding in properties file "
-                               f"[{os.path.abspath(path)}] line {number}", path, number)
-            out.append(chr(int(digits, 16)))
-            i += 6
-        else:
-            out.append(_ESCAPES.get(nxt, nxt))
-            i += 2
-    # join UTF-16 surrogate pairs produced by \\u escapes
-    return "".join(out).encode("utf-16-be", "surrogatepass").decode("utf-16-be", "replace")
-
-
 def read_properties(path) -> dict[str, str]:
-    """Read a Java properties file (``Properties.load``, as Kafka reads ``meta.properties``).
-
-    ``#``/``!`` comments, ``=``, ``:`` or whitespace separators, backslash continuations and
-    escapes (``\\t``, ``\\n``, ``\\uXXXX``, ...). Bytes are ISO-8859-1, as Java reads an
-    InputStream. Later keys win. Raises FileNotFoundError, CorruptCheckpointError on a
-    malformed ``\\u`` escape, OSError.
+    """Read a Java properties file (``Properties.load``, as Kafka reads ``meta.properties``;
+    syntax in :mod:`kafkafs.log.properties`). Bytes are ISO-8859-1, as Java reads an
+    InputStream. Raises FileNotFoundError, CorruptCheckpointError on a malformed ``\\u``
+    escape, OSError.
     """
     path = os.fspath(path)
     with open(path, "rb") as f:
         text = f.read().decode("latin-1")
-    props: dict[str, str] = {}
-    for number, line in _logical_lines(text):
-        # the key ends at the first unescaped '=', ':' or whitespace
-        i, n = 0, len(line)
-        while i < n:
-            ch = line[i]
-            if ch == "\\":
-                i += 2
-                continue
-            if ch in "=:" or ch in _PROP_WS:
-                break
-            i += 1
-        key = line[:i]
-        rest = line[i:]
-        rest = rest.lstrip(_PROP_WS)
-        if rest[:1] in ("=", ":"):
-            rest = rest[1:].lstrip(_PROP_WS)
-        props[_unescape(key, path, number)] = _unescape(rest, path, number)
-    return props
+    try:
+        return parse_properties(text)
+    except PropertiesSyntaxError as exc:
+        raise _corrupt(f"{exc} of properties file [{os.path.abspath(path)}]", path,
+                       exc.line_number) from None
 
 
 def write_properties(path, props: dict[str, str], comment: str | None = None, *,
@@ -457,21 +364,9 @@ def write_properties(path, props: dict[str, str], comment: str | None = None, *,
     then ``key=value`` per key, sorted by key (Kafka's order is its hash map's). Keys and
     values are escaped like ``Properties.store`` (non-ASCII as ``\\uXXXX``). Raises OSError.
     """
-    lines = []
-    for line in _java_lines("" if comment is None else comment) or [""]:
-        lines.append("#" + _escape_comment(line))
+    lines = [format_comment(line) for line in java_lines("" if comment is None else comment)
+             or [""]]
     lines.append("#" + _java_date(now))
-    for key in sorted(props):
-        lines.append(f"{_escape(str(key), True)}={_escape(str(props[key]), False)}")
-    atomic_write(path, ("\n".join(lines) + "\n").encode("ascii"))
+    atomic_write(path, ("\n".join(lines) + "\n" + format_properties(props)).encode("ascii"))
 
 
-def _u_escape(ch: str) -> str:
-    """``\\uXXXX`` for each UTF-16 unit of ``ch`` (a surrogate pair outside the BMP)."""
-    hexed = ch.encode("utf-16-be", "surrogatepass").hex().upper()
-    return "".join(f"\\u{hexed[j:j + 4]}" for j in range(0, len(hexed), 4))
-
-
-def _escape_comment(line: str) -> str:
-    """``Properties.writeComments``: characters outside printable ASCII as ``\\uXXXX``."""
-    return "".join(c if 0x20 <= ord(c) <= 0x7E else _u_escape(c) for c in line)

@@ -11,11 +11,11 @@ Times are ms, sizes bytes. ``LONG_MAX`` (2^63 − 1) means "never", as in Kafka.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from .errors import InvalidConfigError
+from .properties import format_properties, parse_properties
 
 LONG_MAX = (1 << 63) - 1
 INT_MAX = (1 << 31) - 1
@@ -319,67 +319,6 @@ def parse_log_dirs(raw: str) -> tuple[str, ...]:
     if not dirs:
         raise InvalidConfigError("log.dirs is empty")
     return dirs
-
-
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java ``.properties`` text (``java.util.Properties.load``): ``#``/``!`` comments,
-    ``=``, ``:`` or whitespace separators, backslash line continuations and escapes."""
-    out: dict[str, str] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i].lstrip()
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        while _continues(line) and i < len(lines):
-            line = line[:-1] + lines[i].lstrip()
-            i += 1
-        if _continues(line):
-            line = line[:-1]
-        m = re.match(r"((?:\\.|[^=:\s\\])*)\s*[=:\s]?\s*(.*)$", line, re.S)
-        key, value = m.group(1), m.group(2)
-        out[_unescape(key)] = _unescape(value)
-    return out
-
-
-def _continues(line: str) -> bool:
-    n = len(line) - len(line.rstrip("\\"))
-    return n % 2 == 1
-
-
-def _unescape(s: str) -> str:
-    if "\\" not in s:
-        return s
-    out = []
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if c == "\\" and i + 1 < len(s):
-            n = s[i + 1]
-            if n == "u" and i + 6 <= len(s):
-                out.append(chr(int(s[i + 2:i + 6], 16)))
-                i += 6
-                continue
-            out.append(_ESCAPES.get(n, n))
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
-def format_properties(props: Mapping[str, str]) -> str:
-    """Render ``props`` as ``key=value`` lines (sorted keys), escaping as Java does."""
-    def esc(s: str, key: bool) -> str:
-        s = s.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
-        if key:
-            s = s.replace("=", "\\=").replace(":", "\\:").replace(" ", "\\ ")
-        return s
-    return "".join(f"{esc(k, True)}={esc(str(v), False)}\n" for k, v in sorted(props.items()))
 
 
 __all__ = [

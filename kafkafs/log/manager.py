@@ -26,6 +26,7 @@ from typing import Iterable, Mapping
 from . import checkpoint as ckpt
 from .config import BrokerConfig, LogConfig, validate_topic_overrides
 from .errors import (
+    CorruptCheckpointError,
     InvalidConfigError,
     LogDirLockedError,
     ReadOnlyLogError,
@@ -120,7 +121,7 @@ class LogManager:
         for d in self.log_dirs:
             try:
                 props = ckpt.read_properties(os.path.join(d, META_PROPERTIES))
-            except (OSError, ValueError):
+            except (OSError, CorruptCheckpointError):
                 continue
             if props.get("cluster.id"):
                 return props["cluster.id"]
@@ -256,7 +257,7 @@ class LogManager:
             if t == topic:
                 try:
                     return ckpt.read_partition_metadata(os.path.join(lg.dir, PARTITION_METADATA))
-                except (OSError, ValueError):
+                except (OSError, CorruptCheckpointError):
                     return None
         return None
 

@@ -1,0 +1,272 @@
+"""Filesystem benchmarks of issue 2, each printed as a ratio against a reference measured in
+the same run:
+
+* append: ``dd ... of=topic/0/append oflag=append conv=notrunc,fsync bs=1M`` of 100-200 byte
+  lines vs the same dd into a plain file on the same disk (``conv=fsync``);
+* read cold: ``cat messages`` right after a remount vs ``cat`` of a trivial pyfuse3
+  filesystem serving as many bytes from memory; read warm: a second ``cat messages`` vs
+  ``cat`` of a plain file in the page cache;
+* point reads: open+read+close of random ``offset/N`` per second vs the same loop over the
+  trivial filesystem's small files; and the per-read cost on a log of many records vs few;
+* memory: the daemon's peak RSS (VmHWM) while appending and with many partitions open.
+
+Run as root (FUSE): ``python bench/bench_fs.py [--mb 200] [--big-records 10000000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+
+def drop_caches() -> bool:
+    try:
+        subprocess.run(["sync"], check=True)
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def make_lines(path: str, total: int, seed: int = 1) -> int:
+    rnd = random.Random(seed)
+    words = [bytes(rnd.choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(2, 9)))
+             for _ in range(5000)]
+    n = 0
+    lines = 0
+    with open(path, "wb") as f:
+        buf = []
+        while n < total:
+            want = rnd.randint(100, 199)
+            line = b""
+            while len(line) < want:
+                line += rnd.choice(words) + b" "
+            line = line[:want] + b"\n"
+            buf.append(line)
+            n += len(line)
+            lines += 1
+            if len(buf) >= 10000:
+                f.write(b"".join(buf))
+                buf = []
+        f.write(b"".join(buf))
+    return lines
+
+
+def wait_mount(path: str, proc, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.ismount(path):
+            return
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args} exited with {proc.returncode}")
+        time.sleep(0.05)
+    raise RuntimeError(f"{path} did not mount")
+
+
+class Daemon:
+    def __init__(self, mnt, logs, extra=()):
+        self.mnt, self.logs, self.extra = mnt, logs, list(extra)
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen([sys.executable, "-m", "kafkafs", "mount", self.mnt,
+                                      "--log-dirs", self.logs, *self.extra], cwd=ROOT,
+                                     stderr=subprocess.DEVNULL)
+        wait_mount(self.mnt, self.proc)
+        return self
+
+    def hwm_kb(self) -> int:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+        return 0
+
+    def rss_kb(self) -> int:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def stop(self):
+        subprocess.run([sys.executable, "-m", "kafkafs", "umount", self.mnt], cwd=ROOT,
+                       check=False)
+        self.proc.wait(120)
+
+
+def timed(cmd, **kw) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, **kw)
+    return time.perf_counter() - t
+
+
+def mbps(nbytes, secs):
+    return nbytes / secs / 1e6
+
+
+def line(name, ours, ref, unit, target=None):
+    ratio = ours / ref if ref else float("nan")
+    verdict = "" if target is None else ("  ok" if ratio >= target else f"  BELOW target {target}x")
+    print(f"{name:<34} kafkafs {ours:10.1f} {unit} | reference {ref:10.1f} {unit} | "
+          f"{ratio:5.2f}x{verdict}", flush=True)
+    return ratio
+
+
+def point_reads(dir_path: str, names: list[str], seconds: float = 3.0) -> float:
+    """open+read+close of random names in ``dir_path``; returns ops/s."""
+    rnd = random.Random(3)
+    n = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        name = names[rnd.randrange(len(names))]
+        fd = os.open(os.path.join(dir_path, name), os.O_RDONLY)
+        os.read(fd, 65536)
+        os.close(fd)
+        n += 1
+    return n / (time.perf_counter() - t0)
+
+
+def build_log(logs: str, topic: str, n: int, batch: int = 2000):
+    """Write ``n`` records of ~150 bytes into ``logs`` with the log engine directly."""
+    from kafkafs.log.config import BrokerConfig
+    from kafkafs.log.manager import LogManager
+
+    m = LogManager(BrokerConfig().with_log_dirs([logs]))
+    m.startup()
+    lg = m.create_topic(topic)[0]
+    value = b"v" * 150
+    ts = int(time.time() * 1000)
+    for start in range(0, n, batch):
+        lg.append([(ts, None, value, ())] * min(batch, n - start))
+    m.shutdown()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=int, default=200, help="MB of lines to append (default 200)")
+    ap.add_argument("--big-records", type=int, default=1_000_000,
+                    help="records in the large log of the point-read scaling test")
+    ap.add_argument("--partitions", type=int, default=1000)
+    ap.add_argument("--skip", action="append", default=[],
+                    help="append, read, point, memory (repeatable)")
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="kafkafs-bench-", dir=os.path.join(ROOT, "var")
+                            if os.path.isdir(os.path.join(ROOT, "var")) else None)
+    mnt, logs = os.path.join(work, "mnt"), os.path.join(work, "logs")
+    os.makedirs(mnt)
+    lines_path = os.path.join(work, "lines.txt")
+    total = args.mb * 1024 * 1024
+    n_lines = make_lines(lines_path, total)
+    size = os.path.getsize(lines_path)
+    print(f"# {size} bytes, {n_lines} lines of 100-199 bytes; work dir {work}", flush=True)
+    results = {}
+    try:
+        d = Daemon(mnt, logs).start()
+        os.mkdir(os.path.join(mnt, "bench"))
+        if "append" not in args.skip:
+            plain = os.path.join(work, "plain.out")
+            t_ref = timed(["dd", f"if={lines_path}", f"of={plain}", "conv=fsync", "bs=1M"],
+                          stderr=subprocess.DEVNULL)
+            os.unlink(plain)
+            t = timed(["dd", f"if={lines_path}", f"of={mnt}/bench/0/append", "oflag=append",
+                       "conv=notrunc,fsync", "bs=1M"], stderr=subprocess.DEVNULL)
+            results["append"] = line("append, durable (dd conv=fsync)", mbps(size, t),
+                                     mbps(size, t_ref), "MB/s", 0.5)
+            print(f"#   daemon peak RSS while appending: {d.hwm_kb() / 1024:.0f} MB", flush=True)
+        else:
+            subprocess.run(["dd", f"if={lines_path}", f"of={mnt}/bench/0/append",
+                            "oflag=append", "conv=notrunc", "bs=1M"], check=True,
+                           stderr=subprocess.DEVNULL)
+        d.stop()
+        if "read" not in args.skip:
+            msg = f"{mnt}/bench/0/messages"
+            dropped = drop_caches()
+            d = Daemon(mnt, logs).start()
+            t_cold = timed(["cat", msg], stdout=subprocess.DEVNULL)
+            nbytes = os.path.getsize(msg)
+            t_warm = timed(["cat", msg], stdout=subprocess.DEVNULL)
+            d.stop()
+            tmnt = os.path.join(work, "trivial")
+            os.makedirs(tmnt)
+            tp = subprocess.Popen([sys.executable, os.path.join(HERE, "trivialfs.py"), tmnt,
+                                   str(nbytes), "1"])
+            wait_mount(tmnt, tp)
+            t_triv = timed(["cat", f"{tmnt}/data"], stdout=subprocess.DEVNULL)
+            subprocess.run(["fusermount3", "-u", tmnt], check=True)
+            tp.wait(30)
+            timed(["cat", lines_path], stdout=subprocess.DEVNULL)  # warm it
+            t_plain = timed(["cat", lines_path], stdout=subprocess.DEVNULL)
+            print(f"#   messages: {nbytes} bytes; page cache dropped before cold read: "
+                  f"{dropped}", flush=True)
+            results["cold"] = line("read cold (cat messages, remount)", mbps(nbytes, t_cold),
+                                   mbps(nbytes, t_triv), "MB/s", 0.7)
+            results["warm"] = line("read warm (second cat)", mbps(nbytes, t_warm),
+                                   mbps(size, t_plain), "MB/s", 0.5)
+        if "point" not in args.skip:
+            small_logs = os.path.join(work, "small-logs")
+            big_logs = os.path.join(work, "big-logs")
+            build_log(small_logs, "p", 10_000)
+            t0 = time.perf_counter()
+            build_log(big_logs, "p", args.big_records)
+            print(f"#   built a log of {args.big_records} records in "
+                  f"{time.perf_counter() - t0:.1f}s", flush=True)
+            d = Daemon(mnt, small_logs).start()
+            small_rate = point_reads(f"{mnt}/p/0/offset", [str(i) for i in range(10_000)])
+            d.stop()
+            d = Daemon(mnt, big_logs).start()
+            big_rate = point_reads(f"{mnt}/p/0/offset",
+                                   [str(i) for i in range(0, args.big_records, 7)])
+            d.stop()
+            tmnt = os.path.join(work, "trivial2")
+            os.makedirs(tmnt)
+            tp = subprocess.Popen([sys.executable, os.path.join(HERE, "trivialfs.py"), tmnt,
+                                   "1", "10000"])
+            wait_mount(tmnt, tp)
+            triv_rate = point_reads(f"{tmnt}/small", [str(i) for i in range(10_000)])
+            subprocess.run(["fusermount3", "-u", tmnt], check=True)
+            tp.wait(30)
+            results["point"] = line("point reads (open+read+close)", small_rate, triv_rate,
+                                    "ops/s", 0.5)
+            slow = small_rate / big_rate
+            print(f"{'point reads, ' + str(args.big_records) + ' vs 10^4 records':<34} "
+                  f"{big_rate:10.0f} vs {small_rate:.0f} ops/s: {slow:.2f}x slower per read "
+                  f"(target <= 1.3x){'  ok' if slow <= 1.3 else '  ABOVE target'}", flush=True)
+        if "memory" not in args.skip:
+            many = os.path.join(work, "many-logs")
+            d = Daemon(mnt, many).start()
+            for i in range(args.partitions):
+                os.mkdir(os.path.join(mnt, f"t{i}"))
+                with open(os.path.join(mnt, f"t{i}", "0", "append"), "ab") as f:
+                    f.write(b"hello %d\n" % i)
+            for i in range(args.partitions):
+                with open(os.path.join(mnt, f"t{i}", "0", "messages"), "rb") as f:
+                    f.read()
+            hwm = d.hwm_kb() / 1024
+            d.stop()
+            d = Daemon(mnt, many).start()
+            reopened = d.rss_kb() / 1024
+            d.stop()
+            print(f"{'memory, ' + str(args.partitions) + ' partitions open':<34} peak RSS "
+                  f"{hwm:.0f} MB, after a restart {reopened:.0f} MB (target < 200 MB)"
+                  f"{'  ok' if max(hwm, reopened) < 200 else '  ABOVE target'}", flush=True)
+    finally:
+        for p in (mnt,):
+            if os.path.ismount(p):
+                subprocess.run(["fusermount3", "-uz", p])
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

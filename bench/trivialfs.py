@@ -1,0 +1,84 @@
+"""A trivial pyfuse3 filesystem used as the reference in bench/: it serves, from memory,
+``/data`` (a file of N bytes) and ``/small/<n>`` (N_SMALL files of a few bytes each), with the
+same kernel-facing choices kafkafs makes (page-cache reads, 128 KiB st_blksize, long
+timeouts for immutable files). Run: ``python trivialfs.py MOUNT SIZE_BYTES N_SMALL``;
+it stays in the foreground until unmounted."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import sys
+
+import pyfuse3
+import trio
+
+DATA_INODE = 2
+SMALL_DIR_INODE = 3
+SMALL_BASE = 10
+
+
+class TrivialFS(pyfuse3.Operations):
+    def __init__(self, size: int, n_small: int):
+        super().__init__()
+        line = b"x" * 149 + b"\n"
+        self.data = (line * (size // len(line) + 1))[:size]
+        self.n_small = n_small
+        self.small_value = b"v" * 150
+
+    def _attr(self, inode):
+        a = pyfuse3.EntryAttributes()
+        a.st_ino = inode
+        a.entry_timeout = a.attr_timeout = 3600
+        a.st_uid, a.st_gid = os.getuid(), os.getgid()
+        a.st_blksize = 128 * 1024
+        if inode in (pyfuse3.ROOT_INODE, SMALL_DIR_INODE):
+            a.st_mode = stat.S_IFDIR | 0o555
+            a.st_nlink = 2
+        elif inode == DATA_INODE:
+            a.st_mode = stat.S_IFREG | 0o444
+            a.st_size = len(self.data)
+            a.st_nlink = 1
+        else:
+            a.st_mode = stat.S_IFREG | 0o444
+            a.st_size = len(self.small_value)
+            a.st_nlink = 1
+        return a
+
+    async def getattr(self, inode, ctx=None):
+        return self._attr(inode)
+
+    async def lookup(self, parent, name, ctx=None):
+        if parent == pyfuse3.ROOT_INODE and name == b"data":
+            return self._attr(DATA_INODE)
+        if parent == pyfuse3.ROOT_INODE and name == b"small":
+            return self._attr(SMALL_DIR_INODE)
+        if parent == SMALL_DIR_INODE and name.isdigit() and int(name) < self.n_small:
+            return self._attr(SMALL_BASE + int(name))
+        raise pyfuse3.FUSEError(errno.ENOENT)
+
+    async def open(self, inode, flags, ctx):
+        return pyfuse3.FileInfo(fh=inode, keep_cache=True)
+
+    async def read(self, fh, off, size):
+        if fh == DATA_INODE:
+            return self.data[off:off + size]
+        return self.small_value[off:off + size]
+
+    async def release(self, fh):
+        pass
+
+
+def main():
+    mnt, size, n_small = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    fs = TrivialFS(size, n_small)
+    pyfuse3.init(fs, mnt, {"fsname=trivialfs"})
+    try:
+        trio.run(pyfuse3.main)
+    finally:
+        pyfuse3.close(unmount=True)
+
+
+if __name__ == "__main__":
+    main()
