@@ -91,6 +91,8 @@ def decompress(codec: int, data) -> bytes:
     ``data`` is bytes-like. Raises :class:`CorruptRecordError` when the stream is damaged,
     :class:`UnsupportedCodecError` for an unknown codec id.
     """
+    if codec != NONE and len(data) == 0 and codec in CODEC_NAMES:
+        raise CorruptRecordError(f"empty {CODEC_NAMES[codec]} data")
     try:
         if codec == NONE:
             return bytes(data)
