@@ -122,7 +122,23 @@ class KafkaFS(pyfuse3.Operations):
             else:
                 v = LineView(lg, render_jsonl)
             self._views[key] = v
+            if self._log_changed not in lg.on_change:
+                lg.on_change.append(self._log_changed)
         return v
+
+    def _log_changed(self, lg: Log) -> None:
+        """A log grew, shrank or was rewritten: drop the kernel's cached attributes of its
+        views so the next stat (tail -f, cat after echo >>) asks again. Only attributes are
+        invalidated (no page locks are taken), which is safe from inside any handler; the
+        kernel drops stale pages itself when it sees the new size."""
+        for kind in (T.MESSAGES, T.JSONL):
+            node = self.inodes.by_key.get((kind, lg.topic, lg.partition, None))
+            if node is None or node.lookups <= 0:
+                continue
+            try:
+                pyfuse3.invalidate_inode(node.inode, attr_only=True)
+            except OSError:
+                pass  # not known to the kernel (any more), or not supported
 
     def _record(self, topic: str, partition: int, offset: int) -> Record:
         """The record at ``offset`` (cached); FUSEError(ENOENT) when there is none."""
@@ -183,7 +199,8 @@ class KafkaFS(pyfuse3.Operations):
         elif kind in (T.MESSAGES, T.JSONL):
             a.st_mode = stat.S_IFREG | 0o444
             a.st_nlink = 1
-            attr_to = 0.0  # size grows: tail -f polls it
+            # the size grows, but every change of the log invalidates these attributes
+            # (_log_changed), so the kernel may keep them (and its pages) until then
         elif kind == T.OFFSET:
             a.st_mode = stat.S_IFREG | 0o444
             a.st_nlink = 1
@@ -215,7 +232,8 @@ class KafkaFS(pyfuse3.Operations):
         seg_mtime = None
         if kind in (T.MESSAGES, T.JSONL):
             v = self.view(node.topic, node.partition, kind)
-            size = await trio.to_thread.run_sync(v.refresh)
+            # the kernel asks before every read (attr timeout 0): answer at once when current
+            size = v.size if v.is_current() else await trio.to_thread.run_sync(v.refresh)
             seg_mtime = lg.active_segment.last_modified_ms() * 1_000_000
             return self._attr(node, size, seg_mtime)
         if kind == T.OFFSET:
@@ -509,7 +527,8 @@ class KafkaFS(pyfuse3.Operations):
             info.keep_cache = True
         elif kind in (T.MESSAGES, T.JSONL):
             v = self.view(node.topic, node.partition, kind)
-            await trio.to_thread.run_sync(v.refresh)
+            if not v.is_current():
+                await trio.to_thread.run_sync(v.refresh)
             h.view = v
             # keep the kernel's pages unless earlier bytes changed (retention) since last open
             info.keep_cache = self._seen_generation.get(node.inode) == v.generation

@@ -115,6 +115,13 @@ class LineView:
         self._cache: OrderedDict[tuple[int, int], bytes] = OrderedDict()
 
     # -- building --------------------------------------------------------------------
+    def is_current(self) -> bool:
+        """Whether the view already covers the log exactly (``size`` is then right); cheap
+        enough for every getattr."""
+        lg = self.log
+        return (self.end_offset is not None and lg.log_end_offset == self.end_offset
+                and lg.log_start_offset == self.start_offset)
+
     def refresh(self) -> int:
         """Bring the view up to the log's current end; returns ``size``. The first call
         scans the whole log (run it off the event loop)."""
