@@ -138,8 +138,10 @@ def point_reads(dir_path: str, names: list[str], seconds: float = 3.0) -> float:
     return n / (time.perf_counter() - t0)
 
 
-def build_log(logs: str, topic: str, n: int, batch: int = 2000):
-    """Write ``n`` records of ~150 bytes into ``logs`` with the log engine directly."""
+def build_log(logs: str, topic: str, n: int, batch: int = 100):
+    """Write ``n`` records of ~150 bytes into ``logs`` with the log engine directly, in
+    batches of ``batch`` records (100 x 150 B: about a Kafka producer's default 16 KiB
+    batch.size)."""
     from kafkafs.log.config import BrokerConfig
     from kafkafs.log.manager import LogManager
 

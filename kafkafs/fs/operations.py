@@ -25,7 +25,6 @@ import logging
 import os
 import stat
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import pyfuse3
@@ -38,6 +37,7 @@ from ..log.manager import LogManager
 from ..log.names import parse_segment_filename
 from ..record.batch import TIMESTAMP_TYPE_NAMES, Record
 from . import tree as T
+from .cache import BatchCache
 from .errors import fuse_errors
 from .timespec import parse_timestamp
 from .views import LineView, measure_messages, render_jsonl, render_messages
@@ -47,7 +47,6 @@ log = logging.getLogger(__name__)
 LONG_TIMEOUT = 3600.0  # seconds the kernel may cache names and attributes that never change
 SHORT_TIMEOUT = 1.0
 BLOCK_SIZE = 128 * 1024
-RECORD_CACHE = 4096
 
 XATTR_PREFIX = "user.kafka."
 
@@ -104,7 +103,7 @@ class KafkaFS(pyfuse3.Operations):
         self._handles: dict[int, _Handle] = {}
         self._fh = itertools.count(1)
         self._views: dict[tuple, LineView] = {}
-        self._records: OrderedDict[tuple, Record] = OrderedDict()
+        self.cache = BatchCache()
         self._seen_generation: dict[int, int] = {}
         self.mount_time_ns = time.time_ns()
 
@@ -141,29 +140,11 @@ class KafkaFS(pyfuse3.Operations):
                 pass  # not known to the kernel (any more), or not supported
 
     def _record(self, topic: str, partition: int, offset: int) -> Record:
-        """The record at ``offset`` (cached); FUSEError(ENOENT) when there is none."""
-        key = (topic, partition, offset)
-        lg = self.manager.get_log(topic, partition)
-        rec = self._records.get(key)
-        if rec is not None:
-            if offset >= lg.log_start_offset:
-                self._records.move_to_end(key)
-                return rec
-            del self._records[key]
-            raise _err(errno.ENOENT)
-        batch = lg.batch_for(offset)
-        if batch is None or batch.is_control:
-            raise _err(errno.ENOENT)
-        found = None
-        for r in batch.records():
-            self._records[(topic, partition, r.offset)] = r
-            if r.offset == offset:
-                found = r
-        while len(self._records) > RECORD_CACHE:
-            self._records.popitem(last=False)
+        """The record at ``offset``; FUSEError(ENOENT) when there is none."""
+        found = self.cache.record(self.manager.get_log(topic, partition), offset)
         if found is None:
             raise _err(errno.ENOENT)
-        return found
+        return found[0]
 
     def _attr(self, node: T.Node, size: int = 0, mtime_ns: int | None = None) -> pyfuse3.EntryAttributes:
         a = pyfuse3.EntryAttributes()
@@ -424,11 +405,8 @@ class KafkaFS(pyfuse3.Operations):
             for r in batch.records():
                 if r.offset < start:
                     continue
-                self._records[(node.topic, node.partition, r.offset)] = r
                 yield str(r.offset).encode(), self.inodes.get(
                     T.OFFSET, node.topic, node.partition, r.offset), r.offset + 1
-            while len(self._records) > RECORD_CACHE:
-                self._records.popitem(last=False)
 
     @fuse_errors
     async def readdir(self, fh, start_id, token):
@@ -482,8 +460,7 @@ class KafkaFS(pyfuse3.Operations):
         await trio.to_thread.run_sync(self.manager.delete_topic, topic)
         for key in [k for k in self._views if k[0] == topic]:
             del self._views[key]
-        for key in [k for k in self._records if k[0] == topic]:
-            del self._records[key]
+        self.cache.drop(topic)
         self.inodes.drop_topic(topic)
 
     @fuse_errors
@@ -702,10 +679,11 @@ class KafkaFS(pyfuse3.Operations):
                     "user.kafkafs.log_dirs": ",".join(self.manager.log_dirs).encode()}
         if node.kind != T.OFFSET:
             return {}
-        rec = self._record(node.topic, node.partition, node.name)
-        lg = self._log(node)
-        batch = lg.batch_for(node.name)
-        ts_type = TIMESTAMP_TYPE_NAMES[batch.timestamp_type] if batch is not None else "CreateTime"
+        found = self.cache.record(self._log(node), node.name)
+        if found is None:
+            raise _err(errno.ENOENT)
+        rec, entry = found
+        ts_type = TIMESTAMP_TYPE_NAMES[entry.timestamp_type]
         headers = [{"key": k, "value": None if v is None else v.decode("utf-8", "replace")}
                    for k, v in rec.headers]
         values = {

@@ -35,6 +35,7 @@ from .names import DELETED_SUFFIX, filename_prefix, INDEX_SUFFIX, LOG_SUFFIX, TI
 log = logging.getLogger(__name__)
 
 READ_CHUNK = 1024 * 1024  # bytes read per pread when scanning batches
+TRANSLATE_CHUNK = 32 * 1024  # ... and when looking for one offset from an index entry
 
 
 class LogSegment:
@@ -248,6 +249,7 @@ class LogSegment:
         """
         end = self.size if end_position is None else min(end_position, self.size)
         pos = start_position
+        base_chunk = chunk_size
         while end - pos >= HEADER_PEEK:
             want = min(max(chunk_size, 0), end - pos)
             buf = os.pread(self._fd, want, pos)
@@ -272,14 +274,15 @@ class LogSegment:
                 chunk_size = size
                 continue
             pos += consumed
-            chunk_size = READ_CHUNK
+            chunk_size = base_chunk
 
     def translate_offset(self, offset: int, start_position: int = 0) -> RecordBatch | None:
         """The first batch at or after ``start_position`` whose last offset is >= ``offset``,
         starting from the index's floor entry (``LogSegment.translateOffset``); None if the
         segment has no such batch."""
         _floor_offset, position = self.index.lookup(offset)
-        for batch in self.batches(max(position, start_position)):
+        # a point lookup scans about index.interval.bytes: read small chunks
+        for batch in self.batches(max(position, start_position), chunk_size=TRANSLATE_CHUNK):
             if batch.last_offset >= offset:
                 return batch
         return None
