@@ -73,6 +73,7 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
     if fsopt.read_only:
         fuse_opts.add("ro")
     mounted = False
+    clean = False
     # signals are received for the whole life of the daemon, shutdown included, so a second
     # SIGTERM (systemd after ExecStop) cannot kill it half-way through flushing
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
@@ -96,9 +97,12 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
             if mounted:
                 pyfuse3.close(unmount=True)
             with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(manager.shutdown)
-            log.info("Unmounted %s; logs flushed and checkpointed", mountpoint)
-    return 0
+                clean = await trio.to_thread.run_sync(manager.shutdown)
+            if clean:
+                log.info("Unmounted %s; logs flushed and checkpointed", mountpoint)
+            else:
+                log.error("Unmounted %s, but the shutdown was not clean (see above)", mountpoint)
+    return 0 if clean else 1
 
 
 async def _on_signal(signals, cancel_scope: trio.CancelScope) -> None:

@@ -175,7 +175,7 @@ class KafkaFS(pyfuse3.Operations):
             a.st_nlink = 1
             entry = attr_to = 0.0
         elif kind == T.APPEND:
-            a.st_mode = stat.S_IFREG | (0o000 if ro else 0o222)
+            a.st_mode = stat.S_IFREG | (0o000 if ro else 0o200)  # only the owner appends
             a.st_nlink = 1
         elif kind in (T.MESSAGES, T.JSONL):
             a.st_mode = stat.S_IFREG | 0o444
@@ -512,7 +512,10 @@ class KafkaFS(pyfuse3.Operations):
             self._seen_generation[node.inode] = v.generation
         elif kind == T.SEGFILE:
             lg = self._log(node)
-            h.fd = os.open(os.path.join(lg.dir, node.name), os.O_RDONLY | os.O_CLOEXEC)
+            # never follow a symlink planted in a log dir (the name was checked at lookup,
+            # O_NOFOLLOW closes the race with a swap after that)
+            h.fd = os.open(os.path.join(lg.dir, node.name),
+                           os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
             info.keep_cache = not node.name.endswith(".log") or \
                 lg.active_segment.log_path != os.path.join(lg.dir, node.name)
         else:

@@ -111,6 +111,11 @@ def load_log(dir: str, topic: str, partition: int, config: LogConfig, *,
                 seg.recover()
         if not had_clean_shutdown and segments:
             _recover_from(segments, recovery_point)
+        elif segments:
+            # a clean shutdown skips recovery, but the tail of the active segment is still
+            # checked: bytes appended by hand (or a partial copy) must not become "records"
+            if not segments[-1].tail_is_valid():
+                segments[-1].recover()
     if not segments:
         if not writable:
             raise FileNotFoundError(f"{dir} holds no log segments")

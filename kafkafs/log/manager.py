@@ -160,23 +160,40 @@ class LogManager:
         for lg in list(self.logs.values()):
             lg.flush()
 
-    def shutdown(self) -> None:
+    def shutdown(self) -> bool:
         """Flush every log, write the checkpoints and ``.kafka_cleanshutdown``, close every
-        file and release the locks (``LogManager.shutdown``)."""
+        file and release the locks (``LogManager.shutdown``). Returns whether the shutdown
+        was clean. When a flush or checkpoint fails (a full disk), the marker is not written
+        — the next start recovers — and every file is still closed and every lock released.
+        """
+        clean = True
         with self.lock:
-            if not self.read_only and self.started:
-                self.flush_all()
-                self.checkpoint_recovery_points()
-                self.checkpoint_log_start_offsets()
+            writable = not self.read_only and self.started
+            if writable:
+                for step in (self.flush_all, self.checkpoint_recovery_points,
+                             self.checkpoint_log_start_offsets):
+                    try:
+                        step()
+                    except OSError as exc:
+                        clean = False
+                        log.error("Shutdown: %s failed: %s; the next start will recover",
+                                  step.__name__, exc)
+                        break
             for lg in list(self.logs.values()):
                 lg.close()
-            if not self.read_only and self.started:
+            if writable and clean:
+                marker = json.dumps({"version": 0, "brokerEpoch": -1},
+                                    separators=(",", ":")).encode()
                 for d in self.log_dirs:
-                    ckpt.atomic_write(os.path.join(d, CLEAN_SHUTDOWN_FILE),
-                                      json.dumps({"version": 0, "brokerEpoch": -1},
-                                                 separators=(",", ":")).encode())
+                    try:
+                        ckpt.atomic_write(os.path.join(d, CLEAN_SHUTDOWN_FILE), marker)
+                    except OSError as exc:
+                        clean = False
+                        log.error("Shutdown: cannot write %s in %s: %s", CLEAN_SHUTDOWN_FILE,
+                                  d, exc)
             self._release_locks()
             self.started = False
+        return clean
 
     # -- checkpoints -----------------------------------------------------------------
     def _by_dir(self) -> dict[str, dict]:

@@ -287,15 +287,31 @@ class LogSegment:
                 return batch
         return None
 
+    def _last_indexed_position(self) -> int:
+        if not self.index.entries:
+            return 0
+        return self.index.lookup(self.index.last_offset)[1]
+
     def read_next_offset(self) -> int:
         """The offset after the segment's last batch, or the base offset when empty
-        (``LogSegment.readNextOffset``)."""
-        _off, position = self.index.lookup(self.index.last_offset) if self.index.entries \
-            else (self.base_offset, 0)
+        (``LogSegment.readNextOffset``). Scans from the last index entry.
+        Raises CorruptRecordError."""
         last = None
-        for batch in self.batches(position):
+        for batch in self.batches(self._last_indexed_position()):
             last = batch
         return last.next_offset if last is not None else self.base_offset
+
+    def tail_is_valid(self) -> bool:
+        """Whether the bytes after the last index entry are whole batches with valid CRCs
+        (no torn or hand-appended tail)."""
+        end = self._last_indexed_position()
+        try:
+            for batch in self.batches(end, validate=True):
+                end = batch.position + batch.size
+        except CorruptRecordError as exc:
+            log.warning("Invalid data at the end of %s: %s", self.log_path, exc.reason)
+            return False
+        return end == self.size
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp`` and
