@@ -351,7 +351,9 @@ class Log:
         # the first segment whose largest timestamp reaches the target (segments are not
         # ordered by timestamp under CreateTime, so test each in turn)
         for seg in segs:
-            if seg.max_timestamp_so_far < timestamp:
+            # a sealed segment's time index is complete; the active one's may lag (a log
+            # read beside its writer), so it is always scanned
+            if seg is not segs[-1] and seg.max_timestamp_so_far < timestamp:
                 continue
             found = seg.find_offset_by_timestamp(timestamp, start)
             if found is not None:

@@ -439,7 +439,17 @@ class LogSegment:
         self.rename_suffix(DELETED_SUFFIX)
 
     def close(self) -> None:
-        """Trim writable indexes and close every file."""
+        """Write the final time index entry (as ``LogSegment.close``), trim writable indexes
+        and close every file."""
+        if self.writable and self._fd >= 0 and self._max_ts_loaded and \
+                self._max_timestamp_so_far >= 0:
+            try:
+                self.time_index.maybe_append(self._max_timestamp_so_far,
+                                             self._offset_of_max_timestamp_so_far,
+                                             skip_full_check=True)
+            except Exception as exc:  # closing must go on
+                log.warning("cannot write the final time index entry of %s: %s",
+                            self.log_path, exc)
         for idx in (self._index, self._time_index):
             if idx is not None:
                 idx.close()
