@@ -275,3 +275,30 @@ def test_read_only_log_follows_a_writer(log_dir):
     assert [r.offset for r in ro.records()] == list(range(12))
     ro.close()
     lg.close()
+
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(appends=st.lists(st.tuples(st.integers(1, 4), st.integers(0, 300),
+                                  st.integers(0, 10_000)), min_size=1, max_size=60),
+       interval=st.sampled_from([0, 64, 500, 4096]))
+def test_index_entries_match_kafkas_rule_property(tmp_path_factory, appends, interval):
+    d = str(tmp_path_factory.mktemp("prop"))
+    lg = make_log(d, index_interval_bytes=interval, segment_bytes=100_000)
+    for n, size, ts in appends:
+        lg.append([(ts + i * 3 % 7, None, b"x" * size, ()) for i in range(n)])
+    lg.close()
+    seg = lg.segments()[0]
+    batches = list(iter_batches(open(seg.log_path, "rb").read()))
+    entries, time_entries, last = expected_index(batches, interval)
+    if last[0] > (time_entries[-1][0] if time_entries else -1):
+        time_entries.append(last)  # the final entry written at close (LogSegment.close)
+    idx = open(seg.index_path, "rb").read()
+    assert [struct.unpack_from(">ii", idx, i) for i in range(0, len(idx), 8)] == \
+        [(o - seg.base_offset, p) for o, p in entries]
+    tidx = open(seg.time_index_path, "rb").read()
+    assert [struct.unpack_from(">qi", tidx, i) for i in range(0, len(tidx), 12)] == \
+        [(t, o - seg.base_offset) for t, o in time_entries]
