@@ -280,3 +280,26 @@ def test_writers_refuse_while_daemon_runs_and_readers_work(mount):
     r = kafkafs("consume", "--log-dirs", mount.log_dirs[0], "--topic", "t",
                 "--from-beginning", "--timeout-ms", "300")
     assert r.stdout == b"hi\n"
+
+
+def test_ready_is_sent_to_systemd_once_mounted(tmp_path):
+    import socket
+
+    from conftest import Mount
+
+    sock_path = str(tmp_path / "notify.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(sock_path)
+    sock.settimeout(20)
+    os.environ["NOTIFY_SOCKET"] = sock_path
+    try:
+        m = Mount(tmp_path).start()
+    finally:
+        del os.environ["NOTIFY_SOCKET"]
+    try:
+        msg = sock.recv(4096).decode()
+        assert "READY=1" in msg and f"MAINPID={m.proc.pid}" in msg
+        assert os.path.ismount(m.mnt)  # READY only once the mount is up
+    finally:
+        m.stop()
+        sock.close()
