@@ -90,6 +90,9 @@ class LogManager:
     def _lock_dir(self, d: str) -> None:
         fd = os.open(os.path.join(d, LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
+            # flock excludes other kafkafs managers (in this process too); the POSIX lock is
+            # the one Java's FileLock takes, so a broker and kafkafs exclude each other
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
@@ -427,13 +430,16 @@ def _read_ckpt(path: str) -> dict:
 
 
 def is_locked(log_dirs: Iterable[str]) -> str | None:
-    """The first of ``log_dirs`` whose ``.lock`` another process holds, else None."""
+    """The first of ``log_dirs`` whose ``.lock`` another process holds, else None.
+    Never call it in a process that holds the lock: closing any descriptor of the file
+    drops that process's POSIX lock."""
     for d in log_dirs:
         path = os.path.join(d, LOCK_FILE)
         if not os.path.exists(path):
             continue
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
         try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return d
