@@ -12,8 +12,8 @@ No I/O happens here: functions take and return bytes-like objects.
 from __future__ import annotations
 
 import struct
-from operator import itemgetter as _itemgetter
-from typing import Iterable, Iterator, Sequence
+from collections import namedtuple as _namedtuple
+from typing import Iterator, Sequence
 
 from crc32c import crc32c
 
@@ -64,6 +64,9 @@ _ATTRIBUTES_ZERO = b"\x00"  # record attributes (unused, always 0)
 # two-byte varint can hold (z < 2**14): one byte b -> _UNZIGZAG[b]; two bytes b, c (b has
 # the continuation bit) -> _UNZIGZAG[b - 128 + (c << 7)].
 _UNZIGZAG = [(z >> 1) ^ -(z & 1) for z in range(1 << 14)]
+# _UNZIGZAG2[b][c]: the same for two bytes without arithmetic on the way (indexes are
+# small ints; "b - 128 + (c << 7)" would allocate). Rows below 128 are never used.
+_UNZIGZAG2 = [None] * 0x80 + [_UNZIGZAG[b - 0x80:1 << 14:0x80] for b in range(0x80, 0x100)]
 
 
 def _varint(n: int) -> bytes:
@@ -77,28 +80,20 @@ Header = tuple  # (key: str, value: bytes | None)
 _new_tuple = tuple.__new__
 
 
-class Record(tuple):
+class Record(_namedtuple("Record", ("offset", "timestamp", "key", "value", "headers"))):
     """One decoded record, an immutable 5-tuple ``(offset, timestamp, key, value, headers)``.
 
     Attributes: ``offset`` (absolute), ``timestamp`` (ms since epoch; under LogAppendTime the
     batch's max timestamp), ``key`` and ``value`` (``bytes`` or None), ``headers`` (tuple of
     ``(str, bytes | None)``). Kafka's ``DefaultRecord`` without its size and attributes.
-    Equality compares all five (as a tuple); records are hashable and picklable.
+    A named tuple: equality compares all five, records are hashable and picklable, and the
+    decoder creates them with ``tuple.__new__`` (no Python-level constructor per record).
     """
 
     __slots__ = ()
 
     def __new__(cls, offset: int, timestamp: int, key, value, headers=()):
         return _new_tuple(cls, (offset, timestamp, key, value, tuple(headers)))
-
-    def __getnewargs__(self):
-        return tuple(self)
-
-    offset = property(_itemgetter(0), doc="absolute offset")
-    timestamp = property(_itemgetter(1), doc="timestamp, ms since the epoch")
-    key = property(_itemgetter(2), doc="key bytes or None")
-    value = property(_itemgetter(3), doc="value bytes or None")
-    headers = property(_itemgetter(4), doc="tuple of (str, bytes | None)")
 
     def __repr__(self):
         return (f"Record(offset={self[0]}, timestamp={self[1]}, key={self[2]!r}, "
@@ -210,7 +205,15 @@ class RecordBatch:
 
     # -- records ----------------------------------------------------------------------
     def records(self) -> list[Record]:
-        """Decode every record (decompressing first). Raises CorruptRecordError."""
+        """Every record of the batch in offset order, as :class:`Record` tuples.
+
+        Decompresses first when the codec bits are set. Offsets are ``base_offset +
+        offsetDelta``; timestamps ``base_timestamp + timestampDelta`` (CreateTime) or
+        ``max_timestamp`` for every record (LogAppendTime). Checks what Kafka's
+        ``DefaultRecord.readFrom`` checks (each record's length against what it holds, no
+        bytes left after ``records_count`` records of an uncompressed batch), not the CRC
+        (:meth:`ensure_valid`). Raises CorruptRecordError naming the batch's position.
+        """
         try:
             return _decode_records(self)
         except CorruptRecordError as exc:
@@ -236,8 +239,9 @@ def _payload(batch: RecordBatch):
 def _decode_headers(buf: bytes, pos: int, end: int):
     """Decode a header count and the headers that follow (``DefaultRecord.readHeaders``).
 
-    Returns ``(headers tuple, next_pos)``. Raises CorruptRecordError on a negative count, a
-    null or non-UTF-8 header key; IndexError when the buffer ends inside a varint.
+    ``end`` bounds the record (sanity check of the count). Returns ``(headers tuple,
+    next_pos)``. Raises CorruptRecordError on a negative or impossible count, a null or
+    non-UTF-8 header key, or a buffer that ends inside a varint.
     """
     n_headers, pos = decode_varint(buf, pos)
     if n_headers == 0:
@@ -285,10 +289,13 @@ def _decode_records(batch: RecordBatch, values_only: bool = False) -> list:
     pos = 0
     end = len(buf)
     unzz = _UNZIGZAG
+    unzz2 = _UNZIGZAG2
     dv = decode_varint
     new = _new_tuple
     rec = Record
     n = 0
+    # Positions past 256 are int objects of their own: every "pos + k" allocates, so the
+    # loop computes each sum once (rec_end, key_end, value_end) and reuses it.
     try:
         for n in range(count):
             # length
@@ -299,12 +306,12 @@ def _decode_records(batch: RecordBatch, values_only: bool = False) -> list:
             else:
                 c = buf[pos + 1]
                 if c < 0x80:
-                    length = unzz[b - 0x80 + (c << 7)]
+                    length = unzz2[b][c]
                     pos += 2
                 else:
                     length, pos = dv(buf, pos)
-            body_start = pos
-            if length < 0 or pos + length > end:
+            rec_end = pos + length
+            if length < 0 or rec_end > end:
                 raise CorruptRecordError(f"record length {length} is out of bounds")
             # attributes (one byte, unused), then timestampDelta
             b = buf[pos + 1]
@@ -314,7 +321,7 @@ def _decode_records(batch: RecordBatch, values_only: bool = False) -> list:
             else:
                 c = buf[pos + 2]
                 if c < 0x80:
-                    ts_delta = unzz[b - 0x80 + (c << 7)]
+                    ts_delta = unzz2[b][c]
                     pos += 3
                 else:
                     ts_delta, pos = dv(buf, pos + 1)
@@ -326,7 +333,7 @@ def _decode_records(batch: RecordBatch, values_only: bool = False) -> list:
             else:
                 c = buf[pos + 1]
                 if c < 0x80:
-                    off_delta = unzz[b - 0x80 + (c << 7)]
+                    off_delta = unzz2[b][c]
                     pos += 2
                 else:
                     off_delta, pos = dv(buf, pos)
@@ -336,13 +343,16 @@ def _decode_records(batch: RecordBatch, values_only: bool = False) -> list:
                 key_len = unzz[b]
                 pos += 1
             else:
-                key_len, pos = dv(buf, pos)
-            if key_len >= 0:
-                if values_only:
-                    key = None
+                c = buf[pos + 1]
+                if c < 0x80:
+                    key_len = unzz2[b][c]
+                    pos += 2
                 else:
-                    key = buf[pos:pos + key_len]
-                pos += key_len
+                    key_len, pos = dv(buf, pos)
+            if key_len >= 0:
+                key_end = pos + key_len
+                key = None if values_only else buf[pos:key_end]
+                pos = key_end
             else:
                 key = None
             # value
@@ -353,13 +363,14 @@ def _decode_records(batch: RecordBatch, values_only: bool = False) -> list:
             else:
                 c = buf[pos + 1]
                 if c < 0x80:
-                    value_len = unzz[b - 0x80 + (c << 7)]
+                    value_len = unzz2[b][c]
                     pos += 2
                 else:
                     value_len, pos = dv(buf, pos)
             if value_len >= 0:
-                value = buf[pos:pos + value_len]
-                pos += value_len
+                value_end = pos + value_len
+                value = buf[pos:value_end]
+                pos = value_end
             else:
                 value = None
             # headers (almost always none: a single 0 byte)
@@ -367,11 +378,11 @@ def _decode_records(batch: RecordBatch, values_only: bool = False) -> list:
                 headers = ()
                 pos += 1
             else:
-                headers, pos = _decode_headers(buf, pos, body_start + length)
-            if pos - body_start != length:
+                headers, pos = _decode_headers(buf, pos, rec_end)
+            if pos != rec_end:
                 raise CorruptRecordError(
                     f"invalid record size: expected to read {length} bytes in record payload, "
-                    f"but instead read {pos - body_start}")
+                    f"but instead read {pos - (rec_end - length)}")
             if values_only:
                 append(value)
             else:

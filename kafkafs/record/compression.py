@@ -45,6 +45,10 @@ _LZ4_BLOCK = 64 * 1024
 _gzip_level = 6  # Kafka's compression.gzip.level default (Deflater.DEFAULT_COMPRESSION)
 _zstd_level = 3  # Kafka's compression.zstd.level default
 _lz4_level = 9  # Kafka's compression.lz4.level default (KIP-390)
+_LZ4_DEFAULT_LEVEL = 9
+# Lz4BlockOutputStream uses lz4-java's *fast* compressor at the default level (for
+# backward compatibility) and the high-compression one only for other levels: liblz4's
+# fast mode is python-lz4's compression_level 0.
 
 
 def codec_id(name: str) -> int:
@@ -72,7 +76,7 @@ def compress(codec: int, data: bytes) -> bytes:
 
         return lz4.frame.compress(
             data,
-            compression_level=_lz4_level,
+            compression_level=0 if _lz4_level == _LZ4_DEFAULT_LEVEL else _lz4_level,
             block_size=lz4.frame.BLOCKSIZE_MAX64KB,
             block_linked=False,
             content_checksum=False,
