@@ -1,0 +1,1411 @@
+/*
+ * kafkafs.record._speedups: C versions of the record hot paths of kafkafs.record.fast.
+ *
+ * The records section of a v2 batch (KAFKA_FORMAT.md, "RecordBatch v2"): every record is
+ *   length varint · attributes i8 · timestampDelta varlong · offsetDelta varint ·
+ *   keyLen varint (-1 null) + key · valueLen varint (-1 null) + value ·
+ *   headerCount varint · per header keyLen varint (>= 0) + UTF-8 key, valueLen varint + value
+ * and every varint is zigzag. Readers validate like Kafka's DefaultRecord.readFrom.
+ *
+ * Only the Python C API. Every read of the payload is bounds-checked against the end of
+ * the buffer, so a payload that changes while it is parsed (a shared mmap, a bytearray
+ * written by another thread while the GIL is released) gives garbage or an error, never
+ * an out-of-bounds read. kafkafs/record/fast.py holds the pure-Python twin: results and
+ * error messages must stay identical.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* payloads at least this long are scanned with the GIL released */
+#define NOGIL_THRESHOLD (64 * 1024)
+/* the smallest valid record: length varint + attributes, timestampDelta, offsetDelta,
+ * keyLen, valueLen, headerCount of one byte each */
+#define MIN_RECORD_SIZE 7
+
+static PyObject *CorruptRecordError = NULL;
+
+/* ------------------------------------------------------------------------------------ */
+/* errors (recorded without the GIL, raised once it is held again)                      */
+
+enum {
+    E_OK = 0,
+    E_TRUNC,         /* the buffer ends inside the record */
+    E_VARINT_LONG,   /* 5th byte of a varint has its high bit set */
+    E_VARLONG_LONG,  /* 10th byte of a varlong has its high bit set */
+    E_LEN_NEG,       /* negative record length */
+    E_LEN_BIG,       /* record length past the end of the buffer */
+    E_KEY_NEG,       /* key length < -1 */
+    E_VAL_NEG,       /* value length < -1 */
+    E_HCOUNT_NEG,    /* negative header count */
+    E_HCOUNT_BIG,    /* header count larger than the bytes left */
+    E_HKEY_NEG,      /* null (negative) header key */
+    E_HVAL_NEG,      /* header value length < -1 */
+    E_HKEY_UTF8,     /* header key is not UTF-8 */
+    E_BODY,          /* consumed body != declared length */
+    E_LEFTOVER,      /* bytes after the last record */
+    E_COUNT_NEG,     /* negative record count */
+    E_OVERFLOW,      /* rendered size does not fit in Py_ssize_t */
+    E_PYERR,         /* a Python exception is already set */
+    E_INTERNAL
+};
+
+typedef struct {
+    int code;
+    Py_ssize_t index;          /* record index (0-based) */
+    Py_ssize_t count;          /* records expected */
+    long long a, b;            /* numbers for the message */
+    unsigned long long hex;    /* Kafka's "converted value" of an overlong varint */
+} perr;
+
+static void
+raise_perr(const perr *e)
+{
+    char msg[400];
+
+    switch (e->code) {
+    case E_PYERR:
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_SystemError, "kafkafs._speedups: error without exception");
+        return;
+    case E_OVERFLOW:
+        PyErr_SetString(PyExc_OverflowError, "rendered size does not fit in a Py_ssize_t");
+        return;
+    case E_TRUNC:
+        snprintf(msg, sizeof msg, "batch ends inside record %zd of %zd", e->index, e->count);
+        break;
+    case E_VARINT_LONG:
+        snprintf(msg, sizeof msg, "varint is too long, the most significant bit in the 5th "
+                 "byte is set, converted value: %llx", e->hex);
+        break;
+    case E_VARLONG_LONG:
+        snprintf(msg, sizeof msg, "varlong is too long, the most significant bit in the 10th "
+                 "byte is set, converted value: %llx", e->hex);
+        break;
+    case E_LEN_NEG:
+        snprintf(msg, sizeof msg, "invalid record size: negative record length %lld", e->a);
+        break;
+    case E_LEN_BIG:
+        snprintf(msg, sizeof msg, "invalid record size: expected %lld bytes in record payload, "
+                 "but instead the buffer has only %lld remaining bytes", e->a, e->b);
+        break;
+    case E_KEY_NEG:
+        snprintf(msg, sizeof msg, "invalid negative key size %lld", e->a);
+        break;
+    case E_VAL_NEG:
+        snprintf(msg, sizeof msg, "invalid negative value size %lld", e->a);
+        break;
+    case E_HCOUNT_NEG:
+        snprintf(msg, sizeof msg, "found invalid number of record headers %lld", e->a);
+        break;
+    case E_HCOUNT_BIG:
+        snprintf(msg, sizeof msg, "found invalid number of record headers. The number of "
+                 "record headers is larger than the remaining size of the buffer, "
+                 "numHeaders: %lld", e->a);
+        break;
+    case E_HKEY_NEG:
+        snprintf(msg, sizeof msg, "invalid negative header key size %lld", e->a);
+        break;
+    case E_HVAL_NEG:
+        snprintf(msg, sizeof msg, "invalid negative header value size %lld", e->a);
+        break;
+    case E_HKEY_UTF8:
+        snprintf(msg, sizeof msg, "header key is not valid UTF-8");
+        break;
+    case E_BODY:
+        snprintf(msg, sizeof msg, "invalid record size: expected to read %lld bytes in record "
+                 "payload, but instead read %lld", e->a, e->b);
+        break;
+    case E_LEFTOVER:
+        snprintf(msg, sizeof msg, "incorrect declared batch size, records still remaining "
+                 "(%lld bytes left after %zd records)", e->a, e->count);
+        break;
+    case E_COUNT_NEG:
+        snprintf(msg, sizeof msg, "found invalid record count %lld in magic v2 batch", e->a);
+        break;
+    default:
+        PyErr_SetString(PyExc_SystemError, "kafkafs._speedups: internal error");
+        return;
+    }
+    PyErr_SetString(CorruptRecordError, msg);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* reading                                                                              */
+
+/* ByteUtils.readVarint: at most 5 bytes, a 32-bit zigzag value. */
+static inline int
+rd_varint(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, int32_t *out, perr *e)
+{
+    Py_ssize_t pos = *ppos;
+    uint32_t b, r;
+    int shift;
+
+    if (pos >= end)
+        return E_TRUNC;
+    b = buf[pos++];
+    if (b < 0x80) {
+        r = b;
+        goto done;
+    }
+    r = b & 0x7f;
+    for (shift = 7; shift <= 21; shift += 7) {
+        if (pos >= end)
+            return E_TRUNC;
+        b = buf[pos++];
+        r |= (b & 0x7f) << shift;
+        if (b < 0x80)
+            goto done;
+    }
+    if (pos >= end)
+        return E_TRUNC;
+    b = buf[pos++];
+    if (b >= 0x80) {
+        e->hex = r;
+        return E_VARINT_LONG;
+    }
+    r |= b << 28;  /* bits past the 32nd are dropped, as in Java */
+done:
+    *out = (int32_t)((r >> 1) ^ (0u - (r & 1u)));
+    *ppos = pos;
+    return E_OK;
+}
+
+/* ByteUtils.readVarlong: at most 10 bytes, a 64-bit zigzag value. */
+static inline int
+rd_varlong(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, int64_t *out, perr *e)
+{
+    Py_ssize_t pos = *ppos;
+    uint64_t r = 0, b;
+    int shift;
+
+    for (shift = 0; shift < 70; shift += 7) {
+        if (pos >= end)
+            return E_TRUNC;
+        b = buf[pos++];
+        r |= (b & 0x7f) << shift;
+        if (b < 0x80) {
+            *out = (int64_t)((r >> 1) ^ ((uint64_t)0 - (r & 1u)));
+            *ppos = pos;
+            return E_OK;
+        }
+    }
+    e->hex = r;
+    return E_VARLONG_LONG;
+}
+
+/* Well-formed UTF-8 (Unicode table 3-7): exactly what Python's strict decoder accepts. */
+static int
+utf8_valid(const uint8_t *s, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c < 0xC2)
+            return 0;
+        if (c < 0xE0) {
+            if (n - i < 2 || (s[i + 1] & 0xC0) != 0x80)
+                return 0;
+            i += 2;
+            continue;
+        }
+        if (c < 0xF0) {
+            uint8_t c1, c2;
+            if (n - i < 3)
+                return 0;
+            c1 = s[i + 1];
+            c2 = s[i + 2];
+            if ((c1 & 0xC0) != 0x80 || (c2 & 0xC0) != 0x80)
+                return 0;
+            if (c == 0xE0 && c1 < 0xA0)
+                return 0;  /* overlong */
+            if (c == 0xED && c1 >= 0xA0)
+                return 0;  /* surrogate */
+            i += 3;
+            continue;
+        }
+        if (c < 0xF5) {
+            uint8_t c1, c2, c3;
+            if (n - i < 4)
+                return 0;
+            c1 = s[i + 1];
+            c2 = s[i + 2];
+            c3 = s[i + 3];
+            if ((c1 & 0xC0) != 0x80 || (c2 & 0xC0) != 0x80 || (c3 & 0xC0) != 0x80)
+                return 0;
+            if (c == 0xF0 && c1 < 0x90)
+                return 0;  /* overlong */
+            if (c == 0xF4 && c1 >= 0x90)
+                return 0;  /* > U+10FFFF */
+            i += 4;
+            continue;
+        }
+        return 0;
+    }
+    return 1;
+}
+
+typedef struct {
+    int64_t ts_delta;
+    int32_t off_delta, key_len, val_len, hcount;
+    Py_ssize_t key_pos, val_pos;
+} rec_t;
+
+/* Parse and validate the record at *ppos (DefaultRecord.readFrom); advance *ppos past it.
+ *
+ * headers_out NULL: validate only (safe without the GIL). Otherwise (GIL held) it receives a
+ * new reference to the tuple of (str, bytes | None) headers, or NULL when there are none.
+ * Returns E_OK or an error code (details in *e; E_PYERR: a Python exception is set). */
+static int
+parse_one(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, rec_t *r,
+          PyObject **headers_out, perr *e)
+{
+    Py_ssize_t pos = *ppos, start;
+    int32_t length, h;
+    int rc;
+    PyObject *headers = NULL;
+
+    if ((rc = rd_varint(buf, end, &pos, &length, e)))
+        return rc;
+    if (length < 0) {
+        e->a = length;
+        return E_LEN_NEG;
+    }
+    if (end - pos < length) {
+        e->a = length;
+        e->b = end - pos;
+        return E_LEN_BIG;
+    }
+    start = pos;
+    if (pos >= end)
+        return E_TRUNC;
+    pos++;  /* attributes: unused */
+    if ((rc = rd_varlong(buf, end, &pos, &r->ts_delta, e)))
+        return rc;
+    if ((rc = rd_varint(buf, end, &pos, &r->off_delta, e)))
+        return rc;
+    if ((rc = rd_varint(buf, end, &pos, &r->key_len, e)))
+        return rc;
+    if (r->key_len >= 0) {
+        if (end - pos < r->key_len)
+            return E_TRUNC;
+        r->key_pos = pos;
+        pos += r->key_len;
+    }
+    else if (r->key_len != -1) {
+        e->a = r->key_len;
+        return E_KEY_NEG;
+    }
+    if ((rc = rd_varint(buf, end, &pos, &r->val_len, e)))
+        return rc;
+    if (r->val_len >= 0) {
+        if (end - pos < r->val_len)
+            return E_TRUNC;
+        r->val_pos = pos;
+        pos += r->val_len;
+    }
+    else if (r->val_len != -1) {
+        e->a = r->val_len;
+        return E_VAL_NEG;
+    }
+    if ((rc = rd_varint(buf, end, &pos, &r->hcount, e)))
+        return rc;
+    if (r->hcount < 0) {
+        e->a = r->hcount;
+        return E_HCOUNT_NEG;
+    }
+    if (r->hcount > end - pos) {
+        e->a = r->hcount;
+        return E_HCOUNT_BIG;
+    }
+    if (r->hcount > 0 && headers_out != NULL) {
+        headers = PyTuple_New(r->hcount);
+        if (headers == NULL)
+            return E_PYERR;
+    }
+    for (h = 0; h < r->hcount; h++) {
+        int32_t kl, vl;
+        Py_ssize_t kp, vp = 0;
+        if ((rc = rd_varint(buf, end, &pos, &kl, e)))
+            goto fail;
+        if (kl < 0) {
+            e->a = kl;
+            rc = E_HKEY_NEG;
+            goto fail;
+        }
+        if (end - pos < kl) {
+            rc = E_TRUNC;
+            goto fail;
+        }
+        kp = pos;
+        pos += kl;
+        if (!utf8_valid(buf + kp, kl)) {
+            rc = E_HKEY_UTF8;
+            goto fail;
+        }
+        if ((rc = rd_varint(buf, end, &pos, &vl, e)))
+            goto fail;
+        if (vl >= 0) {
+            if (end - pos < vl) {
+                rc = E_TRUNC;
+                goto fail;
+            }
+            vp = pos;
+            pos += vl;
+        }
+        else if (vl != -1) {
+            e->a = vl;
+            rc = E_HVAL_NEG;
+            goto fail;
+        }
+        if (headers != NULL) {
+            PyObject *k, *v, *pair;
+            k = PyUnicode_DecodeUTF8((const char *)buf + kp, kl, "strict");
+            if (k == NULL) {
+                /* only if the buffer changed under us since utf8_valid */
+                if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                    PyErr_Clear();
+                    rc = E_HKEY_UTF8;
+                }
+                else
+                    rc = E_PYERR;
+                goto fail;
+            }
+            if (vl >= 0) {
+                v = PyBytes_FromStringAndSize((const char *)buf + vp, vl);
+                if (v == NULL) {
+                    Py_DECREF(k);
+                    rc = E_PYERR;
+                    goto fail;
+                }
+            }
+            else {
+                v = Py_None;
+                Py_INCREF(v);
+            }
+            pair = PyTuple_New(2);
+            if (pair == NULL) {
+                Py_DECREF(k);
+                Py_DECREF(v);
+                rc = E_PYERR;
+                goto fail;
+            }
+            PyTuple_SET_ITEM(pair, 0, k);
+            PyTuple_SET_ITEM(pair, 1, v);
+            PyTuple_SET_ITEM(headers, h, pair);
+        }
+    }
+    if (pos - start != length) {
+        e->a = length;
+        e->b = pos - start;
+        rc = E_BODY;
+        goto fail;
+    }
+    *ppos = pos;
+    if (headers_out != NULL)
+        *headers_out = headers;
+    return E_OK;
+fail:
+    Py_XDECREF(headers);
+    return rc;
+}
+
+typedef struct {
+    Py_ssize_t pos, len;  /* len -1: null value */
+} span_t;
+
+/* Scan `count` records: validate, optionally note each value's span, optionally total the
+ * rendered size (value or null_len, plus sep_len, per record). No Python objects: callable
+ * without the GIL. `cap` is the room in `spans` (never exceeded). */
+static int
+scan_values(const uint8_t *buf, Py_ssize_t len, Py_ssize_t count, int exact,
+            span_t *spans, Py_ssize_t cap, Py_ssize_t null_len, Py_ssize_t sep_len,
+            Py_ssize_t *total_out, perr *e)
+{
+    Py_ssize_t pos = 0, i, total = 0;
+    rec_t r;
+    int rc;
+
+    for (i = 0; i < count; i++) {
+        rc = parse_one(buf, len, &pos, &r, NULL, e);
+        if (rc) {
+            e->index = i;
+            return rc;
+        }
+        if (spans != NULL) {
+            if (i >= cap)
+                return E_INTERNAL;  /* impossible: a record takes >= MIN_RECORD_SIZE bytes */
+            spans[i].pos = r.val_pos;
+            spans[i].len = r.val_len;
+        }
+        if (total_out != NULL) {
+            Py_ssize_t add = r.val_len >= 0 ? (Py_ssize_t)r.val_len : null_len;
+            if (add > PY_SSIZE_T_MAX - sep_len || total > PY_SSIZE_T_MAX - (add + sep_len))
+                return E_OVERFLOW;
+            total += add + sep_len;
+        }
+    }
+    if (exact && pos != len) {
+        e->a = len - pos;
+        return E_LEFTOVER;
+    }
+    if (total_out != NULL)
+        *total_out = total;
+    return E_OK;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* argument helpers                                                                     */
+
+static int
+get_buffer(PyObject *obj, Py_buffer *view)
+{
+    return PyObject_GetBuffer(obj, view, PyBUF_SIMPLE);
+}
+
+static Py_ssize_t
+span_capacity(Py_ssize_t count, Py_ssize_t len)
+{
+    Py_ssize_t cap = len / MIN_RECORD_SIZE;
+    return count < cap ? count : cap;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* values / render_values / rendered_size                                               */
+
+PyDoc_STRVAR(values_doc,
+"values(payload, count, *, exact=True) -> list[bytes | None]\n\n"
+"The value of each of the `count` records in `payload` (the uncompressed records section\n"
+"of a v2 batch). Raises CorruptRecordError.");
+
+static PyObject *
+sp_values(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"payload", "count", "exact", NULL};
+    PyObject *payload, *list = NULL;
+    Py_ssize_t count, cap, i;
+    int exact = 1, rc;
+    Py_buffer view;
+    span_t *spans = NULL;
+    perr e = {0};
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "On|$p:values", kwlist,
+                                     &payload, &count, &exact))
+        return NULL;
+    if (get_buffer(payload, &view) < 0)
+        return NULL;
+    e.count = count;
+    if (count < 0) {
+        e.code = E_COUNT_NEG;
+        e.a = count;
+        raise_perr(&e);
+        goto done;
+    }
+    cap = span_capacity(count, view.len);
+    spans = PyMem_RawMalloc((size_t)(cap > 0 ? cap : 1) * sizeof(span_t));
+    if (spans == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (view.len >= NOGIL_THRESHOLD) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = scan_values(view.buf, view.len, count, exact, spans, cap, 0, 0, NULL, &e);
+        Py_END_ALLOW_THREADS
+    }
+    else
+        rc = scan_values(view.buf, view.len, count, exact, spans, cap, 0, 0, NULL, &e);
+    if (rc) {
+        e.code = rc;
+        raise_perr(&e);
+        goto done;
+    }
+    list = PyList_New(count);
+    if (list == NULL)
+        goto done;
+    for (i = 0; i < count; i++) {
+        PyObject *v;
+        if (spans[i].len >= 0) {
+            v = PyBytes_FromStringAndSize((const char *)view.buf + spans[i].pos, spans[i].len);
+            if (v == NULL) {
+                Py_CLEAR(list);
+                goto done;
+            }
+        }
+        else {
+            v = Py_None;
+            Py_INCREF(v);
+        }
+        PyList_SET_ITEM(list, i, v);
+    }
+done:
+    PyMem_RawFree(spans);
+    PyBuffer_Release(&view);
+    return list;
+}
+
+PyDoc_STRVAR(render_values_doc,
+"render_values(payload, count, null_literal=b'null', separator=b'\\n', *, exact=True)"
+" -> bytes\n\n"
+"Every value (a null value as `null_literal`) followed by `separator`, concatenated.");
+
+static PyObject *
+sp_render_values(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"payload", "count", "null_literal", "separator", "exact", NULL};
+    PyObject *payload, *null_obj = NULL, *sep_obj = NULL, *out = NULL;
+    Py_ssize_t count, cap, total = 0, i;
+    int exact = 1, rc, have_null = 0, have_sep = 0;
+    Py_buffer view, nview, sview;
+    const char *nl = "null", *sep = "\n";
+    Py_ssize_t nlen = 4, slen = 1;
+    span_t *spans = NULL;
+    perr e = {0};
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "On|OO$p:render_values", kwlist,
+                                     &payload, &count, &null_obj, &sep_obj, &exact))
+        return NULL;
+    if (get_buffer(payload, &view) < 0)
+        return NULL;
+    if (null_obj != NULL) {
+        if (get_buffer(null_obj, &nview) < 0)
+            goto done;
+        have_null = 1;
+        nl = nview.buf;
+        nlen = nview.len;
+    }
+    if (sep_obj != NULL) {
+        if (get_buffer(sep_obj, &sview) < 0)
+            goto done;
+        have_sep = 1;
+        sep = sview.buf;
+        slen = sview.len;
+    }
+    e.count = count;
+    if (count < 0) {
+        e.code = E_COUNT_NEG;
+        e.a = count;
+        raise_perr(&e);
+        goto done;
+    }
+    cap = span_capacity(count, view.len);
+    spans = PyMem_RawMalloc((size_t)(cap > 0 ? cap : 1) * sizeof(span_t));
+    if (spans == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (view.len >= NOGIL_THRESHOLD) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = scan_values(view.buf, view.len, count, exact, spans, cap, nlen, slen, &total, &e);
+        Py_END_ALLOW_THREADS
+    }
+    else
+        rc = scan_values(view.buf, view.len, count, exact, spans, cap, nlen, slen, &total, &e);
+    if (rc) {
+        e.code = rc;
+        raise_perr(&e);
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, total);
+    if (out == NULL)
+        goto done;
+    {
+        char *o = PyBytes_AS_STRING(out);
+        const char *src = view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (i = 0; i < count; i++) {
+            if (spans[i].len >= 0) {
+                memcpy(o, src + spans[i].pos, (size_t)spans[i].len);
+                o += spans[i].len;
+            }
+            else {
+                memcpy(o, nl, (size_t)nlen);
+                o += nlen;
+            }
+            if (slen == 1)
+                *o++ = sep[0];
+            else {
+                memcpy(o, sep, (size_t)slen);
+                o += slen;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+done:
+    PyMem_RawFree(spans);
+    if (have_sep)
+        PyBuffer_Release(&sview);
+    if (have_null)
+        PyBuffer_Release(&nview);
+    PyBuffer_Release(&view);
+    return out;
+}
+
+PyDoc_STRVAR(rendered_size_doc,
+"rendered_size(payload, count, null_len=4, separator_len=1, *, exact=True) -> int\n\n"
+"len(render_values(...)) with a null literal of null_len bytes and a separator of\n"
+"separator_len bytes, without building it. Validates the same way.");
+
+static PyObject *
+sp_rendered_size(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"payload", "count", "null_len", "separator_len", "exact", NULL};
+    PyObject *payload;
+    Py_ssize_t count, nlen = 4, slen = 1, total = 0;
+    int exact = 1, rc;
+    Py_buffer view;
+    perr e = {0};
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "On|nn$p:rendered_size", kwlist,
+                                     &payload, &count, &nlen, &slen, &exact))
+        return NULL;
+    if (nlen < 0 || slen < 0) {
+        PyErr_SetString(PyExc_ValueError, "null_len and separator_len must be >= 0");
+        return NULL;
+    }
+    if (get_buffer(payload, &view) < 0)
+        return NULL;
+    e.count = count;
+    if (count < 0) {
+        PyBuffer_Release(&view);
+        e.code = E_COUNT_NEG;
+        e.a = count;
+        raise_perr(&e);
+        return NULL;
+    }
+    if (view.len >= NOGIL_THRESHOLD) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = scan_values(view.buf, view.len, count, exact, NULL, 0, nlen, slen, &total, &e);
+        Py_END_ALLOW_THREADS
+    }
+    else
+        rc = scan_values(view.buf, view.len, count, exact, NULL, 0, nlen, slen, &total, &e);
+    PyBuffer_Release(&view);
+    if (rc) {
+        e.code = rc;
+        raise_perr(&e);
+        return NULL;
+    }
+    return PyLong_FromSsize_t(total);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* decode                                                                               */
+
+static inline int64_t
+wrap_add(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+PyDoc_STRVAR(decode_doc,
+"decode(payload, count, base_offset, base_timestamp, fixed_timestamp, *, exact=True)"
+" -> list[tuple]\n\n"
+"(offset, timestamp, key, value, headers) for each record. offset = base_offset +\n"
+"offsetDelta; timestamp = fixed_timestamp when not None (LogAppendTime), else\n"
+"base_timestamp + timestampDelta (64-bit arithmetic, wrapping as in Java).");
+
+static PyObject *
+sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"payload", "count", "base_offset", "base_timestamp",
+                             "fixed_timestamp", "exact", NULL};
+    PyObject *payload, *fixed_obj, *list = NULL, *empty = NULL, *ts_obj = NULL;
+    long long base_offset, base_ts, fixed_ts = 0, last_ts = 0;
+    Py_ssize_t count, cap, i, pos = 0;
+    int exact = 1, rc, fixed;
+    Py_buffer view;
+    const uint8_t *buf;
+    perr e = {0};
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OnLLO|$p:decode", kwlist, &payload, &count,
+                                     &base_offset, &base_ts, &fixed_obj, &exact))
+        return NULL;
+    fixed = fixed_obj != Py_None;
+    if (fixed) {
+        fixed_ts = PyLong_AsLongLong(fixed_obj);
+        if (fixed_ts == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    if (get_buffer(payload, &view) < 0)
+        return NULL;
+    buf = view.buf;
+    e.count = count;
+    if (count < 0) {
+        e.code = E_COUNT_NEG;
+        e.a = count;
+        raise_perr(&e);
+        goto done;
+    }
+    empty = PyTuple_New(0);
+    if (empty == NULL)
+        goto done;
+    if (fixed) {
+        ts_obj = PyLong_FromLongLong(fixed_ts);
+        if (ts_obj == NULL)
+            goto done;
+        last_ts = fixed_ts;
+    }
+    cap = span_capacity(count, view.len);
+    list = PyList_New(cap);
+    if (list == NULL)
+        goto done;
+    for (i = 0; i < count; i++) {
+        rec_t r;
+        PyObject *headers = NULL, *tup, *off, *key, *val;
+        rc = parse_one(buf, view.len, &pos, &r, &headers, &e);
+        if (rc) {
+            e.code = rc;
+            e.index = i;
+            raise_perr(&e);
+            Py_CLEAR(list);
+            goto done;
+        }
+        if (i >= cap) {  /* impossible: a record takes >= MIN_RECORD_SIZE bytes */
+            Py_XDECREF(headers);
+            e.code = E_INTERNAL;
+            raise_perr(&e);
+            Py_CLEAR(list);
+            goto done;
+        }
+        if (headers == NULL) {
+            headers = empty;
+            Py_INCREF(headers);
+        }
+        if (!fixed) {
+            int64_t ts = wrap_add(base_ts, r.ts_delta);
+            if (ts_obj == NULL || ts != last_ts) {
+                Py_XDECREF(ts_obj);
+                ts_obj = PyLong_FromLongLong(ts);
+                if (ts_obj == NULL) {
+                    Py_DECREF(headers);
+                    Py_CLEAR(list);
+                    goto done;
+                }
+                last_ts = ts;
+            }
+        }
+        off = PyLong_FromLongLong(wrap_add(base_offset, r.off_delta));
+        if (r.key_len >= 0)
+            key = PyBytes_FromStringAndSize((const char *)buf + r.key_pos, r.key_len);
+        else {
+            key = Py_None;
+            Py_INCREF(key);
+        }
+        if (r.val_len >= 0)
+            val = PyBytes_FromStringAndSize((const char *)buf + r.val_pos, r.val_len);
+        else {
+            val = Py_None;
+            Py_INCREF(val);
+        }
+        tup = PyTuple_New(5);
+        if (off == NULL || key == NULL || val == NULL || tup == NULL) {
+            Py_XDECREF(off);
+            Py_XDECREF(key);
+            Py_XDECREF(val);
+            Py_XDECREF(tup);
+            Py_DECREF(headers);
+            Py_CLEAR(list);
+            goto done;
+        }
+        Py_INCREF(ts_obj);
+        PyTuple_SET_ITEM(tup, 0, off);
+        PyTuple_SET_ITEM(tup, 1, ts_obj);
+        PyTuple_SET_ITEM(tup, 2, key);
+        PyTuple_SET_ITEM(tup, 3, val);
+        PyTuple_SET_ITEM(tup, 4, headers);
+        PyList_SET_ITEM(list, i, tup);
+    }
+    if (exact && pos != view.len) {
+        e.code = E_LEFTOVER;
+        e.a = view.len - pos;
+        raise_perr(&e);
+        Py_CLEAR(list);
+        goto done;
+    }
+done:
+    Py_XDECREF(ts_obj);
+    Py_XDECREF(empty);
+    PyBuffer_Release(&view);
+    return list;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* encoding                                                                             */
+
+static inline uint64_t
+zigzag64(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ ((uint64_t)0 - ((uint64_t)v >> 63));
+}
+
+static inline int
+varint_size(int64_t v)
+{
+    uint64_t z = zigzag64(v);
+    int n = 1;
+    while (z >= 0x80) {
+        z >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static inline char *
+put_varint(char *p, int64_t v)
+{
+    uint64_t z = zigzag64(v);
+    while (z >= 0x80) {
+        *p++ = (char)((z & 0x7f) | 0x80);
+        z >>= 7;
+    }
+    *p++ = (char)z;
+    return p;
+}
+
+/* The output: a bytes object grown in place, shrunk to size at the end. */
+typedef struct {
+    PyObject *obj;
+    Py_ssize_t used, cap;
+} wbuf;
+
+static int
+wb_init(wbuf *w, Py_ssize_t cap)
+{
+    if (cap < 64)
+        cap = 64;
+    w->obj = PyBytes_FromStringAndSize(NULL, cap);
+    w->used = 0;
+    w->cap = cap;
+    return w->obj == NULL ? -1 : 0;
+}
+
+/* Make room for `need` more bytes; returns the write pointer or NULL (exception set). */
+static char *
+wb_reserve(wbuf *w, Py_ssize_t need)
+{
+    if (w->cap - w->used < need) {
+        Py_ssize_t nc = w->cap;
+        while (nc - w->used < need) {
+            if (nc > PY_SSIZE_T_MAX / 2) {
+                if (PY_SSIZE_T_MAX - w->used < need) {
+                    PyErr_NoMemory();
+                    return NULL;
+                }
+                nc = w->used + need;
+                break;
+            }
+            nc *= 2;
+        }
+        if (_PyBytes_Resize(&w->obj, nc) < 0)
+            return NULL;  /* w->obj is NULL now */
+        w->cap = nc;
+    }
+    return PyBytes_AS_STRING(w->obj) + w->used;
+}
+
+static PyObject *
+wb_finish(wbuf *w)
+{
+    if (w->used != w->cap && _PyBytes_Resize(&w->obj, w->used) < 0)
+        return NULL;
+    return w->obj;
+}
+
+/* Scratch memory for one record's encoded headers. */
+typedef struct {
+    char *p;
+    Py_ssize_t used, cap;
+} scratch;
+
+static char *
+sc_reserve(scratch *s, Py_ssize_t need)
+{
+    if (s->cap - s->used < need) {
+        Py_ssize_t nc = s->cap ? s->cap : 256;
+        char *np;
+        while (nc - s->used < need) {
+            if (nc > PY_SSIZE_T_MAX / 2) {
+                PyErr_NoMemory();
+                return NULL;
+            }
+            nc *= 2;
+        }
+        np = PyMem_Realloc(s->p, (size_t)nc);
+        if (np == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        s->p = np;
+        s->cap = nc;
+    }
+    return s->p + s->used;
+}
+
+/* A bytes-like object (or str when allow_str) as a pointer and length; release with
+ * bv_release. A bytes object is read directly. */
+typedef struct {
+    const char *p;
+    Py_ssize_t len;
+    int has_view;
+    Py_buffer view;
+} bview;
+
+static int
+bv_get(PyObject *obj, bview *b, int allow_str)
+{
+    b->has_view = 0;
+    if (PyBytes_Check(obj)) {
+        b->p = PyBytes_AS_STRING(obj);
+        b->len = PyBytes_GET_SIZE(obj);
+        return 0;
+    }
+    if (allow_str && PyUnicode_Check(obj)) {
+        b->p = PyUnicode_AsUTF8AndSize(obj, &b->len);
+        return b->p == NULL ? -1 : 0;
+    }
+    if (PyObject_GetBuffer(obj, &b->view, PyBUF_SIMPLE) < 0)
+        return -1;
+    b->has_view = 1;
+    b->p = b->view.buf;
+    b->len = b->view.len;
+    return 0;
+}
+
+static void
+bv_release(bview *b)
+{
+    if (b->has_view) {
+        PyBuffer_Release(&b->view);
+        b->has_view = 0;
+    }
+}
+
+static int
+check_len(Py_ssize_t n, const char *what)
+{
+    if (n > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s of %zd bytes is too long for a record", what, n);
+        return -1;
+    }
+    return 0;
+}
+
+/* Encode the headers sequence `hdrs` into `s` (header count not included); *n gets the
+ * number of headers written. Returns 0 or -1 (exception set). */
+static int
+encode_headers(PyObject *hdrs, scratch *s, Py_ssize_t *n)
+{
+    PyObject *seq = PySequence_Fast(hdrs, "headers must be a sequence of (key, value) pairs");
+    Py_ssize_t j;
+    int ok = -1;
+
+    *n = 0;
+    if (seq == NULL)
+        return -1;
+    for (j = 0; j < PySequence_Fast_GET_SIZE(seq); j++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, j), *pair, *hk, *hv;
+        bview kb, vb;
+        char *p;
+        Py_ssize_t need;
+
+        Py_INCREF(item);
+        pair = PySequence_Fast(item, "a header must be a (key, value) pair");
+        Py_DECREF(item);
+        if (pair == NULL)
+            goto done;
+        if (PySequence_Fast_GET_SIZE(pair) != 2) {
+            PyErr_Format(PyExc_ValueError, "a header must be a (key, value) pair, not %zd items",
+                         PySequence_Fast_GET_SIZE(pair));
+            Py_DECREF(pair);
+            goto done;
+        }
+        hk = PySequence_Fast_GET_ITEM(pair, 0);
+        hv = PySequence_Fast_GET_ITEM(pair, 1);
+        Py_INCREF(hk);
+        Py_INCREF(hv);
+        Py_DECREF(pair);
+        if (hk == Py_None) {
+            PyErr_SetString(PyExc_TypeError, "header key must be str or bytes-like, not None");
+            Py_DECREF(hk);
+            Py_DECREF(hv);
+            goto done;
+        }
+        if (bv_get(hk, &kb, 1) < 0) {
+            Py_DECREF(hk);
+            Py_DECREF(hv);
+            goto done;
+        }
+        vb.len = -1;
+        vb.has_view = 0;
+        if (hv != Py_None && bv_get(hv, &vb, 0) < 0) {
+            bv_release(&kb);
+            Py_DECREF(hk);
+            Py_DECREF(hv);
+            goto done;
+        }
+        if (check_len(kb.len, "header key") < 0 || check_len(vb.len, "header value") < 0)
+            p = NULL;
+        else {
+            need = 10 + kb.len + 10 + (vb.len > 0 ? vb.len : 0);
+            p = sc_reserve(s, need);
+        }
+        if (p != NULL) {
+            char *start = p;
+            p = put_varint(p, kb.len);
+            memcpy(p, kb.p, (size_t)kb.len);
+            p += kb.len;
+            p = put_varint(p, vb.len);
+            if (vb.len > 0) {
+                memcpy(p, vb.p, (size_t)vb.len);
+                p += vb.len;
+            }
+            s->used += p - start;
+            (*n)++;
+        }
+        bv_release(&vb);
+        bv_release(&kb);
+        Py_DECREF(hk);
+        Py_DECREF(hv);
+        if (p == NULL)
+            goto done;
+    }
+    ok = 0;
+done:
+    Py_DECREF(seq);
+    return ok;
+}
+
+/* A rough size of the output, from the bytes keys and values (no Python code runs). */
+static Py_ssize_t
+estimate_size(PyObject *seq)
+{
+    Py_ssize_t i, n = PySequence_Fast_GET_SIZE(seq), est = 0;
+    for (i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        Py_ssize_t add = 24;
+        if (PyTuple_Check(item) && PyTuple_GET_SIZE(item) >= 3) {
+            PyObject *k = PyTuple_GET_ITEM(item, 1), *v = PyTuple_GET_ITEM(item, 2);
+            if (PyBytes_Check(k))
+                add += PyBytes_GET_SIZE(k);
+            if (PyBytes_Check(v))
+                add += PyBytes_GET_SIZE(v);
+        }
+        else if (PyBytes_Check(item))
+            add += PyBytes_GET_SIZE(item);
+        if (est > PY_SSIZE_T_MAX / 2 - add)
+            break;
+        est += add;
+    }
+    return est;
+}
+
+PyDoc_STRVAR(encode_doc,
+"encode(records, base_timestamp, offset_deltas=None, log_append_time=False) -> bytes\n\n"
+"The record bodies of `records` ((timestamp, key, value[, headers]) tuples) back to back,\n"
+"as DefaultRecord.writeTo writes them: timestampDelta = timestamp - base_timestamp (0 for\n"
+"all under log_append_time), offsetDelta = index or offset_deltas[i].");
+
+static PyObject *
+sp_encode(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"records", "base_timestamp", "offset_deltas", "log_append_time",
+                             NULL};
+    PyObject *records, *deltas_obj = Py_None, *seq = NULL, *dseq = NULL, *result = NULL;
+    long long base_ts;
+    int log_append = 0;
+    Py_ssize_t i, n;
+    wbuf w = {NULL, 0, 0};
+    scratch s = {NULL, 0, 0};
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OL|Op:encode", kwlist, &records, &base_ts,
+                                     &deltas_obj, &log_append))
+        return NULL;
+    seq = PySequence_Fast(records, "records must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    n = PySequence_Fast_GET_SIZE(seq);
+    if (deltas_obj != Py_None) {
+        dseq = PySequence_Fast(deltas_obj, "offset_deltas must be a sequence of ints");
+        if (dseq == NULL)
+            goto done;
+        if (PySequence_Fast_GET_SIZE(dseq) != n) {
+            PyErr_Format(PyExc_ValueError, "%zd offset deltas for %zd records",
+                         PySequence_Fast_GET_SIZE(dseq), n);
+            goto done;
+        }
+    }
+    if (wb_init(&w, estimate_size(seq)) < 0)
+        goto done;
+    for (i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *item, *fields, *ts_obj, *k, *v, *h = NULL;
+        int64_t ts_delta = 0;
+        long long od;
+        Py_ssize_t nf, body, hcount = 0;
+        bview kb, vb;
+        int ok = 0;
+        char *p;
+
+        item = PySequence_Fast_GET_ITEM(seq, i);
+        Py_INCREF(item);
+        fields = PySequence_Fast(item, "a record must be a (timestamp, key, value, headers) "
+                                       "tuple");
+        Py_DECREF(item);
+        if (fields == NULL)
+            goto done;
+        nf = PySequence_Fast_GET_SIZE(fields);
+        if (nf != 3 && nf != 4) {
+            PyErr_Format(PyExc_ValueError, "a record must be (timestamp, key, value, headers), "
+                         "not %zd items", nf);
+            Py_DECREF(fields);
+            goto done;
+        }
+        ts_obj = PySequence_Fast_GET_ITEM(fields, 0);
+        k = PySequence_Fast_GET_ITEM(fields, 1);
+        v = PySequence_Fast_GET_ITEM(fields, 2);
+        if (nf == 4)
+            h = PySequence_Fast_GET_ITEM(fields, 3);
+        Py_INCREF(ts_obj);
+        Py_INCREF(k);
+        Py_INCREF(v);
+        Py_XINCREF(h);
+        Py_DECREF(fields);
+        kb.has_view = vb.has_view = 0;
+        kb.len = vb.len = -1;
+
+        /* timestamp delta */
+        if (!log_append) {
+            long long ts = PyLong_AsLongLong(ts_obj);
+            if (ts == -1 && PyErr_Occurred())
+                goto rec_done;
+            if (__builtin_sub_overflow(ts, base_ts, &ts_delta)) {
+                PyErr_Format(PyExc_ValueError, "timestamp delta %lld - %lld does not fit in "
+                             "64 bits", ts, base_ts);
+                goto rec_done;
+            }
+        }
+        /* offset delta */
+        if (dseq != NULL) {
+            int overflow = 0;
+            PyObject *d;
+            if (i >= PySequence_Fast_GET_SIZE(dseq)) {
+                PyErr_SetString(PyExc_RuntimeError, "offset_deltas changed size");
+                goto rec_done;
+            }
+            d = PySequence_Fast_GET_ITEM(dseq, i);
+            Py_INCREF(d);
+            od = PyLong_AsLongLongAndOverflow(d, &overflow);
+            Py_DECREF(d);
+            if (od == -1 && PyErr_Occurred())
+                goto rec_done;
+            if (overflow || od < INT32_MIN || od > INT32_MAX) {
+                PyErr_SetString(PyExc_ValueError, "offset delta does not fit in 32 bits");
+                goto rec_done;
+            }
+        }
+        else {
+            od = i;
+            if (od > INT32_MAX) {
+                PyErr_SetString(PyExc_ValueError, "offset delta does not fit in 32 bits");
+                goto rec_done;
+            }
+        }
+        /* key, value */
+        if (k != Py_None && (bv_get(k, &kb, 0) < 0 || check_len(kb.len, "key") < 0))
+            goto rec_done;
+        if (v != Py_None && (bv_get(v, &vb, 0) < 0 || check_len(vb.len, "value") < 0))
+            goto rec_done;
+        /* headers (falsy: none) */
+        s.used = 0;
+        if (h != NULL && h != Py_None) {
+            int truth = PyObject_IsTrue(h);
+            if (truth < 0)
+                goto rec_done;
+            if (truth && encode_headers(h, &s, &hcount) < 0)
+                goto rec_done;
+        }
+        body = 1 + varint_size(ts_delta) + varint_size(od)
+               + (kb.len >= 0 ? varint_size(kb.len) + kb.len : 1)
+               + (vb.len >= 0 ? varint_size(vb.len) + vb.len : 1)
+               + varint_size(hcount) + s.used;
+        if (body > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError, "record of %zd bytes is too large", body);
+            goto rec_done;
+        }
+        p = wb_reserve(&w, 5 + body);
+        if (p == NULL)
+            goto rec_done;
+        {
+            char *start = p;
+            p = put_varint(p, body);
+            *p++ = 0;  /* attributes */
+            p = put_varint(p, ts_delta);
+            p = put_varint(p, od);
+            p = put_varint(p, kb.len);
+            if (kb.len > 0) {
+                memcpy(p, kb.p, (size_t)kb.len);
+                p += kb.len;
+            }
+            p = put_varint(p, vb.len);
+            if (vb.len > 0) {
+                memcpy(p, vb.p, (size_t)vb.len);
+                p += vb.len;
+            }
+            p = put_varint(p, hcount);
+            if (s.used > 0) {
+                memcpy(p, s.p, (size_t)s.used);
+                p += s.used;
+            }
+            w.used += p - start;
+        }
+        ok = 1;
+    rec_done:
+        bv_release(&vb);
+        bv_release(&kb);
+        Py_DECREF(ts_obj);
+        Py_DECREF(k);
+        Py_DECREF(v);
+        Py_XDECREF(h);
+        if (!ok)
+            goto done;
+    }
+    result = wb_finish(&w);
+    w.obj = NULL;
+done:
+    Py_XDECREF(w.obj);
+    PyMem_Free(s.p);
+    Py_XDECREF(dseq);
+    Py_DECREF(seq);
+    return result;
+}
+
+PyDoc_STRVAR(encode_lines_doc,
+"encode_lines(lines, timestamp) -> bytes\n\n"
+"encode([(timestamp, None, line, ()) for line in lines], timestamp), faster.");
+
+static PyObject *
+sp_encode_lines(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"lines", "timestamp", NULL};
+    PyObject *lines, *seq, *result = NULL;
+    long long ts;
+    Py_ssize_t i;
+    wbuf w = {NULL, 0, 0};
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OL:encode_lines", kwlist, &lines, &ts))
+        return NULL;
+    seq = PySequence_Fast(lines, "lines must be a sequence of bytes");
+    if (seq == NULL)
+        return NULL;
+    if (wb_init(&w, estimate_size(seq)) < 0)
+        goto done;
+    for (i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        bview vb;
+        Py_ssize_t body;
+        char *p;
+
+        if (i > INT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "offset delta does not fit in 32 bits");
+            goto done;
+        }
+        Py_INCREF(item);
+        if (bv_get(item, &vb, 0) < 0) {
+            Py_DECREF(item);
+            goto done;
+        }
+        if (check_len(vb.len, "value") < 0) {
+            bv_release(&vb);
+            Py_DECREF(item);
+            goto done;
+        }
+        /* attributes, timestampDelta 0, offsetDelta, key -1, value, header count 0 */
+        body = 4 + varint_size(i) + varint_size(vb.len) + vb.len;
+        if (body > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError, "record of %zd bytes is too large", body);
+            p = NULL;
+        }
+        else
+            p = wb_reserve(&w, 5 + body);
+        if (p != NULL) {
+            char *start = p;
+            p = put_varint(p, body);
+            *p++ = 0;     /* attributes */
+            *p++ = 0;     /* timestampDelta 0 */
+            p = put_varint(p, i);
+            *p++ = 1;     /* key length -1 */
+            p = put_varint(p, vb.len);
+            memcpy(p, vb.p, (size_t)vb.len);
+            p += vb.len;
+            *p++ = 0;     /* no headers */
+            w.used += p - start;
+        }
+        bv_release(&vb);
+        Py_DECREF(item);
+        if (p == NULL)
+            goto done;
+    }
+    result = wb_finish(&w);
+    w.obj = NULL;
+done:
+    Py_XDECREF(w.obj);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------ */
+
+static PyMethodDef methods[] = {
+    {"values", (PyCFunction)(void (*)(void))sp_values, METH_VARARGS | METH_KEYWORDS,
+     values_doc},
+    {"render_values", (PyCFunction)(void (*)(void))sp_render_values,
+     METH_VARARGS | METH_KEYWORDS, render_values_doc},
+    {"rendered_size", (PyCFunction)(void (*)(void))sp_rendered_size,
+     METH_VARARGS | METH_KEYWORDS, rendered_size_doc},
+    {"decode", (PyCFunction)(void (*)(void))sp_decode, METH_VARARGS | METH_KEYWORDS,
+     decode_doc},
+    {"encode", (PyCFunction)(void (*)(void))sp_encode, METH_VARARGS | METH_KEYWORDS,
+     encode_doc},
+    {"encode_lines", (PyCFunction)(void (*)(void))sp_encode_lines,
+     METH_VARARGS | METH_KEYWORDS, encode_lines_doc},
+    {NULL, NULL, 0, NULL}
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    "kafkafs.record._speedups",
+    "C versions of the record hot paths; use kafkafs.record.fast, which falls back to\n"
+    "pure Python when this module is missing.",
+    -1,
+    methods,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    PyObject *m, *errors;
+
+    errors = PyImport_ImportModule("kafkafs.record.errors");
+    if (errors == NULL)
+        return NULL;
+    Py_XDECREF(CorruptRecordError);
+    CorruptRecordError = PyObject_GetAttrString(errors, "CorruptRecordError");
+    Py_DECREF(errors);
+    if (CorruptRecordError == NULL)
+        return NULL;
+    m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(CorruptRecordError);
+    if (PyModule_AddObject(m, "CorruptRecordError", CorruptRecordError) < 0) {
+        Py_DECREF(CorruptRecordError);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
