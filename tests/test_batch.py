@@ -325,8 +325,8 @@ def test_iter_batches_positions_and_helpers():
     got = list(iter_batches(buf, base_position=1000))
     assert [x.position for x in got] == [1000, 1000 + len(a)]
     assert [x.base_offset for x in got] == [0, 1]
-    assert list(iter_batches(buf, len(a)))[0].base_offset == 1
-    assert list(iter_batches(buf, 0, len(a)))[0].base_offset == 0
+    assert next(iter_batches(buf, len(a))).base_offset == 1
+    assert next(iter_batches(buf, 0, len(a))).base_offset == 0
     assert len(list(iter_batches(buf, 0, len(a)))) == 1
     assert peek_offset_and_size(buf, len(a)) == (1, len(b), 2)
     assert [r.value for r in decode_all(buf)] == [b"a", b"b", b"c"]
@@ -449,7 +449,7 @@ def test_damaged_compressed_payload_raises_located(codec):
     data = bytearray(encode_batch([(TS, b"k", b"v" * 300, ())] * 20, compression=codec))
     for i in range(BATCH_OVERHEAD + 20, len(data) - 8):
         data[i] ^= 0x33
-    b = list(iter_batches(bytes(data), base_position=512))[0]
+    b = next(iter_batches(bytes(data), base_position=512))
     with pytest.raises(CorruptRecordError, match="position 512"):
         b.records()
 

@@ -26,9 +26,11 @@ from __future__ import annotations
 import struct
 
 import pytest
+from aiokafka.record.default_records import _DefaultRecordBatchBuilderPy as AIOPyBuilder
+from aiokafka.record.default_records import _DefaultRecordBatchPy as AIOPyBatch
+from aiokafka.record.memory_records import _MemoryRecordsPy as AIOPyMemoryRecords
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from kafka.record.default_records import DefaultRecordBatch as KPBatch
 from kafka.record.default_records import DefaultRecordBatchBuilder as KPBuilder
 from kafka.record.memory_records import MemoryRecords as KPMemoryRecords
@@ -40,10 +42,6 @@ from kafkafs.record.batch import (
     encode_batch,
     iter_batches,
 )
-
-from aiokafka.record.default_records import _DefaultRecordBatchBuilderPy as AIOPyBuilder
-from aiokafka.record.default_records import _DefaultRecordBatchPy as AIOPyBatch
-from aiokafka.record.memory_records import _MemoryRecordsPy as AIOPyMemoryRecords
 
 try:  # the C extension (what aiokafka uses when it is built)
     from aiokafka.record._crecords import DefaultRecordBatch as AIOCBatch

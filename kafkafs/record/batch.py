@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import struct
 from collections import namedtuple as _namedtuple
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from itertools import repeat as _repeat
 
 from crc32c import crc32c
 
@@ -110,13 +111,26 @@ class RecordBatch:
     is where the batch starts in the file or buffer it was read from.
     """
 
-    __slots__ = ("buffer", "position", "base_offset", "batch_length", "partition_leader_epoch",
-                 "magic", "crc", "attributes", "last_offset_delta", "base_timestamp",
-                 "max_timestamp", "producer_id", "producer_epoch", "base_sequence",
-                 "records_count")
+    __slots__ = (
+        "attributes",
+        "base_offset",
+        "base_sequence",
+        "base_timestamp",
+        "batch_length",
+        "buffer",
+        "crc",
+        "last_offset_delta",
+        "magic",
+        "max_timestamp",
+        "partition_leader_epoch",
+        "position",
+        "producer_epoch",
+        "producer_id",
+        "records_count",
+    )
 
     @classmethod
-    def from_buffer(cls, buf, pos: int = 0, position: int | None = None) -> "RecordBatch":
+    def from_buffer(cls, buf, pos: int = 0, position: int | None = None) -> RecordBatch:
         """Parse the header of the batch at ``buf[pos:]``.
 
         ``buf`` must hold the whole batch (``length + 12`` bytes from ``pos``); ``position``
@@ -293,11 +307,10 @@ def _decode_records(batch: RecordBatch, values_only: bool = False) -> list:
     dv = decode_varint
     new = _new_tuple
     rec = Record
-    n = 0
     # Positions past 256 are int objects of their own: every "pos + k" allocates, so the
     # loop computes each sum once (rec_end, key_end, value_end) and reuses it.
     try:
-        for n in range(count):
+        for _ in _repeat(None, count):  # (no int object per iteration, unlike range)
             # length
             b = buf[pos]
             if b < 0x80:
@@ -389,7 +402,7 @@ def _decode_records(batch: RecordBatch, values_only: bool = False) -> list:
                 append(new(rec, (base_offset + off_delta, base_ts + ts_delta, key, value,
                                  headers)))
     except IndexError:
-        raise CorruptRecordError(f"batch ends inside record {n} of {count}") from None
+        raise CorruptRecordError(f"batch ends inside record {len(out)} of {count}") from None
     if uncompressed and pos != end:
         raise CorruptRecordError(f"{end - pos} bytes left in the batch after its {count} records")
     if not values_only and batch.attributes & TIMESTAMP_TYPE_MASK:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import gzip
 import struct
-import zlib
 
 from .errors import CorruptRecordError, UnsupportedCodecError
 

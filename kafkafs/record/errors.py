@@ -31,7 +31,7 @@ class CorruptRecordError(ValueError):
             where.append(f"position {self.position}")
         return f"{': '.join(where) + ': ' if where else ''}{self.reason}"
 
-    def located(self, path: str | None = None, position: int | None = None) -> "CorruptRecordError":
+    def located(self, path: str | None = None, position: int | None = None) -> CorruptRecordError:
         """Return a copy naming ``path``/``position`` (those already set are kept)."""
         return CorruptRecordError(
             self.reason,
