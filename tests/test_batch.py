@@ -171,6 +171,13 @@ def test_records_without_headers_element():
     assert [(r.key, r.value, r.headers) for r in b] == [(b"k", b"v", ()), (None, b"w", ())]
 
 
+def test_records_of_other_shapes_rejected():
+    with pytest.raises(ValueError, match="not 5 fields"):
+        encode_batch([Record(0, TS, b"k", b"v", ())])  # a decoded record is not an input
+    with pytest.raises(ValueError, match="not 2 fields"):
+        encode_batch([(TS, b"k")])
+
+
 def test_create_time_timestamps_any_order_and_size():
     stamps = [TS, TS - 1, TS + 100_000, TS - 10**9, TS + 8191, TS + 2**40, 0, TS]
     recs = [(t, None, b"x", ()) for t in stamps]

@@ -512,6 +512,17 @@ def _encode_records(records, base_ts: int, offset_deltas) -> list:
     return parts
 
 
+def _four_fields(r) -> tuple:
+    """``(timestamp, key, value, headers)`` from a 3- or 4-field record; ValueError else
+    (a decoded :class:`Record` has 5 fields and an offset first: not an input record)."""
+    if len(r) == 4:
+        return r
+    if len(r) == 3:
+        return (r[0], r[1], r[2], ())
+    raise ValueError(f"a record to encode is (timestamp, key, value[, headers]), "
+                     f"not {len(r)} fields: {r!r:.80}")
+
+
 def encode_batch(
     records: Sequence[tuple],
     *,
@@ -574,8 +585,7 @@ def encode_batch(
     try:
         parts = _encode_records(records, base_ts, offset_deltas)
     except ValueError:  # a record without headers (3-tuple): normalise and retry
-        records = [(r[0], r[1], r[2], r[3] if len(r) > 3 else ()) for r in records]
-        parts = _encode_records(records, base_ts, offset_deltas)
+        parts = _encode_records([_four_fields(r) for r in records], base_ts, offset_deltas)
     payload = b"".join(parts)
     if compression != _codec.NONE:
         payload = _codec.compress(compression, payload)
