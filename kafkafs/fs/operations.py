@@ -18,6 +18,7 @@ fsync) goes to a worker thread. Errors leave through :func:`fs.errors.fuse_error
 
 from __future__ import annotations
 
+import bisect
 import errno
 import itertools
 import json
@@ -26,6 +27,7 @@ import os
 import stat
 import time
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import pyfuse3
 import trio
@@ -65,6 +67,25 @@ class FsOptions:
     read_only: bool = False
     uid: int = field(default_factory=os.getuid)
     gid: int = field(default_factory=os.getgid)
+
+
+RECORD_OVERHEAD_MAX = 32  # bytes a one-line record adds at most around the line (varints)
+BATCH_OVERHEAD_MAX = 128  # header and slack kept free in each batch
+
+
+def _groups(lines: list, budget: int):
+    """Split ``lines`` into consecutive groups whose estimated encoded size
+    (``len(line) + 24`` each) stays within ``budget``; every group has at least one line.
+    Cumulative sums and a binary search keep this out of a per-line Python loop."""
+    sums = list(accumulate(map(len, lines)))
+    n = len(lines)
+    start, base = 0, 0
+    while start < n:
+        j = start + bisect.bisect_right(range(start, n), budget,
+                                        key=lambda i: sums[i] - base + 24 * (i - start + 1))
+        j = max(j, start + 1)
+        yield lines[start:j]
+        base, start = sums[j - 1], j
 
 
 class _Handle:
@@ -585,9 +606,9 @@ class KafkaFS(pyfuse3.Operations):
         return len(buf)
 
     def _records_from_lines(self, h: _Handle, lines) -> list[tuple]:
+        """Keyed records from ``lines`` (``parse.key``); EINVAL for a line without the
+        separator."""
         ts = now_ms()
-        if not self.options.parse_key:
-            return [(ts, None, line, ()) for line in lines]
         sep = self.options.key_separator
         out = []
         for line in lines:
@@ -599,28 +620,26 @@ class KafkaFS(pyfuse3.Operations):
         return out
 
     def _produce_lines(self, h: _Handle, lg: Log, lines) -> None:
-        """Append ``lines`` in batches that fit ``max.message.bytes``."""
+        """Append ``lines`` in batches that fit ``max.message.bytes``; a line that cannot
+        fit in any batch raises RecordTooLargeError after the lines before it went in."""
+        if not lines:
+            return
         limit = lg.config.max_message_bytes
-        budget = max(1, limit - 128)
-        group: list = []
-        size = 0
-        for line in lines:
-            if len(line) + 32 > limit:
-                if group:
-                    self._append_group(h, lg, group)
-                raise RecordTooLargeError(
-                    f"a line of {len(line)} bytes exceeds max.message.bytes ({limit})")
-            if group and size + len(line) + 24 > budget:
-                self._append_group(h, lg, group)
-                group, size = [], 0
-            group.append(line)
-            size += len(line) + 24
-        if group:
+        too_long = [i for i, n in enumerate(map(len, lines)) if n + RECORD_OVERHEAD_MAX > limit] \
+            if max(map(len, lines)) + RECORD_OVERHEAD_MAX > limit else []
+        ok = lines[:too_long[0]] if too_long else lines
+        for group in _groups(ok, max(1, limit - BATCH_OVERHEAD_MAX)):
             self._append_group(h, lg, group)
+        if too_long:
+            raise RecordTooLargeError(
+                f"a line of {len(lines[too_long[0]])} bytes exceeds max.message.bytes ({limit})")
 
     def _append_group(self, h, lg: Log, group) -> None:
         try:
-            lg.append(self._records_from_lines(h, group))
+            if self.options.parse_key:
+                lg.append(self._records_from_lines(h, group))
+            else:
+                lg.append_lines(group)
         except RecordTooLargeError:
             if len(group) == 1:
                 raise

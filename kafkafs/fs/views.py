@@ -24,13 +24,9 @@ from collections import OrderedDict
 from typing import Callable
 
 from ..log.log import Log
+from ..record import fast
 from ..record.batch import TIMESTAMP_TYPE_NAMES, RecordBatch
-
-try:  # TODO(kafkafs): drop the fallback once record.batch_values has landed
-    from ..record.batch import batch_values
-except ImportError:  # pragma: no cover
-    def batch_values(batch):
-        return [r.value for r in batch.records()]
+from ..record.errors import CorruptRecordError
 
 MARK_BYTES = 256 * 1024
 CACHED_CHUNKS = 8
@@ -40,19 +36,25 @@ CACHED_CHUNKS = 8
 
 def render_messages(batch: RecordBatch) -> bytes:
     """kafka-console-consumer's default output: each value, ``null`` for a null value, one
-    per line. Control batches render as nothing."""
+    per line. Control batches render as nothing. Raises CorruptRecordError."""
     if batch.is_control:
         return b""
-    values = batch_values(batch)
-    return b"\n".join([b"null" if v is None else v for v in values]) + b"\n" if values else b""
+    try:
+        payload, exact = batch.payload()
+        return fast.render_values(payload, batch.records_count, exact=exact)
+    except CorruptRecordError as exc:
+        raise exc.located(position=batch.position) from None
 
 
 def measure_messages(batch: RecordBatch) -> int:
     """Length of :func:`render_messages` of ``batch`` without building it."""
     if batch.is_control:
         return 0
-    values = batch_values(batch)
-    return sum(4 if v is None else len(v) for v in values) + len(values)
+    try:
+        payload, exact = batch.payload()
+        return fast.rendered_size(payload, batch.records_count, exact=exact)
+    except CorruptRecordError as exc:
+        raise exc.located(position=batch.position) from None
 
 
 def _text(b: bytes | None):

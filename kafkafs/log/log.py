@@ -26,6 +26,7 @@ from ..record.batch import (
     Record,
     RecordBatch,
     encode_batch,
+    encode_lines_batch,
     set_base_offset,
 )
 from .config import LogConfig
@@ -134,6 +135,17 @@ class Log:
                 f"The record batch size {len(data)} bytes is larger than max.message.bytes "
                 f"({self.config.max_message_bytes}) of {self.name}")
         return data
+
+    def append_lines(self, lines: Sequence[bytes]) -> tuple[int, int]:
+        """Append ``lines`` as one batch of records with null keys and the lines as values,
+        timestamped now (the append file's hot path). Returns ``(first_offset,
+        last_offset)``; raises like :meth:`append`."""
+        if self.config.message_timestamp_type == "LogAppendTime":
+            data = encode_lines_batch(lines, now_ms(), compression=self._codec(None),
+                                      timestamp_type=LOG_APPEND_TIME)
+        else:
+            data = encode_lines_batch(lines, now_ms(), compression=self._codec(None))
+        return self.append_encoded(bytearray(data))
 
     def append(self, records: Sequence[tuple], *, compression: int | None = None) -> tuple[int, int]:
         """Append ``records`` ((timestamp_ms, key, value, headers) tuples) as one batch.

@@ -14,13 +14,12 @@ from __future__ import annotations
 import struct
 from collections import namedtuple as _namedtuple
 from collections.abc import Iterator, Sequence
-from itertools import repeat as _repeat
 
 from crc32c import crc32c
 
 from . import compression as _codec
+from . import fast as _fast
 from .errors import CorruptRecordError
-from .varint import decode_varint, encode_varint
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 BATCH_OVERHEAD = HEADER.size  # 61
@@ -55,27 +54,6 @@ _I64 = struct.Struct(">q")
 _U32 = struct.Struct(">I")
 
 # Lookup tables for the hot loops (a list index is far cheaper than a function call).
-# _VARINT_LIMIT: values 0 <= n < limit have a precomputed zigzag varint (1 or 2 bytes).
-_VARINT_LIMIT = 1 << 13
-_SMALL_VARINTS = [encode_varint(n) for n in range(_VARINT_LIMIT)]
-_MINUS_ONE = encode_varint(-1)
-_NO_HEADERS = b"\x00"  # header count 0
-_ATTRIBUTES_ZERO = b"\x00"  # record attributes (unused, always 0)
-# _UNZIGZAG[z] is the signed value of the unsigned zigzag form z, for every z a one- or
-# two-byte varint can hold (z < 2**14): one byte b -> _UNZIGZAG[b]; two bytes b, c (b has
-# the continuation bit) -> _UNZIGZAG[b - 128 + (c << 7)].
-_UNZIGZAG = [(z >> 1) ^ -(z & 1) for z in range(1 << 14)]
-# _UNZIGZAG2[b][c]: the same for two bytes without arithmetic on the way (indexes are
-# small ints; "b - 128 + (c << 7)" would allocate). Rows below 128 are never used.
-_UNZIGZAG2 = [None] * 0x80 + [_UNZIGZAG[b - 0x80:1 << 14:0x80] for b in range(0x80, 0x100)]
-
-
-def _varint(n: int) -> bytes:
-    if 0 <= n < _VARINT_LIMIT:
-        return _SMALL_VARINTS[n]
-    return encode_varint(n)
-
-
 Header = tuple  # (key: str, value: bytes | None)
 
 _new_tuple = tuple.__new__
@@ -99,6 +77,11 @@ class Record(_namedtuple("Record", ("offset", "timestamp", "key", "value", "head
     def __repr__(self):
         return (f"Record(offset={self[0]}, timestamp={self[1]}, key={self[2]!r}, "
                 f"value={self[3]!r}, headers={self[4]!r})")
+
+
+def _make_record(t, _new=_new_tuple) -> Record:
+    """A Record from a decoded 5-tuple (headers already a tuple), without __new__ checks."""
+    return _new(Record, t)
 
 
 class RecordBatch:
@@ -229,9 +212,22 @@ class RecordBatch:
         (:meth:`ensure_valid`). Raises CorruptRecordError naming the batch's position.
         """
         try:
-            return _decode_records(self)
+            payload, exact = self.payload()
+            fixed = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
+            return list(map(_make_record, _fast.decode(
+                payload, self.records_count, self.base_offset, self.base_timestamp, fixed,
+                exact=exact)))
         except CorruptRecordError as exc:
             raise exc.located(position=self.position) from None
+
+    def payload(self) -> tuple[bytes, bool]:
+        """``(records section, exact)``: the bytes after the 61-byte header, decompressed
+        when the codec bits are set; ``exact`` is True for an uncompressed batch (no bytes
+        may follow the last record). Raises CorruptRecordError on damaged compressed data."""
+        codec = self.attributes & COMPRESSION_MASK
+        if codec == _codec.NONE:
+            return bytes(self.buffer[BATCH_OVERHEAD:]), True
+        return _codec.decompress(codec, self.buffer[BATCH_OVERHEAD:]), False
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records())
@@ -239,177 +235,6 @@ class RecordBatch:
     def __repr__(self):
         return (f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
                 f"count={self.records_count}, position={self.position}, size={self.size})")
-
-
-def _payload(batch: RecordBatch):
-    """``(records bytes, uncompressed?)`` of ``batch``: decompressed, or a copy of the raw
-    bytes (slicing ``bytes`` gives ``bytes`` directly, cheaper than memoryview + copy)."""
-    codec = batch.attributes & COMPRESSION_MASK
-    if codec == _codec.NONE:
-        return bytes(batch.buffer[BATCH_OVERHEAD:]), True
-    return _codec.decompress(codec, batch.buffer[BATCH_OVERHEAD:]), False
-
-
-def _decode_headers(buf: bytes, pos: int, end: int):
-    """Decode a header count and the headers that follow (``DefaultRecord.readHeaders``).
-
-    ``end`` bounds the record (sanity check of the count). Returns ``(headers tuple,
-    next_pos)``. Raises CorruptRecordError on a negative or impossible count, a null or
-    non-UTF-8 header key, or a buffer that ends inside a varint.
-    """
-    n_headers, pos = decode_varint(buf, pos)
-    if n_headers == 0:
-        return (), pos
-    if n_headers < 0:
-        raise CorruptRecordError(f"negative header count {n_headers}")
-    if n_headers > end - pos:  # every header takes at least 2 bytes; don't loop on garbage
-        raise CorruptRecordError(f"header count {n_headers} exceeds the record")
-    headers = []
-    for _h in range(n_headers):
-        hk_len, pos = decode_varint(buf, pos)
-        if hk_len < 0:
-            raise CorruptRecordError("null header key")
-        hkey = buf[pos:pos + hk_len]
-        pos += hk_len
-        hv_len, pos = decode_varint(buf, pos)
-        if hv_len >= 0:
-            hval = buf[pos:pos + hv_len]
-            pos += hv_len
-        else:
-            hval = None
-        try:
-            headers.append((hkey.decode("utf-8"), hval))
-        except UnicodeDecodeError:
-            raise CorruptRecordError("header key is not UTF-8") from None
-    return tuple(headers), pos
-
-
-def _decode_records(batch: RecordBatch, values_only: bool = False) -> list:
-    """Decode the records of ``batch`` (``DefaultRecord.readFrom`` for each).
-
-    One flat loop: every varint takes an inline path for one and two bytes (a table
-    lookup), longer ones call :func:`decode_varint`. With ``values_only`` the result is the
-    list of values instead of :class:`Record` objects (keys are skipped, not copied);
-    validation is the same either way.
-    """
-    count = batch.records_count
-    if count < 0:
-        raise CorruptRecordError(f"negative record count {count}")
-    buf, uncompressed = _payload(batch)
-    base_offset = batch.base_offset
-    base_ts = batch.base_timestamp
-    out = []
-    append = out.append
-    pos = 0
-    end = len(buf)
-    unzz = _UNZIGZAG
-    unzz2 = _UNZIGZAG2
-    dv = decode_varint
-    new = _new_tuple
-    rec = Record
-    # Positions past 256 are int objects of their own: every "pos + k" allocates, so the
-    # loop computes each sum once (rec_end, key_end, value_end) and reuses it.
-    try:
-        for _ in _repeat(None, count):  # (no int object per iteration, unlike range)
-            # length
-            b = buf[pos]
-            if b < 0x80:
-                length = unzz[b]
-                pos += 1
-            else:
-                c = buf[pos + 1]
-                if c < 0x80:
-                    length = unzz2[b][c]
-                    pos += 2
-                else:
-                    length, pos = dv(buf, pos)
-            rec_end = pos + length
-            if length < 0 or rec_end > end:
-                raise CorruptRecordError(f"record length {length} is out of bounds")
-            # attributes (one byte, unused), then timestampDelta
-            b = buf[pos + 1]
-            if b < 0x80:
-                ts_delta = unzz[b]
-                pos += 2
-            else:
-                c = buf[pos + 2]
-                if c < 0x80:
-                    ts_delta = unzz2[b][c]
-                    pos += 3
-                else:
-                    ts_delta, pos = dv(buf, pos + 1)
-            # offsetDelta
-            b = buf[pos]
-            if b < 0x80:
-                off_delta = unzz[b]
-                pos += 1
-            else:
-                c = buf[pos + 1]
-                if c < 0x80:
-                    off_delta = unzz2[b][c]
-                    pos += 2
-                else:
-                    off_delta, pos = dv(buf, pos)
-            # key
-            b = buf[pos]
-            if b < 0x80:
-                key_len = unzz[b]
-                pos += 1
-            else:
-                c = buf[pos + 1]
-                if c < 0x80:
-                    key_len = unzz2[b][c]
-                    pos += 2
-                else:
-                    key_len, pos = dv(buf, pos)
-            if key_len >= 0:
-                key_end = pos + key_len
-                key = None if values_only else buf[pos:key_end]
-                pos = key_end
-            else:
-                key = None
-            # value
-            b = buf[pos]
-            if b < 0x80:
-                value_len = unzz[b]
-                pos += 1
-            else:
-                c = buf[pos + 1]
-                if c < 0x80:
-                    value_len = unzz2[b][c]
-                    pos += 2
-                else:
-                    value_len, pos = dv(buf, pos)
-            if value_len >= 0:
-                value_end = pos + value_len
-                value = buf[pos:value_end]
-                pos = value_end
-            else:
-                value = None
-            # headers (almost always none: a single 0 byte)
-            if buf[pos] == 0:
-                headers = ()
-                pos += 1
-            else:
-                headers, pos = _decode_headers(buf, pos, rec_end)
-            if pos != rec_end:
-                raise CorruptRecordError(
-                    f"invalid record size: expected to read {length} bytes in record payload, "
-                    f"but instead read {pos - (rec_end - length)}")
-            if values_only:
-                append(value)
-            else:
-                append(new(rec, (base_offset + off_delta, base_ts + ts_delta, key, value,
-                                 headers)))
-    except IndexError:
-        raise CorruptRecordError(f"batch ends inside record {len(out)} of {count}") from None
-    if uncompressed and pos != end:
-        raise CorruptRecordError(f"{end - pos} bytes left in the batch after its {count} records")
-    if not values_only and batch.attributes & TIMESTAMP_TYPE_MASK:
-        # LogAppendTime: every record reads as the batch's max timestamp (rare: rebuild)
-        ts = batch.max_timestamp
-        out = [new(rec, (r[0], ts, r[2], r[3], r[4])) for r in out]
-    return out
 
 
 def batch_values(batch: RecordBatch) -> list:
@@ -422,24 +247,10 @@ def batch_values(batch: RecordBatch) -> list:
     naming the batch's position.
     """
     try:
-        return _decode_records(batch, True)
+        payload, exact = batch.payload()
+        return _fast.values(payload, batch.records_count, exact=exact)
     except CorruptRecordError as exc:
         raise exc.located(position=batch.position) from None
-
-
-def _encode_headers(headers) -> bytes:
-    """Header count varint + headers (``DefaultRecord.writeTo``); keys str (UTF-8) or bytes."""
-    parts = [_varint(len(headers))]
-    for hkey, hval in headers:
-        hk = hkey.encode("utf-8") if isinstance(hkey, str) else bytes(hkey)
-        parts.append(_varint(len(hk)))
-        parts.append(hk)
-        if hval is None:
-            parts.append(_MINUS_ONE)
-        else:
-            parts.append(_varint(len(hval)))
-            parts.append(hval)
-    return b"".join(parts)
 
 
 def encode_record_body(offset_delta: int, timestamp_delta: int, key, value, headers=()) -> bytes:
@@ -448,79 +259,7 @@ def encode_record_body(offset_delta: int, timestamp_delta: int, key, value, head
     ``key``/``value``: bytes-like or None; ``headers``: sequence of ``(str, bytes | None)``.
     Returns the record's bytes as they sit in an uncompressed batch.
     """
-    parts = [_ATTRIBUTES_ZERO, _varint(timestamp_delta), _varint(offset_delta)]
-    if key is None:
-        parts.append(_MINUS_ONE)
-    else:
-        parts.append(_varint(len(key)))
-        parts.append(key)
-    if value is None:
-        parts.append(_MINUS_ONE)
-    else:
-        parts.append(_varint(len(value)))
-        parts.append(value)
-    parts.append(_encode_headers(headers) if headers else _NO_HEADERS)
-    body = b"".join(parts)
-    return _varint(len(body)) + body
-
-
-def _encode_records(records, base_ts: int, offset_deltas) -> list:
-    """The parts (bytes-like objects) of ``records`` encoded back to back, to be joined.
-
-    ``records``: sequence of 4-tuples ``(timestamp, key, value, headers)``; raises
-    ValueError when one has another length (the caller normalises and retries).
-    Timestamp deltas are relative to ``base_ts``; ``offset_deltas``: sequence of ints or
-    None for ``0, 1, 2, ...``.
-    """
-    parts = []
-    extend = parts.extend
-    small = _SMALL_VARINTS
-    limit = _VARINT_LIMIT
-    ev = encode_varint
-    minus_one = _MINUS_ONE
-    no_headers = _NO_HEADERS
-    attributes = _ATTRIBUTES_ZERO
-    empty = b""
-    if offset_deltas is None:
-        offset_deltas = range(len(records))
-    for delta, (ts, key, value, headers) in zip(offset_deltas, records):
-        dt = ts - base_ts
-        tsv = small[dt] if 0 <= dt < limit else ev(dt)
-        ofv = small[delta] if 0 <= delta < limit else ev(delta)
-        if key is None:
-            kv = minus_one
-            key = empty
-            kl = 0
-        else:
-            kl = len(key)
-            kv = small[kl] if kl < limit else ev(kl)
-        if value is None:
-            vv = minus_one
-            value = empty
-            vl = 0
-        else:
-            vl = len(value)
-            vv = small[vl] if vl < limit else ev(vl)
-        if headers:
-            hb = _encode_headers(headers)
-            size = 1 + len(tsv) + len(ofv) + len(kv) + kl + len(vv) + vl + len(hb)
-        else:
-            hb = no_headers
-            size = 2 + len(tsv) + len(ofv) + len(kv) + kl + len(vv) + vl
-        extend((small[size] if size < limit else ev(size), attributes, tsv, ofv, kv, key, vv,
-                value, hb))
-    return parts
-
-
-def _four_fields(r) -> tuple:
-    """``(timestamp, key, value, headers)`` from a 3- or 4-field record; ValueError else
-    (a decoded :class:`Record` has 5 fields and an offset first: not an input record)."""
-    if len(r) == 4:
-        return r
-    if len(r) == 3:
-        return (r[0], r[1], r[2], ())
-    raise ValueError(f"a record to encode is (timestamp, key, value[, headers]), "
-                     f"not {len(r)} fields: {r!r:.80}")
+    return _fast.encode([(timestamp_delta, key, value, headers)], 0, [offset_delta])
 
 
 def encode_batch(
@@ -582,11 +321,43 @@ def encode_batch(
             base_ts = NO_TIMESTAMP if delete_horizon_ms is None else delete_horizon_ms
     if max_timestamp is not None:
         max_ts = max_timestamp
-    try:
-        parts = _encode_records(records, base_ts, offset_deltas)
-    except ValueError:  # a record without headers (3-tuple): normalise and retry
-        parts = _encode_records([_four_fields(r) for r in records], base_ts, offset_deltas)
-    payload = b"".join(parts)
+    for r in records[:1]:
+        if len(r) not in (3, 4):
+            raise ValueError(f"a record to encode is (timestamp, key, value[, headers]), "
+                             f"not {len(r)} fields: {r!r:.80}")
+    payload = _fast.encode(records, base_ts, offset_deltas)
+    return _finish_batch(payload, n, base_offset=base_offset, compression=compression,
+                         timestamp_type=timestamp_type, last_offset_delta=last_offset_delta,
+                         base_ts=base_ts, max_ts=max_ts, producer_id=producer_id,
+                         producer_epoch=producer_epoch, base_sequence=base_sequence,
+                         partition_leader_epoch=partition_leader_epoch,
+                         is_transactional=is_transactional, is_control=is_control,
+                         has_delete_horizon=delete_horizon_ms is not None)
+
+
+def encode_lines_batch(lines: Sequence[bytes], timestamp: int, *, compression: int = _codec.NONE,
+                       timestamp_type: int = CREATE_TIME) -> bytes:
+    """Encode ``lines`` as a batch of records with null keys, the lines as values, no
+    headers and one timestamp (ms; the log append time under ``LOG_APPEND_TIME``), base
+    offset 0 — the append file's hot path. Equals ``encode_batch([(timestamp, None, line,
+    ()) ...])`` byte for byte. Raises ValueError on an empty list."""
+    n = len(lines)
+    if not n:
+        raise ValueError("nothing to encode")
+    return _finish_batch(_fast.encode_lines(lines, timestamp), n, base_offset=0,
+                         compression=compression, timestamp_type=timestamp_type,
+                         last_offset_delta=n - 1, base_ts=timestamp, max_ts=timestamp)
+
+
+def _finish_batch(payload: bytes, n: int, *, base_offset: int, compression: int,
+                  timestamp_type: int, last_offset_delta: int, base_ts: int, max_ts: int,
+                  producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
+                  base_sequence: int = NO_SEQUENCE,
+                  partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+                  is_transactional: bool = False, is_control: bool = False,
+                  has_delete_horizon: bool = False) -> bytes:
+    """Compress ``payload`` (the encoded records) and put the 61-byte header with its CRC
+    in front (``DefaultRecordBatch.writeHeader``)."""
     if compression != _codec.NONE:
         payload = _codec.compress(compression, payload)
     attributes = compression & COMPRESSION_MASK
@@ -596,7 +367,7 @@ def encode_batch(
         attributes |= TRANSACTIONAL_MASK
     if is_control:
         attributes |= CONTROL_MASK
-    if delete_horizon_ms is not None:
+    if has_delete_horizon:
         attributes |= DELETE_HORIZON_MASK
     length = BATCH_OVERHEAD - LOG_OVERHEAD + len(payload)
     header = bytearray(HEADER.pack(base_offset, length, partition_leader_epoch, CURRENT_MAGIC, 0,
