@@ -124,6 +124,17 @@ def line(name, ours, ref, unit, target=None):
     return ratio
 
 
+def first_reads(dir_path: str, names: list[str]) -> float:
+    """open+read+close of each of ``names`` once (none is in the kernel's dentry cache
+    yet, so every read pays a lookup); returns ops/s."""
+    t0 = time.perf_counter()
+    for name in names:
+        fd = os.open(os.path.join(dir_path, name), os.O_RDONLY)
+        os.read(fd, 65536)
+        os.close(fd)
+    return len(names) / (time.perf_counter() - t0)
+
+
 def point_reads(dir_path: str, names: list[str], seconds: float = 3.0) -> float:
     """open+read+close of random names in ``dir_path``; returns ops/s."""
     rnd = random.Random(3)
@@ -158,7 +169,7 @@ def build_log(logs: str, topic: str, n: int, batch: int = 100):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=200, help="MB of lines to append (default 200)")
-    ap.add_argument("--big-records", type=int, default=1_000_000,
+    ap.add_argument("--big-records", type=int, default=10_000_000,
                     help="records in the large log of the point-read scaling test")
     ap.add_argument("--partitions", type=int, default=1000)
     ap.add_argument("--skip", action="append", default=[],
@@ -224,12 +235,15 @@ def main():
             build_log(big_logs, "p", args.big_records)
             print(f"#   built a log of {args.big_records} records in "
                   f"{time.perf_counter() - t0:.1f}s", flush=True)
+            rnd = random.Random(5)
             d = Daemon(mnt, small_logs).start()
+            small_first = first_reads(f"{mnt}/p/0/offset",
+                                      [str(i) for i in rnd.sample(range(10_000), 3000)])
             small_rate = point_reads(f"{mnt}/p/0/offset", [str(i) for i in range(10_000)])
             d.stop()
             d = Daemon(mnt, big_logs).start()
-            big_rate = point_reads(f"{mnt}/p/0/offset",
-                                   [str(i) for i in range(0, args.big_records, 7)])
+            big_first = first_reads(f"{mnt}/p/0/offset",
+                                    [str(i) for i in rnd.sample(range(args.big_records), 3000)])
             d.stop()
             tmnt = os.path.join(work, "trivial2")
             os.makedirs(tmnt)
@@ -241,9 +255,9 @@ def main():
             tp.wait(30)
             results["point"] = line("point reads (open+read+close)", small_rate, triv_rate,
                                     "ops/s", 0.5)
-            slow = small_rate / big_rate
-            print(f"{'point reads, ' + str(args.big_records) + ' vs 10^4 records':<34} "
-                  f"{big_rate:10.0f} vs {small_rate:.0f} ops/s: {slow:.2f}x slower per read "
+            slow = small_first / big_first
+            print(f"{'first reads, ' + str(args.big_records) + ' vs 10^4 records':<34} "
+                  f"{big_first:10.0f} vs {small_first:.0f} ops/s: {slow:.2f}x slower per read "
                   f"(target <= 1.3x){'  ok' if slow <= 1.3 else '  ABOVE target'}", flush=True)
         if "memory" not in args.skip:
             many = os.path.join(work, "many-logs")

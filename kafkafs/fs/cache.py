@@ -57,7 +57,8 @@ class BatchCache:
         batch = lg.batch_for(offset)
         if batch is None:
             return None
-        records = [] if batch.is_control else batch.records()
+        # plain tuples: a Record is made only for the offset asked for
+        records = [] if batch.is_control else batch.record_tuples()
         entry = _Entry(batch.base_offset, batch.last_offset, records, batch.size,
                        batch.timestamp_type, batch.is_control)
         key = (lg.topic, lg.partition, entry.base)
@@ -77,11 +78,11 @@ class BatchCache:
         recs = entry.records
         # offsets inside a batch are increasing; usually dense (index = offset - base)
         i = offset - entry.base
-        if 0 <= i < len(recs) and recs[i].offset == offset:
-            return recs[i], entry
+        if 0 <= i < len(recs) and recs[i][0] == offset:
+            return Record._make(recs[i]), entry
         for r in recs:
-            if r.offset == offset:
-                return r, entry
+            if r[0] == offset:
+                return Record._make(r), entry
         return None
 
     def _evict(self) -> None:

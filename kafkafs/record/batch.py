@@ -211,12 +211,16 @@ class RecordBatch:
         bytes left after ``records_count`` records of an uncompressed batch), not the CRC
         (:meth:`ensure_valid`). Raises CorruptRecordError naming the batch's position.
         """
+        return list(map(_make_record, self.record_tuples()))
+
+    def record_tuples(self) -> list[tuple]:
+        """Like :meth:`records`, as plain ``(offset, timestamp, key, value, headers)``
+        tuples (cheaper when most records are not needed as objects)."""
         try:
             payload, exact = self.payload()
             fixed = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
-            return list(map(_make_record, _fast.decode(
-                payload, self.records_count, self.base_offset, self.base_timestamp, fixed,
-                exact=exact)))
+            return _fast.decode(payload, self.records_count, self.base_offset,
+                                self.base_timestamp, fixed, exact=exact)
         except CorruptRecordError as exc:
             raise exc.located(position=self.position) from None
 
