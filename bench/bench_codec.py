@@ -46,6 +46,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder as KPBuilder
 from kafka.record.memory_records import MemoryRecords as KPMemoryRecords
 
 from kafkafs.record import compression as codecs
+from kafkafs.record import fast as _fast
 from kafkafs.record.batch import batch_values, encode_batch, iter_batches
 
 try:
@@ -235,7 +236,8 @@ def main(argv=None) -> int:
     print(f"# Python {platform.python_version()} on {platform.machine()}; "
           f"{args.records} records, {args.batch} per batch, values 100-200 B, keys 8 B; "
           f"best of {args.rounds} ({args.compressed_rounds} compressed), CPU time; {AIO_NAME} = "
-          f"{'C extension' if AIO_NAME == 'aiokafka' else 'pure Python'}")
+          f"{'C extension' if AIO_NAME == 'aiokafka' else 'pure Python'}; kafkafs record "
+          f"codec = {'C speedups' if _fast.HAVE_C else 'pure Python (KAFKAFS_NO_SPEEDUPS)'}")
     for name in args.codecs.split(","):
         codec = CODECS[name]
         n, rounds = args.records, args.rounds
