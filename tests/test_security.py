@@ -183,3 +183,31 @@ def test_full_disk_reaches_the_writer_and_loses_nothing(tmp_path):
     finally:
         m.stop()
         subprocess.run(["umount", "-l", str(logs)])
+
+
+def test_corrupt_batch_is_eio_naming_file_and_position(mount_factory):
+    m = mount_factory(extra_args=["--override", "log.segment.bytes=4000"])
+    os.mkdir(m.path("t"))
+    for i in range(60):
+        subprocess.run(f"echo 'line-{i:03d}-' >> {m.path('t', '0', 'append')}", shell=True,
+                       check=True)
+    assert m.umount() == 0
+    seg = os.path.join(m.log_dirs[0], "t-0", "00000000000000000000.log")
+    data = bytearray(open(seg, "rb").read())
+    pos = data.index(b"line-005-")
+    data[pos + 5] ^= 0x01  # a bit flip inside a sealed segment: its CRC no longer matches
+    open(seg, "wb").write(bytes(data))
+    m.start()
+    p = m.path("t", "0")
+    with pytest.raises(OSError) as e:
+        open(f"{p}/offset/5", "rb").read()
+    assert e.value.errno == errno.EIO
+    with pytest.raises(OSError) as e:
+        open(f"{p}/messages", "rb").read()
+    assert e.value.errno == errno.EIO
+    assert open(f"{p}/offset/59", "rb").read() == b"line-059-"  # the rest stays readable
+    assert "00000000000000000000.log" in m.log() and "crc" in m.log()
+    r = kafkafs("consume", "--log-dirs", m.log_dirs[0], "--topic", "t", "--from-beginning",
+                "--timeout-ms", "200", check=False)
+    assert r.returncode == 1 and b"00000000000000000000.log: position" in r.stderr
+    assert b"\nerror: " in r.stderr and b"Traceback" not in r.stderr

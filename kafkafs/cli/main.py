@@ -7,6 +7,8 @@ import argparse
 import sys
 
 from .. import __version__
+from ..log.errors import LogError
+from ..record.errors import CorruptRecordError
 from .common import CliError, fail
 
 
@@ -32,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args) or 0
-    except CliError as exc:
+    except (CliError, LogError, CorruptRecordError) as exc:
         return fail(str(exc))
     except BrokenPipeError:
         return 0

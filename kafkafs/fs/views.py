@@ -190,7 +190,7 @@ class LineView:
         seg = self.log.segment_at(self._seg[i])
         parts = []
         if seg is not None:
-            for batch in seg.batches(self._filepos[i]):
+            for batch in seg.batches(self._filepos[i], validate=True):
                 if batch.base_offset >= stop:
                     break
                 parts.append(self.render(batch))

@@ -30,6 +30,7 @@ from ..record.batch import (
     set_base_offset,
 )
 from .config import LogConfig
+from ..record.errors import CorruptRecordError
 from .errors import OffsetOutOfRangeError, ReadOnlyLogError, RecordTooLargeError
 from .segment import LogSegment
 
@@ -266,12 +267,13 @@ class Log:
         with self.lock:
             return self._segments.get(base_offset)
 
-    def segment_batches(self, start_offset: int | None = None
+    def segment_batches(self, start_offset: int | None = None, validate: bool = True
                         ) -> Iterator[tuple[LogSegment, RecordBatch]]:
         """Yield ``(segment, batch)`` for batches holding offsets >= ``start_offset``
         (default: log start), in order across segments, up to the log end offset as it
         stands when the call starts. Segments removed by retention meanwhile end the
-        iteration early."""
+        iteration early. Each batch's CRC is checked unless ``validate`` is False (as a
+        Kafka consumer's ``check.crcs``): CorruptRecordError names the file and position."""
         with self.lock:
             end = self._log_end_offset
             start = self.log_start_offset if start_offset is None else \
@@ -290,7 +292,7 @@ class Log:
                     pos = first.position
                 else:
                     pos = 0
-                for batch in seg.batches(pos, size):
+                for batch in seg.batches(pos, size, validate=validate):
                     if batch.base_offset >= end:
                         return
                     if batch.last_offset < start:
@@ -301,9 +303,10 @@ class Log:
                     return
                 raise
 
-    def batches(self, start_offset: int | None = None) -> Iterator[RecordBatch]:
+    def batches(self, start_offset: int | None = None, validate: bool = True
+                ) -> Iterator[RecordBatch]:
         """Like :meth:`segment_batches`, batches only."""
-        for _seg, batch in self.segment_batches(start_offset):
+        for _seg, batch in self.segment_batches(start_offset, validate):
             yield batch
 
     def records(self, start_offset: int | None = None, end_offset: int | None = None,
@@ -323,14 +326,10 @@ class Log:
 
     def read_record(self, offset: int) -> Record | None:
         """The record at exactly ``offset``; None when the offset is inside the log but holds
-        no record (compacted away, or a control record). Raises OffsetOutOfRangeError."""
-        self.check_offset(offset)
-        with self.lock:
-            seg = self._segment_floor(offset)
-        if seg is None:
-            return None
-        batch = seg.translate_offset(offset)
-        if batch is None or batch.base_offset > offset or batch.is_control:
+        no record (compacted away, or a control record). Raises OffsetOutOfRangeError,
+        CorruptRecordError."""
+        batch = self.batch_for(offset)
+        if batch is None or batch.is_control:
             return None
         for r in batch.records():
             if r.offset == offset:
@@ -338,7 +337,8 @@ class Log:
         return None
 
     def batch_for(self, offset: int) -> RecordBatch | None:
-        """The batch containing ``offset`` (None if none does). Raises OffsetOutOfRangeError."""
+        """The batch containing ``offset`` (None if none does), its CRC checked.
+        Raises OffsetOutOfRangeError, CorruptRecordError (naming file and position)."""
         self.check_offset(offset)
         with self.lock:
             seg = self._segment_floor(offset)
@@ -347,6 +347,10 @@ class Log:
         batch = seg.translate_offset(offset)
         if batch is None or batch.base_offset > offset:
             return None
+        try:
+            batch.ensure_valid()
+        except CorruptRecordError as exc:
+            raise exc.located(path=seg.log_path) from None
         return batch
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
