@@ -172,6 +172,8 @@ def main():
     ap.add_argument("--big-records", type=int, default=10_000_000,
                     help="records in the large log of the point-read scaling test")
     ap.add_argument("--partitions", type=int, default=1000)
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs per throughput figure, best taken (default 3)")
     ap.add_argument("--skip", action="append", default=[],
                     help="append, read, point, memory (repeatable)")
     args = ap.parse_args()
@@ -189,12 +191,18 @@ def main():
         d = Daemon(mnt, logs).start()
         os.mkdir(os.path.join(mnt, "bench"))
         if "append" not in args.skip:
-            plain = os.path.join(work, "plain.out")
-            t_ref = timed(["dd", f"if={lines_path}", f"of={plain}", "conv=fsync", "bs=1M"],
-                          stderr=subprocess.DEVNULL)
-            os.unlink(plain)
-            t = timed(["dd", f"if={lines_path}", f"of={mnt}/bench/0/append", "oflag=append",
-                       "conv=notrunc,fsync", "bs=1M"], stderr=subprocess.DEVNULL)
+            t_ref = t = float("inf")
+            for rep in range(args.repeat):  # best of N: this machine's disk is noisy
+                plain = os.path.join(work, "plain.out")
+                t_ref = min(t_ref, timed(["dd", f"if={lines_path}", f"of={plain}", "conv=fsync",
+                                          "bs=1M"], stderr=subprocess.DEVNULL))
+                os.unlink(plain)
+                topic = "bench" if rep == 0 else f"bench{rep}"
+                if rep:
+                    os.mkdir(os.path.join(mnt, topic))
+                t = min(t, timed(["dd", f"if={lines_path}", f"of={mnt}/{topic}/0/append",
+                                  "oflag=append", "conv=notrunc,fsync", "bs=1M"],
+                                 stderr=subprocess.DEVNULL))
             results["append"] = line("append, durable (dd conv=fsync)", mbps(size, t),
                                      mbps(size, t_ref), "MB/s", 0.5)
             print(f"#   daemon peak RSS while appending: {d.hwm_kb() / 1024:.0f} MB", flush=True)
@@ -205,24 +213,31 @@ def main():
         d.stop()
         if "read" not in args.skip:
             msg = f"{mnt}/bench/0/messages"
-            dropped = drop_caches()
-            d = Daemon(mnt, logs).start()
-            t_cold = timed(["cat", msg], stdout=subprocess.DEVNULL)
-            nbytes = os.path.getsize(msg)
-            t_warm = timed(["cat", msg], stdout=subprocess.DEVNULL)
-            d.stop()
+            t_cold = t_warm = t_triv = t_plain = float("inf")
+            dropped = False
+            nbytes = 0
+            for _rep in range(args.repeat):
+                dropped = drop_caches()
+                d = Daemon(mnt, logs).start()
+                t_cold = min(t_cold, timed(["cat", msg], stdout=subprocess.DEVNULL))
+                nbytes = os.path.getsize(msg)
+                t_warm = min(t_warm, timed(["cat", msg], stdout=subprocess.DEVNULL))
+                d.stop()
             tmnt = os.path.join(work, "trivial")
             os.makedirs(tmnt)
-            tp = subprocess.Popen([sys.executable, os.path.join(HERE, "trivialfs.py"), tmnt,
-                                   str(nbytes), "1"])
-            wait_mount(tmnt, tp)
-            t_triv = timed(["cat", f"{tmnt}/data"], stdout=subprocess.DEVNULL)
-            subprocess.run(["fusermount3", "-u", tmnt], check=True)
-            tp.wait(30)
+            for _rep in range(args.repeat):
+                drop_caches()
+                tp = subprocess.Popen([sys.executable, os.path.join(HERE, "trivialfs.py"), tmnt,
+                                       str(nbytes), "1"])
+                wait_mount(tmnt, tp)
+                t_triv = min(t_triv, timed(["cat", f"{tmnt}/data"], stdout=subprocess.DEVNULL))
+                subprocess.run(["fusermount3", "-u", tmnt], check=True)
+                tp.wait(30)
             timed(["cat", lines_path], stdout=subprocess.DEVNULL)  # warm it
-            t_plain = timed(["cat", lines_path], stdout=subprocess.DEVNULL)
-            print(f"#   messages: {nbytes} bytes; page cache dropped before cold read: "
-                  f"{dropped}", flush=True)
+            for _rep in range(args.repeat):
+                t_plain = min(t_plain, timed(["cat", lines_path], stdout=subprocess.DEVNULL))
+            print(f"#   messages: {nbytes} bytes; page cache dropped before cold reads: "
+                  f"{dropped}; best of {args.repeat}", flush=True)
             results["cold"] = line("read cold (cat messages, remount)", mbps(nbytes, t_cold),
                                    mbps(nbytes, t_triv), "MB/s", 0.7)
             results["warm"] = line("read warm (second cat)", mbps(nbytes, t_warm),

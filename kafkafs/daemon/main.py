@@ -82,6 +82,7 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
             mounted = True
             log.info("Mounted %s at %s", ",".join(config.log_dirs), mountpoint)
             async with trio.open_nursery() as nursery:
+                operations.nursery = nursery
                 nursery.start_soon(_on_signal, signals, nursery.cancel_scope)
                 if not fsopt.read_only:
                     nursery.start_soon(tasks.flush_scheduler, manager)

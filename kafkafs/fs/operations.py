@@ -46,6 +46,7 @@ from .views import LineView, measure_messages, render_jsonl, render_messages
 
 log = logging.getLogger(__name__)
 
+INLINE_RENDER_BYTES = 4 * 1024 * 1024  # view chunks up to this much log render on the loop
 LONG_TIMEOUT = 3600.0  # seconds the kernel may cache names and attributes that never change
 SHORT_TIMEOUT = 1.0
 BLOCK_SIZE = 128 * 1024
@@ -125,7 +126,8 @@ class KafkaFS(pyfuse3.Operations):
         self._fh = itertools.count(1)
         self._views: dict[tuple, LineView] = {}
         self.cache = BatchCache()
-        self._seen_generation: dict[int, int] = {}
+        self._prefetching: set = set()
+        self.nursery: trio.Nursery | None = None  # set by the daemon: background work
         self.mount_time_ns = time.time_ns()
 
     # -- helpers ---------------------------------------------------------------------
@@ -155,8 +157,14 @@ class KafkaFS(pyfuse3.Operations):
             node = self.inodes.by_key.get((kind, lg.topic, lg.partition, None))
             if node is None or node.lookups <= 0:
                 continue
+            v = self._views.get((lg.topic, lg.partition, kind))
+            # the front moved (retention, truncation): every cached page is wrong. That only
+            # happens off the request handlers (retention task, adoption), where dropping
+            # pages cannot wait on a read this daemon has yet to answer.
+            shifted = v is not None and v.start_offset is not None and \
+                v.start_offset != lg.log_start_offset
             try:
-                pyfuse3.invalidate_inode(node.inode, attr_only=True)
+                pyfuse3.invalidate_inode(node.inode, attr_only=not shifted)
             except OSError:
                 pass  # not known to the kernel (any more), or not supported
 
@@ -528,9 +536,9 @@ class KafkaFS(pyfuse3.Operations):
             if not v.is_current():
                 await trio.to_thread.run_sync(v.refresh)
             h.view = v
-            # keep the kernel's pages unless earlier bytes changed (retention) since last open
-            info.keep_cache = self._seen_generation.get(node.inode) == v.generation
-            self._seen_generation[node.inode] = v.generation
+            # the kernel keeps its pages across opens; when earlier bytes change (retention)
+            # _log_changed drops them explicitly
+            info.keep_cache = True
         elif kind == T.SEGFILE:
             lg = self._log(node)
             # never follow a symlink planted in a log dir (the name was checked at lookup,
@@ -554,10 +562,31 @@ class KafkaFS(pyfuse3.Operations):
             data = h.record.value if kind == T.OFFSET else h.record
             return (data or b"")[off:off + size]
         if h.view is not None:
-            return await trio.to_thread.run_sync(h.view.read, off, size)
+            v = h.view
+            # chunks of bounded size render right here (a pread, a CRC and a C loop over at
+            # most INLINE_RENDER_BYTES): a hop to a worker thread costs more than the work
+            data = v.read(off, size, render=INLINE_RENDER_BYTES)
+            if data is None:
+                data = await trio.to_thread.run_sync(v.read, off, size)
+            # read ahead: a worker renders the next chunk while the kernel copies this one
+            # (pread and the C renderer release the GIL: the two cores work together)
+            nxt = off + len(data)
+            if data and self.nursery is not None and v not in self._prefetching \
+                    and not v.cached(nxt):
+                self._prefetching.add(v)
+                self.nursery.start_soon(self._prefetch, v, nxt)
+            return data
         if h.fd >= 0:
             return await trio.to_thread.run_sync(os.pread, h.fd, size, off)
         raise _err(errno.EBADF)
+
+    async def _prefetch(self, v: LineView, off: int) -> None:
+        try:
+            await trio.to_thread.run_sync(v.read, off, 1)
+        except Exception:  # the reader meets (and reports) the same error itself
+            pass
+        finally:
+            self._prefetching.discard(v)
 
     @fuse_errors
     async def write(self, fh, off, buf):

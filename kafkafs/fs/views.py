@@ -24,12 +24,14 @@ from collections import OrderedDict
 from typing import Callable
 
 from ..log.log import Log
+from ..log.segment import READ_CHUNK
 from ..record import fast
 from ..record.batch import TIMESTAMP_TYPE_NAMES, RecordBatch
 from ..record.errors import CorruptRecordError
 
 MARK_BYTES = 256 * 1024
 CACHED_CHUNKS = 8
+LOCK_WAIT_S = 0.01
 
 
 # -- renderers: RecordBatch -> bytes (every line of the batch) ---------------------------
@@ -179,7 +181,16 @@ class LineView:
         self._cache.clear()
 
     # -- reading ---------------------------------------------------------------------
-    def _chunk(self, i: int) -> bytes:
+    def _chunk_log_bytes(self, i: int) -> int | None:
+        """Log bytes behind chunk ``i`` (None when it ends at the end of a segment)."""
+        if i + 1 < len(self._pos) and self._seg[i + 1] == self._seg[i]:
+            return self._filepos[i + 1] - self._filepos[i]
+        return None
+
+    def _chunk(self, i: int, render: bool | int = True) -> bytes | None:
+        """The rendered bytes from mark ``i`` to mark ``i + 1`` (cached). ``render``: True
+        renders when not cached; False never does (None then); an int renders only chunks
+        of at most that many log bytes."""
         last = i + 1 >= len(self._pos)
         stop = self.end_offset if last else self._offset[i + 1]
         key = (i, stop)
@@ -187,10 +198,16 @@ class LineView:
         if data is not None:
             self._cache.move_to_end(key)
             return data
+        known = self._chunk_log_bytes(i)
+        if render is False or (render is not True and (known is None or known > render)):
+            return None
         seg = self.log.segment_at(self._seg[i])
         parts = []
         if seg is not None:
-            for batch in seg.batches(self._filepos[i], validate=True):
+            # read the chunk's log bytes in one pread when its end is known
+            want = known if known is not None else READ_CHUNK
+            for batch in seg.batches(self._filepos[i], validate=True,
+                                     chunk_size=max(want, 4096)):
                 if batch.base_offset >= stop:
                     break
                 parts.append(self.render(batch))
@@ -200,16 +217,27 @@ class LineView:
             self._cache.popitem(last=False)
         return data
 
-    def read(self, off: int, size: int) -> bytes:
-        """Up to ``size`` bytes at view position ``off`` (short or empty at the end)."""
-        with self.lock:
+    def read(self, off: int, size: int, render: bool | int = True) -> bytes | None:
+        """Up to ``size`` bytes at view position ``off`` (short or empty at the end).
+
+        ``render=True`` renders whatever is needed. ``False`` (or an int: render only chunks
+        of at most that many log bytes) waits at most ``LOCK_WAIT_S`` for the lock (a
+        read-ahead rendering a bounded chunk) and does no unbounded work: it returns None
+        instead, and the caller retries with ``True`` in a worker thread."""
+        if render is True:
+            self.lock.acquire()
+        elif not self.lock.acquire(timeout=LOCK_WAIT_S):  # a read-ahead is rendering
+            return None
+        try:
             if off >= self.size or size <= 0:
                 return b""
             i = bisect.bisect_right(self._pos, off) - 1
             out = []
             need = min(size, self.size - off)
             while need > 0 and i < len(self._pos):
-                chunk = self._chunk(i)
+                chunk = self._chunk(i, render)
+                if chunk is None:
+                    return None
                 start = off - self._pos[i]
                 piece = chunk[start:start + need]
                 if not piece:
@@ -219,3 +247,13 @@ class LineView:
                 off += len(piece)
                 i += 1
             return b"".join(out)
+        finally:
+            self.lock.release()
+
+    def cached(self, off: int) -> bool:
+        """Whether the chunk holding view position ``off`` is rendered already (a hint)."""
+        i = bisect.bisect_right(self._pos, off) - 1
+        if i < 0 or off >= self.size:
+            return True
+        last = i + 1 >= len(self._pos)
+        return (i, self.end_offset if last else self._offset[i + 1]) in self._cache
