@@ -727,3 +727,19 @@ def test_c_memory_stays_flat():
     grown = _rss_kib() - start
     # one leaked value per call would be > 4 MiB here
     assert grown < 2048, f"RSS grew by {grown} KiB"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.binary(max_size=300).filter(lambda b: b"\n" not in b), max_size=40),
+       st.binary(max_size=20).filter(lambda b: b"\n" not in b), st.integers(1, 6000))
+def test_encode_text_takes_whole_lines_within_budget(lines, tail, budget):
+    text = b"".join(line + b"\n" for line in lines) + tail
+    impls = [fast.PYTHON] + ([fast.C] if fast.C is not None else [])
+    results = [impl.encode_text(text, 7, budget) for impl in impls]
+    assert all(r == results[0] for r in results)
+    payload, n, consumed = results[0]
+    assert payload == fast.PYTHON.encode_lines(lines[:n], 7)
+    assert consumed == sum(len(x) + 1 for x in lines[:n])
+    assert n == len(lines) or (n >= 1 and len(payload) <= budget) or n == 1
+    if lines:
+        assert n >= 1

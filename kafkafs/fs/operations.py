@@ -622,10 +622,22 @@ class KafkaFS(pyfuse3.Operations):
                     f"a line of more than {limit} bytes (max.message.bytes) was refused")
             h.buf += data[start:]
             return len(buf)
-        chunk = bytes(h.buf) + bytes(data[start:last_nl]) if h.buf else bytes(data[start:last_nl])
-        h.buf.clear()
-        lines = chunk.split(b"\n")
-        self._produce_lines(h, lg, lines)
+        if self.options.parse_key:
+            chunk = bytes(h.buf) + bytes(data[start:last_nl])
+            h.buf.clear()
+            self._produce_lines(h, lg, chunk.split(b"\n"))
+        else:
+            if h.buf:  # the line begun by earlier writes
+                first_nl = buf.find(b"\n", start)
+                line = bytes(h.buf) + bytes(data[start:first_nl])
+                h.buf.clear()
+                self._produce_lines(h, lg, [line])
+                start = first_nl + 1
+            # the complete lines go from the write buffer to batches in C, no line objects
+            pos = start
+            budget = max(1, limit - BATCH_OVERHEAD_MAX)
+            while pos <= last_nl:
+                pos += lg.append_text(data[pos:last_nl + 1], budget)
         rest = data[last_nl + 1:]
         if len(rest) > limit:
             h.discarding = True

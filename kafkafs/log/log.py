@@ -27,6 +27,7 @@ from ..record.batch import (
     RecordBatch,
     encode_batch,
     encode_lines_batch,
+    encode_text_batch,
     set_base_offset,
 )
 from .config import LogConfig
@@ -147,6 +148,19 @@ class Log:
         else:
             data = encode_lines_batch(lines, now_ms(), compression=self._codec(None))
         return self.append_encoded(bytearray(data))
+
+    def append_text(self, text, budget: int) -> int:
+        """Append the first ``\\n``-terminated lines of ``text`` (bytes-like) as one batch of
+        at most about ``budget`` bytes of records (always at least one line): null keys, the
+        lines as values, timestamped now. Returns the bytes of ``text`` consumed; raises like
+        :meth:`append` (a single line over ``max.message.bytes``: RecordTooLargeError)."""
+        ts_type = LOG_APPEND_TIME if self.config.message_timestamp_type == "LogAppendTime" \
+            else CREATE_TIME
+        data, consumed = encode_text_batch(text, now_ms(), budget,
+                                           compression=self._codec(None),
+                                           timestamp_type=ts_type)
+        self.append_encoded(data)
+        return consumed
 
     def append(self, records: Sequence[tuple], *, compression: int | None = None) -> tuple[int, int]:
         """Append ``records`` ((timestamp_ms, key, value, headers) tuples) as one batch.

@@ -1358,6 +1358,79 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(encode_text_doc,
+"encode_text(text, timestamp, budget) -> (payload, count, consumed)\n\n"
+"Encode the '\\n'-terminated lines at the start of `text` (bytes-like) as\n"
+"encode_lines would (newline stripped), stopping before the line that would take the\n"
+"payload past `budget` bytes -- but always taking the first line. Returns the payload,\n"
+"the number of records and the bytes of `text` consumed (newlines included). Bytes\n"
+"after the last newline are never consumed.");
+
+static PyObject *
+sp_encode_text(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"text", "timestamp", "budget", NULL};
+    PyObject *text, *payload = NULL, *result = NULL;
+    long long ts;
+    Py_ssize_t budget, pos = 0, count = 0;
+    bview tv;
+    wbuf w = {NULL, 0, 0};
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OLn:encode_text", kwlist, &text, &ts,
+                                     &budget))
+        return NULL;
+    if (bv_get(text, &tv, 0) < 0)
+        return NULL;
+    if (wb_init(&w, tv.len < budget ? tv.len + tv.len / 8 + 64 : budget + 64) < 0)
+        goto done;
+    while (pos < tv.len) {
+        const char *line = tv.p + pos;
+        const char *nl = memchr(line, '\n', (size_t)(tv.len - pos));
+        Py_ssize_t len, body, need;
+        char *p;
+
+        if (nl == NULL)
+            break;
+        len = nl - line;
+        if (count > INT32_MAX || len > INT32_MAX - 16) {
+            PyErr_SetString(PyExc_ValueError, "line or offset delta too large for a record");
+            goto done;
+        }
+        /* attributes, timestampDelta 0, offsetDelta, key -1, value, header count 0 */
+        body = 4 + varint_size(count) + varint_size(len) + len;
+        need = varint_size(body) + body;
+        if (count > 0 && w.used + need > budget)
+            break;
+        p = wb_reserve(&w, need);
+        if (p == NULL)
+            goto done;
+        {
+            char *start = p;
+            p = put_varint(p, body);
+            *p++ = 0;     /* attributes */
+            *p++ = 0;     /* timestampDelta 0 */
+            p = put_varint(p, count);
+            *p++ = 1;     /* key length -1 */
+            p = put_varint(p, len);
+            memcpy(p, line, (size_t)len);
+            p += len;
+            *p++ = 0;     /* no headers */
+            w.used += p - start;
+        }
+        count++;
+        pos += len + 1;
+    }
+    (void)ts;
+    payload = wb_finish(&w);
+    w.obj = NULL;
+    if (payload != NULL)
+        result = Py_BuildValue("(Nnn)", payload, count, pos);
+done:
+    Py_XDECREF(w.obj);
+    bv_release(&tv);
+    return result;
+}
+
 /* ------------------------------------------------------------------------------------ */
 
 static PyMethodDef methods[] = {
@@ -1373,6 +1446,8 @@ static PyMethodDef methods[] = {
      encode_doc},
     {"encode_lines", (PyCFunction)(void (*)(void))sp_encode_lines,
      METH_VARARGS | METH_KEYWORDS, encode_lines_doc},
+    {"encode_text", (PyCFunction)(void (*)(void))sp_encode_text,
+     METH_VARARGS | METH_KEYWORDS, encode_text_doc},
     {NULL, NULL, 0, NULL}
 };
 

@@ -480,12 +480,35 @@ def _py_encode_lines(lines, timestamp) -> bytes:
     return b"".join(parts)
 
 
+def _py_encode_text(text, timestamp, budget):
+    """``(payload, count, consumed)``: the ``\\n``-terminated lines at the start of
+    ``text`` encoded as :func:`encode_lines` would, stopping before the line that would take
+    the payload past ``budget`` bytes (the first line is always taken); bytes after the last
+    newline are never consumed."""
+    text = _as_bytes(text)
+    end = text.rfind(b"\n") + 1
+    lines = text[:end].split(b"\n")[:-1] if end else []
+    taken = 0
+    used = 0
+    for i, line in enumerate(lines):
+        vl = len(line)
+        body = 4 + len(_enc(i)) + len(_enc(vl)) + vl
+        need = len(_enc(body)) + body
+        if i and used + need > budget:
+            break
+        used += need
+        taken += 1
+    chosen = lines[:taken]
+    return (_py_encode_lines(chosen, timestamp), taken,
+            sum(map(len, chosen)) + taken)
+
+
 # -- selection ----------------------------------------------------------------------------
 
 PYTHON = types.SimpleNamespace(
     name="python", values=_py_values, render_values=_py_render_values,
     rendered_size=_py_rendered_size, decode=_py_decode, encode=_py_encode,
-    encode_lines=_py_encode_lines)
+    encode_lines=_py_encode_lines, encode_text=_py_encode_text)
 
 try:
     from . import _speedups
@@ -497,7 +520,8 @@ if _speedups is not None:
     C = types.SimpleNamespace(
         name="c", values=_speedups.values, render_values=_speedups.render_values,
         rendered_size=_speedups.rendered_size, decode=_speedups.decode,
-        encode=_speedups.encode, encode_lines=_speedups.encode_lines)
+        encode=_speedups.encode, encode_lines=_speedups.encode_lines,
+        encode_text=_speedups.encode_text)
 
 HAVE_C: bool = C is not None and os.environ.get("KAFKAFS_NO_SPEEDUPS", "") in ("", "0")
 _impl = C if HAVE_C else PYTHON
@@ -508,3 +532,4 @@ rendered_size = _impl.rendered_size
 decode = _impl.decode
 encode = _impl.encode
 encode_lines = _impl.encode_lines
+encode_text = _impl.encode_text
