@@ -7,22 +7,40 @@ import bisect
 from collections import OrderedDict
 
 from ..log.log import Log
-from ..record.batch import Record
+from ..record import fast
+from ..record.batch import LOG_APPEND_TIME, Record
+from ..record.errors import CorruptRecordError
 
 MAX_BATCHES = 512
 MAX_BYTES = 64 * 1024 * 1024  # encoded bytes of the cached batches
 
 
 class _Entry:
-    __slots__ = ("base", "last", "records", "size", "timestamp_type", "is_control")
+    """A batch kept as its (decompressed) records section; records are decoded one at a
+    time on demand and kept (creating and freeing a whole batch of objects per miss would
+    cost more than the read itself)."""
 
-    def __init__(self, base, last, records, size, timestamp_type, is_control):
-        self.base = base
-        self.last = last
-        self.records = records
-        self.size = size
-        self.timestamp_type = timestamp_type
-        self.is_control = is_control
+    __slots__ = ("base", "last", "payload", "exact", "count", "base_timestamp", "fixed",
+                 "decoded", "size", "timestamp_type", "is_control")
+
+    def __init__(self, batch):
+        self.base = batch.base_offset
+        self.last = batch.last_offset
+        self.is_control = batch.is_control
+        self.timestamp_type = batch.timestamp_type
+        self.size = batch.size
+        self.count = batch.records_count
+        self.base_timestamp = batch.base_timestamp
+        self.fixed = batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None
+        self.payload, self.exact = (b"", True) if self.is_control else batch.payload()
+        self.decoded: dict[int, tuple | None] = {}
+
+    def record(self, offset: int) -> tuple | None:
+        if offset not in self.decoded:
+            found = fast.decode(self.payload, self.count, self.base, self.base_timestamp,
+                                self.fixed, exact=self.exact, only=offset)
+            self.decoded[offset] = found[0] if found else None
+        return self.decoded[offset]
 
 
 class BatchCache:
@@ -57,10 +75,10 @@ class BatchCache:
         batch = lg.batch_for(offset)
         if batch is None:
             return None
-        # plain tuples: a Record is made only for the offset asked for
-        records = [] if batch.is_control else batch.record_tuples()
-        entry = _Entry(batch.base_offset, batch.last_offset, records, batch.size,
-                       batch.timestamp_type, batch.is_control)
+        try:
+            entry = _Entry(batch)
+        except CorruptRecordError as exc:
+            raise exc.located(position=batch.position) from None
         key = (lg.topic, lg.partition, entry.base)
         if key not in self._lru:
             self._lru[key] = entry
@@ -75,15 +93,11 @@ class BatchCache:
         entry = self.batch(lg, offset)
         if entry is None or entry.is_control:
             return None
-        recs = entry.records
-        # offsets inside a batch are increasing; usually dense (index = offset - base)
-        i = offset - entry.base
-        if 0 <= i < len(recs) and recs[i][0] == offset:
-            return Record._make(recs[i]), entry
-        for r in recs:
-            if r[0] == offset:
-                return Record._make(r), entry
-        return None
+        try:
+            found = entry.record(offset)
+        except CorruptRecordError as exc:
+            raise exc.located(path=lg.segment_path(entry.base)) from None
+        return (Record._make(found), entry) if found is not None else None
 
     def _evict(self) -> None:
         while len(self._lru) > self.max_batches or (self._bytes > self.max_bytes

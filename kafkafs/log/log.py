@@ -276,6 +276,12 @@ class Log:
                 f"Offset {offset} is out of range for {self.name}: log start offset "
                 f"{self.log_start_offset}, log end offset {self._log_end_offset}")
 
+    def segment_path(self, offset: int) -> str | None:
+        """The ``.log`` path of the segment that holds ``offset`` (for error messages)."""
+        with self.lock:
+            seg = self._segment_floor(offset)
+        return seg.log_path if seg is not None else None
+
     def segment_at(self, base_offset: int) -> LogSegment | None:
         """The live segment with this base offset, None if retention removed it."""
         with self.lock:

@@ -704,28 +704,37 @@ wrap_add(int64_t a, int64_t b)
 }
 
 PyDoc_STRVAR(decode_doc,
-"decode(payload, count, base_offset, base_timestamp, fixed_timestamp, *, exact=True)"
-" -> list[tuple]\n\n"
+"decode(payload, count, base_offset, base_timestamp, fixed_timestamp, *, exact=True,"
+" only=None) -> list[tuple]\n\n"
 "(offset, timestamp, key, value, headers) for each record. offset = base_offset +\n"
 "offsetDelta; timestamp = fixed_timestamp when not None (LogAppendTime), else\n"
-"base_timestamp + timestampDelta (64-bit arithmetic, wrapping as in Java).");
+"base_timestamp + timestampDelta (64-bit arithmetic, wrapping as in Java). With only=N\n"
+"every record is still validated but only the one at offset N is built (a list of at\n"
+"most one tuple).");
 
 static PyObject *
 sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"payload", "count", "base_offset", "base_timestamp",
-                             "fixed_timestamp", "exact", NULL};
-    PyObject *payload, *fixed_obj, *list = NULL, *empty = NULL, *ts_obj = NULL;
-    long long base_offset, base_ts, fixed_ts = 0, last_ts = 0;
+                             "fixed_timestamp", "exact", "only", NULL};
+    PyObject *payload, *fixed_obj, *only_obj = Py_None, *list = NULL, *empty = NULL,
+             *ts_obj = NULL;
+    long long base_offset, base_ts, fixed_ts = 0, last_ts = 0, only = 0;
     Py_ssize_t count, cap, i, pos = 0;
-    int exact = 1, rc, fixed;
+    int exact = 1, rc, fixed, one;
     Py_buffer view;
     const uint8_t *buf;
     perr e = {0};
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OnLLO|$p:decode", kwlist, &payload, &count,
-                                     &base_offset, &base_ts, &fixed_obj, &exact))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OnLLO|$pO:decode", kwlist, &payload, &count,
+                                     &base_offset, &base_ts, &fixed_obj, &exact, &only_obj))
         return NULL;
+    one = only_obj != Py_None;
+    if (one) {
+        only = PyLong_AsLongLong(only_obj);
+        if (only == -1 && PyErr_Occurred())
+            return NULL;
+    }
     fixed = fixed_obj != Py_None;
     if (fixed) {
         fixed_ts = PyLong_AsLongLong(fixed_obj);
@@ -752,12 +761,26 @@ sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
         last_ts = fixed_ts;
     }
     cap = span_capacity(count, view.len);
-    list = PyList_New(cap);
+    list = PyList_New(one ? 0 : cap);
     if (list == NULL)
         goto done;
     for (i = 0; i < count; i++) {
         rec_t r;
         PyObject *headers = NULL, *tup, *off, *key, *val;
+        if (one) {  /* validate; build only the record asked for */
+            Py_ssize_t start = pos;
+            rc = parse_one(buf, view.len, &pos, &r, NULL, &e);
+            if (rc) {
+                e.code = rc;
+                e.index = i;
+                raise_perr(&e);
+                Py_CLEAR(list);
+                goto done;
+            }
+            if (wrap_add(base_offset, r.off_delta) != only)
+                continue;
+            pos = start;
+        }
         rc = parse_one(buf, view.len, &pos, &r, &headers, &e);
         if (rc) {
             e.code = rc;
@@ -819,7 +842,16 @@ sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
         PyTuple_SET_ITEM(tup, 2, key);
         PyTuple_SET_ITEM(tup, 3, val);
         PyTuple_SET_ITEM(tup, 4, headers);
-        PyList_SET_ITEM(list, i, tup);
+        if (one) {
+            rc = PyList_Append(list, tup);
+            Py_DECREF(tup);
+            if (rc < 0) {
+                Py_CLEAR(list);
+                goto done;
+            }
+        }
+        else
+            PyList_SET_ITEM(list, i, tup);
     }
     if (exact && pos != view.len) {
         e.code = E_LEFTOVER;

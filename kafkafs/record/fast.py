@@ -321,10 +321,14 @@ def _py_rendered_size(payload, count, null_len=4, separator_len=1, *, exact=True
 
 
 def _py_decode(payload, count, base_offset, base_timestamp, fixed_timestamp, *,
-               exact=True) -> list:
+               exact=True, only=None) -> list:
     """``(offset, timestamp, key, value, headers)`` for each record: offset = base_offset +
     offsetDelta; timestamp = ``fixed_timestamp`` unless None (LogAppendTime), else
-    base_timestamp + timestampDelta; headers a tuple of ``(str, bytes | None)``."""
+    base_timestamp + timestampDelta; headers a tuple of ``(str, bytes | None)``. With
+    ``only=N`` every record is validated but only the one at offset N is returned."""
+    if only is not None:
+        return [r for r in _py_decode(payload, count, base_offset, base_timestamp,
+                                      fixed_timestamp, exact=exact) if r[0] == only]
     count = _index(count)
     base_offset = _i64(base_offset, "base_offset")
     base_timestamp = _i64(base_timestamp, "base_timestamp")
