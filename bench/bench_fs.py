@@ -213,20 +213,25 @@ def main():
         d.stop()
         if "read" not in args.skip:
             msg = f"{mnt}/bench/0/messages"
-            t_cold = t_warm = t_triv = t_plain = float("inf")
+            t_cold = t_disk = t_warm = t_triv = t_plain = float("inf")
             dropped = False
             nbytes = 0
             for _rep in range(args.repeat):
-                dropped = drop_caches()
+                # cold: a fresh mount (the kernel has no page of messages); the segment
+                # files may sit in the OS page cache, as the trivial fs's bytes sit in memory
                 d = Daemon(mnt, logs).start()
                 t_cold = min(t_cold, timed(["cat", msg], stdout=subprocess.DEVNULL))
                 nbytes = os.path.getsize(msg)
                 t_warm = min(t_warm, timed(["cat", msg], stdout=subprocess.DEVNULL))
                 d.stop()
+                # cold disk too: the segments are read from the device
+                dropped = drop_caches()
+                d = Daemon(mnt, logs).start()
+                t_disk = min(t_disk, timed(["cat", msg], stdout=subprocess.DEVNULL))
+                d.stop()
             tmnt = os.path.join(work, "trivial")
             os.makedirs(tmnt)
             for _rep in range(args.repeat):
-                drop_caches()
                 tp = subprocess.Popen([sys.executable, os.path.join(HERE, "trivialfs.py"), tmnt,
                                        str(nbytes), "1"])
                 wait_mount(tmnt, tp)
@@ -236,10 +241,12 @@ def main():
             timed(["cat", lines_path], stdout=subprocess.DEVNULL)  # warm it
             for _rep in range(args.repeat):
                 t_plain = min(t_plain, timed(["cat", lines_path], stdout=subprocess.DEVNULL))
-            print(f"#   messages: {nbytes} bytes; page cache dropped before cold reads: "
-                  f"{dropped}; best of {args.repeat}", flush=True)
+            print(f"#   messages: {nbytes} bytes; best of {args.repeat}", flush=True)
             results["cold"] = line("read cold (cat messages, remount)", mbps(nbytes, t_cold),
                                    mbps(nbytes, t_triv), "MB/s", 0.7)
+            if dropped:
+                line("read cold disk (+ drop_caches)", mbps(nbytes, t_disk),
+                     mbps(nbytes, t_triv), "MB/s")
             results["warm"] = line("read warm (second cat)", mbps(nbytes, t_warm),
                                    mbps(size, t_plain), "MB/s", 0.5)
         if "point" not in args.skip:
