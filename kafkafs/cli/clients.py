@@ -12,7 +12,7 @@ from ..log.errors import LogError
 from ..log.log import now_ms
 from ..log.partitioner import partition_for_key
 from ..record.batch import TIMESTAMP_TYPE_NAMES
-from .common import CliError, add_log_dir_args, open_manager
+from .common import CliError, add_log_dir_args, open_manager, parse_kv
 
 BATCH_LINES = 1000
 
@@ -56,13 +56,7 @@ def register(sub) -> None:
 
 
 def _props(items) -> dict[str, str]:
-    out = {}
-    for item in items:
-        k, sep, v = item.partition("=")
-        if not sep:
-            raise CliError(f"invalid property {item!r}: expected KEY=VALUE")
-        out[k.strip()] = v
-    return out
+    return parse_kv(items, "property")
 
 
 def _unescape(s: str) -> str:

@@ -40,14 +40,21 @@ def add_log_dir_args(p: argparse.ArgumentParser, config_flag: str = "--config") 
                    help="override a server.properties key (repeatable)")
 
 
-def broker_config(args) -> BrokerConfig:
-    """The configuration the arguments describe. Raises CliError."""
-    overrides = {}
-    for item in args.override or []:
+def parse_kv(items, what: str = "property", strip_values: bool = False) -> dict[str, str]:
+    """``["k=v", ...]`` → ``{"k": "v"}`` (keys stripped; values too with ``strip_values``:
+    a console property such as ``key.separator= `` keeps its spaces). Raises CliError."""
+    out = {}
+    for item in items or []:
         k, sep, v = item.partition("=")
         if not sep:
-            raise CliError(f"--override needs KEY=VALUE, got {item!r}")
-        overrides[k.strip()] = v
+            raise CliError(f"invalid {what} {item!r}: expected KEY=VALUE")
+        out[k.strip()] = v.strip() if strip_values else v
+    return out
+
+
+def broker_config(args) -> BrokerConfig:
+    """The configuration the arguments describe. Raises CliError."""
+    overrides = parse_kv(args.override, "--override")
     try:
         config = BrokerConfig.load(args.config, overrides)
     except OSError as exc:

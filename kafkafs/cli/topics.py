@@ -8,7 +8,7 @@ import os
 from ..log import checkpoint as ckpt
 from ..log.errors import LogError
 from ..log.manager import PARTITION_METADATA
-from .common import CliError, add_log_dir_args, open_manager
+from .common import CliError, add_log_dir_args, open_manager, parse_kv
 
 
 def register(sub) -> None:
@@ -32,13 +32,7 @@ def register(sub) -> None:
 
 
 def _kv(items) -> dict[str, str]:
-    out = {}
-    for item in items:
-        k, sep, v = item.partition("=")
-        if not sep:
-            raise CliError(f"invalid config {item!r}: expected KEY=VALUE")
-        out[k.strip()] = v.strip()
-    return out
+    return parse_kv(items, "config", strip_values=True)
 
 
 def run(args) -> int:

@@ -131,6 +131,13 @@ class KafkaFS(pyfuse3.Operations):
         self.mount_time_ns = time.time_ns()
 
     # -- helpers ---------------------------------------------------------------------
+    def _node(self, inode: int) -> T.Node:
+        """The node of ``inode``; FUSEError(ENOENT) when it is gone."""
+        node = self.inodes.find(inode)
+        if node is None:
+            raise _err(errno.ENOENT)
+        return node
+
     def _log(self, node) -> Log:
         return self.manager.get_log(node.topic, node.partition)
 
@@ -277,9 +284,7 @@ class KafkaFS(pyfuse3.Operations):
     # -- lookup / getattr / forget ---------------------------------------------------
     @fuse_errors
     async def lookup(self, parent_inode, name, ctx=None):
-        parent = self.inodes.find(parent_inode)
-        if parent is None:
-            raise _err(errno.ENOENT)
+        parent = self._node(parent_inode)
         node = self._child(parent, name)
         attr = await self._node_attr(node)
         return self._reply_entry(node, attr)
@@ -345,9 +350,7 @@ class KafkaFS(pyfuse3.Operations):
 
     @fuse_errors
     async def getattr(self, inode, ctx=None):
-        node = self.inodes.find(inode)
-        if node is None:
-            raise _err(errno.ENOENT)
+        node = self._node(inode)
         return await self._node_attr(node)
 
     async def forget(self, inode_list):
@@ -356,9 +359,7 @@ class KafkaFS(pyfuse3.Operations):
 
     @fuse_errors
     async def setattr(self, inode, attr, fields, fh, ctx):
-        node = self.inodes.find(inode)
-        if node is None:
-            raise _err(errno.ENOENT)
+        node = self._node(inode)
         if fields.update_size:
             # O_TRUNC on append/config is accepted (nothing to truncate); elsewhere refused
             if node.kind not in (T.APPEND, T.CONFIG) or self.options.read_only:
@@ -387,9 +388,7 @@ class KafkaFS(pyfuse3.Operations):
     # -- directories -----------------------------------------------------------------
     @fuse_errors
     async def opendir(self, inode, ctx):
-        node = self.inodes.find(inode)
-        if node is None:
-            raise _err(errno.ENOENT)
+        node = self._node(inode)
         if node.kind not in (T.ROOT, T.TOPIC, T.PARTITION, T.OFFSETS, T.BYTIME, T.SEGMENTS):
             raise _err(errno.ENOTDIR)
         fh = next(self._fh)
@@ -451,9 +450,7 @@ class KafkaFS(pyfuse3.Operations):
 
     @fuse_errors
     async def mkdir(self, parent_inode, name, mode, ctx):
-        parent = self.inodes.find(parent_inode)
-        if parent is None:
-            raise _err(errno.ENOENT)
+        parent = self._node(parent_inode)
         if self.options.read_only:
             raise _err(errno.EROFS)
         sname = name.decode("utf-8", "surrogateescape")
@@ -476,9 +473,7 @@ class KafkaFS(pyfuse3.Operations):
 
     @fuse_errors
     async def rmdir(self, parent_inode, name, ctx):
-        parent = self.inodes.find(parent_inode)
-        if parent is None:
-            raise _err(errno.ENOENT)
+        parent = self._node(parent_inode)
         if self.options.read_only:
             raise _err(errno.EROFS)
         if parent.kind != T.ROOT:
@@ -503,9 +498,7 @@ class KafkaFS(pyfuse3.Operations):
     # -- files -----------------------------------------------------------------------
     @fuse_errors
     async def open(self, inode, flags, ctx):
-        node = self.inodes.find(inode)
-        if node is None:
-            raise _err(errno.ENOENT)
+        node = self._node(inode)
         accmode = flags & os.O_ACCMODE
         writing = accmode in (os.O_WRONLY, os.O_RDWR)
         kind = node.kind
@@ -762,9 +755,7 @@ class KafkaFS(pyfuse3.Operations):
 
     @fuse_errors
     async def getxattr(self, inode, name, ctx):
-        node = self.inodes.find(inode)
-        if node is None:
-            raise _err(errno.ENOENT)
+        node = self._node(inode)
         value = self._xattr_values(node).get(name.decode("utf-8", "replace"))
         if value is None:
             raise _err(pyfuse3.ENOATTR)
@@ -772,9 +763,7 @@ class KafkaFS(pyfuse3.Operations):
 
     @fuse_errors
     async def listxattr(self, inode, ctx):
-        node = self.inodes.find(inode)
-        if node is None:
-            raise _err(errno.ENOENT)
+        node = self._node(inode)
         return [k.encode() for k, v in self._xattr_values(node).items() if v is not None]
 
     @fuse_errors

@@ -33,6 +33,7 @@ import types
 from operator import index as _index
 
 from .errors import CorruptRecordError
+from .varint import encode_varint
 
 __all__ = [
     "HAVE_C",
@@ -341,16 +342,10 @@ def _py_decode(payload, count, base_offset, base_timestamp, fixed_timestamp, *,
 # -- writing ------------------------------------------------------------------------------
 
 def _enc(n: int) -> bytes:
-    """Zigzag varint of ``n`` (signed 64-bit)."""
+    """Zigzag varint of ``n`` (signed 64-bit), from a table for small values."""
     if 0 <= n < _SMALL:
         return _SMALL_VARINTS[n]
-    z = ((n << 1) ^ (n >> 63)) & _M64
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
+    return encode_varint(n)
 
 
 def _blob(obj, what: str) -> bytes:
