@@ -34,7 +34,7 @@ except OSError:
 @pytest.mark.slow
 @pytest.mark.skipif(not fuse_available(), reason="FUSE is not available")
 def test_kill9_during_fsynced_appends_loses_nothing_acknowledged(tmp_path):
-    rounds = int(os.environ.get("KAFKAFS_CRASH_ROUNDS", "8"))
+    rounds = int(os.environ.get("KAFKAFS_CRASH_ROUNDS", "15"))
     acks = tmp_path / "acks"
     next_i = 0
     m = Mount(tmp_path, extra_args=["--override", "log.segment.bytes=20000",
