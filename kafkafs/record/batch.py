@@ -224,13 +224,14 @@ class RecordBatch:
         except CorruptRecordError as exc:
             raise exc.located(position=self.position) from None
 
-    def payload(self) -> tuple[bytes, bool]:
-        """``(records section, exact)``: the bytes after the 61-byte header, decompressed
-        when the codec bits are set; ``exact`` is True for an uncompressed batch (no bytes
-        may follow the last record). Raises CorruptRecordError on damaged compressed data."""
+    def payload(self) -> tuple[bytes | memoryview, bool]:
+        """``(records section, exact)``: the bytes after the 61-byte header (a memoryview
+        of the batch's buffer, no copy), decompressed when the codec bits are set;
+        ``exact`` is True for an uncompressed batch (no bytes may follow the last record).
+        Raises CorruptRecordError on damaged compressed data."""
         codec = self.attributes & COMPRESSION_MASK
         if codec == _codec.NONE:
-            return bytes(self.buffer[BATCH_OVERHEAD:]), True
+            return self.buffer[BATCH_OVERHEAD:], True
         return _codec.decompress(codec, self.buffer[BATCH_OVERHEAD:]), False
 
     def __iter__(self) -> Iterator[Record]:
