@@ -49,6 +49,8 @@ __all__ = [
 
 _M32 = 0xFFFFFFFF
 _M64 = 0xFFFFFFFFFFFFFFFF
+# the signed value of every zigzag form a one- or two-byte varint holds (z < 2**14)
+_UNZIGZAG = [(z >> 1) ^ -(z & 1) for z in range(1 << 14)]
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
 _I32_MIN = -(1 << 31)
@@ -174,6 +176,7 @@ def _scan(buf: bytes, count: int, exact: bool, decode: bool = False, base_offset
     out = []
     append = out.append
     varint = _varint
+    unzigzag = _UNZIGZAG
     pos = 0
     i = 0
     try:
@@ -183,6 +186,9 @@ def _scan(buf: bytes, count: int, exact: bool, decode: bool = False, base_offset
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif buf[pos + 1] < 0x80:  # two bytes: a table lookup, no call
+                length = unzigzag[(b & 0x7F) | (buf[pos + 1] << 7)]
+                pos += 2
             else:
                 length, pos = varint(buf, pos)
             if length < 0:
@@ -204,6 +210,9 @@ def _scan(buf: bytes, count: int, exact: bool, decode: bool = False, base_offset
             if b < 0x80:
                 off_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                off_delta = unzigzag[(b & 0x7F) | (buf[pos + 1] << 7)]
+                pos += 2
             else:
                 off_delta, pos = varint(buf, pos)
             # key
@@ -211,6 +220,9 @@ def _scan(buf: bytes, count: int, exact: bool, decode: bool = False, base_offset
             if b < 0x80:
                 kl = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                kl = unzigzag[(b & 0x7F) | (buf[pos + 1] << 7)]
+                pos += 2
             else:
                 kl, pos = varint(buf, pos)
             if kl >= 0:
@@ -227,6 +239,9 @@ def _scan(buf: bytes, count: int, exact: bool, decode: bool = False, base_offset
             if b < 0x80:
                 vl = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                vl = unzigzag[(b & 0x7F) | (buf[pos + 1] << 7)]
+                pos += 2
             else:
                 vl, pos = varint(buf, pos)
             if vl >= 0:
@@ -265,8 +280,16 @@ def _scan(buf: bytes, count: int, exact: bool, decode: bool = False, base_offset
                     f"invalid record size: expected to read {length} bytes in record payload, "
                     f"but instead read {pos - start}")
             if decode:
-                ts = fixed_ts if fixed_ts is not None else _wrap64(base_ts + ts_delta)
-                append((_wrap64(base_offset + off_delta), ts, key, value, headers))
+                off = base_offset + off_delta
+                if not _I64_MIN <= off <= _I64_MAX:
+                    off = _wrap64(off)
+                if fixed_ts is None:
+                    ts = base_ts + ts_delta
+                    if not _I64_MIN <= ts <= _I64_MAX:
+                        ts = _wrap64(ts)
+                else:
+                    ts = fixed_ts
+                append((off, ts, key, value, headers))
             else:
                 append(value)
     except IndexError:
