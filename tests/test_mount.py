@@ -178,9 +178,16 @@ def test_message_max_bytes_emsgsize(mount_factory):
         assert e.value.errno == errno.EMSGSIZE
         # its continuation up to the newline is dropped; the next line goes in
         os.write(fd, b"zzzz\nafter\n")
+        # lines before an oversized one in the same write go in: a short count says so,
+        # and the write that starts at the oversized line fails
+        mixed = b"ok1\nok2\n" + b"w" * 5000 + b"\nlater\n"
+        assert os.write(fd, mixed) == 8
+        with pytest.raises(OSError) as e:
+            os.write(fd, mixed[8:])
+        assert e.value.errno == errno.EMSGSIZE
     finally:
         os.close(fd)
-    assert open(f"{p}/messages", "rb").read() == b"small\nafter\n"
+    assert open(f"{p}/messages", "rb").read() == b"small\nafter\nok1\nok2\n"
 
 
 def test_config_file_read_and_write(mount):

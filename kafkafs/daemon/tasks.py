@@ -46,7 +46,7 @@ async def flush_scheduler(manager: LogManager) -> None:
                 log.error("flush of %s failed: %s", lg.name, exc)
 
 
-async def retention_task(manager: LogManager, on_change=None) -> None:
+async def retention_task(manager: LogManager) -> None:
     """Apply retention every ``log.retention.check.interval.ms``; ``.deleted`` files go
     once their delay is over (checked every second)."""
     interval_ms = manager.config.log_retention_check_interval_ms
@@ -57,12 +57,9 @@ async def retention_task(manager: LogManager, on_change=None) -> None:
         if now >= next_check:
             next_check = now + interval_ms
             try:
-                n = await trio.to_thread.run_sync(manager.apply_retention, now)
+                await trio.to_thread.run_sync(manager.apply_retention, now)
             except OSError as exc:
                 log.error("retention failed: %s", exc)
-                continue
-            if n and on_change is not None:
-                on_change()
         else:
             for lg in list(manager.logs.values()):
                 if lg.pending_deletes:

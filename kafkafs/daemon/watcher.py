@@ -17,10 +17,10 @@ from ..log.manager import LogManager
 log = logging.getLogger(__name__)
 
 
-async def watch_log_dirs(manager: LogManager, settle_s: float = 1.0, on_change=None,
+async def watch_log_dirs(manager: LogManager, settle_s: float = 1.0,
                          task_status=trio.TASK_STATUS_IGNORED) -> None:
     """Watch every log dir; after changes settle, load new partitions and adopt older
-    segments restored into known ones. ``on_change()`` is called after any adoption."""
+    segments restored into known ones (a log that changes tells its listeners itself)."""
     from watchdog.events import FileSystemEventHandler
     from watchdog.observers import Observer
 
@@ -53,9 +53,7 @@ async def watch_log_dirs(manager: LogManager, settle_s: float = 1.0, on_change=N
                     await receive.receive()
                 if scope.cancelled_caught:
                     break
-            changed = await trio.to_thread.run_sync(_adopt, manager)
-            if changed and on_change is not None:
-                on_change()
+            await trio.to_thread.run_sync(_adopt, manager)
     finally:
         observer.stop()
         await trio.to_thread.run_sync(observer.join, 5)

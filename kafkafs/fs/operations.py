@@ -630,7 +630,14 @@ class KafkaFS(pyfuse3.Operations):
             pos = start
             budget = max(1, limit - BATCH_OVERHEAD_MAX)
             while pos <= last_nl:
-                pos += lg.append_text(data[pos:last_nl + 1], budget)
+                try:
+                    pos += lg.append_text(data[pos:last_nl + 1], budget)
+                except (RecordTooLargeError, OSError):
+                    if pos > 0:
+                        # part of this write is in the log: a short count says exactly which
+                        # part; the caller's next write starts at the line that failed
+                        return pos
+                    raise
         rest = data[last_nl + 1:]
         if len(rest) > limit:
             h.discarding = True
