@@ -310,3 +310,29 @@ def test_ready_is_sent_to_systemd_once_mounted(tmp_path):
     finally:
         m.stop()
         sock.close()
+
+
+def test_read_only_mount_writes_nothing_and_takes_no_lock(mount_factory, tmp_path):
+    logs = str(tmp_path / "logs")
+    kafkafs("produce", "--log-dirs", logs, "--topic", "ro", input=b"a\nb\n")
+
+    def snapshot():
+        return {os.path.join(r, f): (os.stat(os.path.join(r, f)).st_mtime_ns,
+                                     os.path.getsize(os.path.join(r, f)))
+                for r, _d, fs in os.walk(logs) for f in fs}
+
+    before = snapshot()
+    m = mount_factory(extra_args=["--read-only"])
+    assert open(m.path("ro", "0", "messages"), "rb").read() == b"a\nb\n"
+    for act in (lambda: open(m.path("ro", "0", "append"), "ab"),
+                lambda: os.mkdir(m.path("new")),
+                lambda: os.rmdir(m.path("ro"))):
+        with pytest.raises(OSError) as e:
+            act()
+        assert e.value.errno in (errno.EROFS, errno.EACCES)
+    assert m.umount() == 0
+    assert snapshot() == before  # not a byte, not a file (no marker, no checkpoint)
+    # no lock taken: a writer runs beside a read-only mount
+    m.start()
+    kafkafs("produce", "--log-dirs", logs, "--topic", "ro", input=b"c\n")
+    assert m.umount() == 0
