@@ -32,10 +32,16 @@ class _Entry:
         self.count = batch.records_count
         self.base_timestamp = batch.base_timestamp
         self.fixed = batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None
-        self.payload, self.exact = (b"", True) if self.is_control else batch.payload()
         self.decoded: dict[int, tuple | None] = {}
+        if batch.magic < 2:  # a legacy entry: decode its few messages at once
+            self.payload, self.exact = None, True
+            self.decoded = {t[0]: t for t in batch.record_tuples()}
+        else:
+            self.payload, self.exact = (b"", True) if self.is_control else batch.payload()
 
     def record(self, offset: int) -> tuple | None:
+        if self.payload is None:
+            return self.decoded.get(offset)
         if offset not in self.decoded:
             found = fast.decode(self.payload, self.count, self.base, self.base_timestamp,
                                 self.fixed, exact=self.exact, only=offset)

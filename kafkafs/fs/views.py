@@ -26,7 +26,7 @@ from typing import Callable
 from ..log.log import Log
 from ..log.segment import READ_CHUNK
 from ..record import fast
-from ..record.batch import TIMESTAMP_TYPE_NAMES, RecordBatch
+from ..record.batch import TIMESTAMP_TYPE_NAMES, RecordBatch, batch_values
 from ..record.errors import CorruptRecordError
 
 MARK_BYTES = 256 * 1024
@@ -41,6 +41,8 @@ def render_messages(batch: RecordBatch) -> bytes:
     per line. Control batches render as nothing. Raises CorruptRecordError."""
     if batch.is_control:
         return b""
+    if batch.magic < 2:  # legacy message set: a handful of messages, no fast path needed
+        return b"".join((b"null" if v is None else v) + b"\n" for v in batch_values(batch))
     try:
         payload, exact = batch.payload()
         return fast.render_values(payload, batch.records_count, exact=exact)
@@ -52,6 +54,8 @@ def measure_messages(batch: RecordBatch) -> int:
     """Length of :func:`render_messages` of ``batch`` without building it."""
     if batch.is_control:
         return 0
+    if batch.magic < 2:
+        return len(render_messages(batch))
     try:
         payload, exact = batch.payload()
         return fast.rendered_size(payload, batch.records_count, exact=exact)
