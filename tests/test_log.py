@@ -302,3 +302,16 @@ def test_index_entries_match_kafkas_rule_property(tmp_path_factory, appends, int
     tidx = open(seg.time_index_path, "rb").read()
     assert [struct.unpack_from(">qi", tidx, i) for i in range(0, len(tidx), 12)] == \
         [(t, o - seg.base_offset) for t, o in time_entries]
+
+
+def test_roll_on_segment_ms_by_record_timestamps(log_dir):
+    # Kafka's rule: the incoming batch's max timestamp minus the first batch's (segment.ms)
+    lg = make_log(log_dir, segment_ms=1000)
+    lg.append([(10_000, None, b"a", ())])
+    lg.append([(10_500, None, b"b", ())])
+    assert len(lg.segments()) == 1
+    lg.append([(11_001, None, b"c", ())])
+    assert [s.base_offset for s in lg.segments()] == [0, 2]
+    lg.append([(11_500, None, b"d", ())])  # ages from the new segment's first batch
+    assert [s.base_offset for s in lg.segments()] == [0, 2]
+    lg.close()
