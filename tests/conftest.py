@@ -66,6 +66,7 @@ class Mount:
         self.options = list(options)
         self.extra_args = list(extra_args)
         self.config = config
+        self.cache_dir = str(tmp_path / "cache")
         self.proc = None
 
     def start(self, timeout=20.0):
@@ -77,7 +78,8 @@ class Mount:
             args += ["-o", o]
         args += self.extra_args
         self._err = open(self.stderr_path, "ab")
-        self.proc = subprocess.Popen(args, stderr=self._err, stdout=self._err, cwd=ROOT)
+        env = dict(os.environ, XDG_CACHE_HOME=self.cache_dir)  # view marks stay in the test
+        self.proc = subprocess.Popen(args, stderr=self._err, stdout=self._err, cwd=ROOT, env=env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if os.path.ismount(self.mnt):

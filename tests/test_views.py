@@ -79,3 +79,33 @@ def test_jsonl_view(log_dir):
                  "value": "café", "headers": [{"key": "h", "value": {"base64": "/w=="}}]}
     assert b["value"] == {"base64": "AP8="} and b["key"] is None
     lg.close()
+
+
+def test_marks_survive_a_restart_and_changed_segments_are_rescanned(log_dir, monkeypatch):
+    monkeypatch.setattr(views, "MARK_BYTES", 300)
+    lg = make_log(log_dir, segment_bytes=1500)
+    for i in range(80):
+        lg.append([(1000 + i, None, b"value-%03d-" % i + b"x" * (i % 40), ())])
+    v = LineView(lg, render_messages, measure_messages)
+    v.refresh()
+    state = v.export_state()
+    want = expected_messages(lg)
+    # a new view adopts the marks and measures nothing
+    measured = []
+    w = LineView(lg, render_messages, lambda b: measured.append(b) or measure_messages(b))
+    assert w.import_state(state)
+    assert w.refresh() == len(want) and not measured
+    assert w.read(0, 10**6) == want
+    # the active segment grew: its marks are dropped and only it is scanned again
+    lg.append([(5000, None, b"more", ())])
+    active = lg.active_segment.base_offset
+    measured.clear()
+    x = LineView(lg, render_messages, lambda b: measured.append(b) or measure_messages(b))
+    assert x.import_state(state)
+    assert x.refresh() == len(want) + 5
+    assert measured and all(b.base_offset >= active for b in measured)
+    assert x.read(0, 10**6) == want + b"more\n"
+    # a log whose start moved on does not take them at all
+    state["start_offset"] = 999
+    assert not LineView(lg, render_messages, measure_messages).import_state(state)
+    lg.close()

@@ -98,6 +98,7 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
             if mounted:
                 pyfuse3.close(unmount=True)
             with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(operations.save_views)
                 clean = await trio.to_thread.run_sync(manager.shutdown)
             if clean:
                 log.info("Unmounted %s; logs flushed and checkpointed", mountpoint)

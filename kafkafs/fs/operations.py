@@ -39,6 +39,7 @@ from ..log.manager import LogManager
 from ..log.names import parse_segment_filename
 from ..record.batch import TIMESTAMP_TYPE_NAMES, Record
 from . import tree as T
+from . import markstore
 from .cache import BatchCache
 from .errors import fuse_errors
 from .timespec import parse_timestamp
@@ -150,10 +151,20 @@ class KafkaFS(pyfuse3.Operations):
                 v = LineView(lg, render_messages, measure_messages)
             else:
                 v = LineView(lg, render_jsonl)
+            state = markstore.load(lg.dir, kind)
+            if state is not None:
+                v.import_state(state)
             self._views[key] = v
             if self._log_changed not in lg.on_change:
                 lg.on_change.append(self._log_changed)
         return v
+
+    def save_views(self) -> None:
+        """Keep every built view's marks for the next daemon (called at unmount)."""
+        for (topic, partition, kind), v in list(self._views.items()):
+            state = v.export_state()
+            if state is not None:
+                markstore.save(v.log.dir, kind, state)
 
     def _log_changed(self, lg: Log) -> None:
         """A log grew, shrank or was rewritten: drop the kernel's cached attributes of its

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import os
 import json
 import threading
 from array import array
@@ -148,6 +149,71 @@ class LineView:
             if lg.log_end_offset > self.end_offset:
                 self._extend()
             return self.size
+
+    # -- persistence (a remount skips the first scan) ------------------------------------
+    def export_state(self) -> dict | None:
+        """The marks and the identity (inode, size, mtime) of every segment they cover, for
+        :meth:`import_state` in a later process; None when there is nothing to keep."""
+        with self.lock:
+            if self.end_offset is None or not len(self._pos):
+                return None
+            segments = {}
+            for base in sorted(set(self._seg)):
+                seg = self.log.segment_at(base)
+                if seg is None:
+                    return None
+                st = os.stat(seg.log_path)
+                segments[str(base)] = [st.st_ino, st.st_size, st.st_mtime_ns]
+            return {"version": 1, "start_offset": self.start_offset,
+                    "end_offset": self.end_offset, "size": self.size,
+                    "marks": [base64.b64encode(a.tobytes()).decode() for a in
+                              (self._pos, self._offset, self._seg, self._filepos)],
+                    "segments": segments}
+
+    def import_state(self, state: dict) -> bool:
+        """Adopt marks exported earlier, as far as the segments they cover are unchanged
+        (same inode, size and mtime); the rest is rebuilt by :meth:`refresh`. Returns
+        whether anything was adopted."""
+        try:
+            if state.get("version") != 1 or state["start_offset"] != self.log.log_start_offset:
+                return False
+            arrays = []
+            for text in state["marks"]:
+                a = array("q")
+                a.frombytes(base64.b64decode(text))
+                arrays.append(a)
+            pos, offset, seg, filepos = arrays
+            if not len(pos) == len(offset) == len(seg) == len(filepos):
+                return False
+            keep = len(pos)  # marks kept: those before the first changed segment
+            for base in sorted({int(b) for b in state["segments"]}):
+                live = self.log.segment_at(base)
+                try:
+                    st = os.stat(live.log_path) if live is not None else None
+                except OSError:
+                    st = None
+                if st is None or [st.st_ino, st.st_size, st.st_mtime_ns] != \
+                        state["segments"][str(base)]:
+                    keep = bisect.bisect_left(seg, base)
+                    break
+        except (KeyError, ValueError, TypeError):
+            return False
+        if keep == 0:
+            return False
+        with self.lock:
+            self._reset()
+            self._pos, self._offset = pos[:keep], offset[:keep]
+            self._seg, self._filepos = seg[:keep], filepos[:keep]
+            self.start_offset = state["start_offset"]
+            if keep == len(pos):
+                self.end_offset, self.size = state["end_offset"], state["size"]
+            else:
+                # a segment starts with a mark, so the kept chunks end where the changed
+                # segment begins: rebuild from its base offset
+                self.end_offset, self.size = seg[keep], pos[keep]
+            self._last_seg = self._seg[-1]
+            self._since_mark = self.size - self._pos[-1]
+        return True
 
     def _extend(self) -> None:
         for seg, batch in self.log.segment_batches(self.end_offset):
