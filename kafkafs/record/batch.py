@@ -19,6 +19,7 @@ from crc32c import crc32c
 
 from . import compression as _codec
 from . import fast as _fast
+from . import legacy as _legacy
 from .errors import CorruptRecordError
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -251,6 +252,8 @@ def batch_values(batch: RecordBatch) -> list:
     way (record lengths, header structure, bytes left over). Raises CorruptRecordError
     naming the batch's position.
     """
+    if batch.magic < 2:  # a legacy (magic 0/1) entry: no v2 payload
+        return batch.values()
     try:
         payload, exact = batch.payload()
         return _fast.values(payload, batch.records_count, exact=exact)
@@ -416,7 +419,8 @@ def peek_offset_and_size(buf, pos: int = 0) -> tuple[int, int, int]:
 
 def iter_batches(buf, start: int = 0, end: int | None = None, *, base_position: int = 0,
                  validate: bool = False, path: str | None = None) -> Iterator[RecordBatch]:
-    """Yield the batches in ``buf[start:end]`` in order.
+    """Yield the batches in ``buf[start:end]`` in order: RecordBatch for magic 2,
+    :class:`~kafkafs.record.legacy.LegacyBatch` for legacy (magic 0/1) entries.
 
     Stops quietly at a partial batch at the end (fewer than 17 bytes left, or a batch running
     past ``end``) — a torn tail is the caller's business. ``base_position`` is added to
@@ -430,14 +434,19 @@ def iter_batches(buf, start: int = 0, end: int | None = None, *, base_position: 
     while end - pos >= HEADER_PEEK:
         _off, length = _OFFSET_LENGTH.unpack_from(buf, pos)
         size = length + LOG_OVERHEAD
-        if length < BATCH_OVERHEAD - LOG_OVERHEAD:
+        legacy = buf[pos + MAGIC_OFFSET] in (0, 1)  # magic 0/1: a legacy message-set entry
+        minimum = _legacy.RECORD_OVERHEAD_V0 if legacy else BATCH_OVERHEAD - LOG_OVERHEAD
+        if length < minimum:
             raise CorruptRecordError(f"record size {length} is smaller than the minimum record "
-                                     f"overhead ({BATCH_OVERHEAD - LOG_OVERHEAD})",
+                                     f"overhead ({minimum})",
                                      path=path, position=base_position + pos)
         if pos + size > end:
             return
         try:
-            batch = RecordBatch.from_buffer(buf, pos, base_position + pos)
+            if legacy:
+                batch = _legacy.LegacyBatch.from_buffer(buf, pos, base_position + pos)
+            else:
+                batch = RecordBatch.from_buffer(buf, pos, base_position + pos)
             if validate:
                 batch.ensure_valid()
         except CorruptRecordError as exc:
