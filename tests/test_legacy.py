@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 import zlib
@@ -213,7 +214,7 @@ def test_damaged_wrapper_raises_with_position():
 
 
 def test_log_recovers_and_reads_a_legacy_segment(tmp_path):
-    from kafkafs.fs.views import render_messages
+    from kafkafs.fs.views import measure_messages, render_jsonl, render_messages
 
     data, values = mixed()
     part = tmp_path / "t-0"
@@ -232,5 +233,10 @@ def test_log_recovers_and_reads_a_legacy_segment(tmp_path):
         assert [b.magic for b in batches] == [0, 0, 1, 1, 1, 2]
         rendered = b"".join(render_messages(b) for b in batches)
         assert rendered == b"".join((b"null" if v is None else v) + b"\n" for v in values)
+        assert all(measure_messages(b) == len(render_messages(b)) for b in batches)
+        jsonl = b"".join(render_jsonl(b) for b in batches).decode().splitlines()
+        assert [json.loads(line)["offset"] for line in jsonl] == list(range(11))
+        assert json.loads(jsonl[0])["timestamp_type"] == "NoTimestampType"
+        assert json.loads(jsonl[7])["timestamp_type"] == "LogAppendTime"
     finally:
         lg.close()
