@@ -128,8 +128,17 @@ class LegacyBatch:
     on first use and may raise CorruptRecordError.
     """
 
-    __slots__ = ("attributes", "batch_length", "buffer", "crc", "magic", "offset",
-                 "position", "timestamp", "_tuples")
+    __slots__ = (
+        "_tuples",
+        "attributes",
+        "batch_length",
+        "buffer",
+        "crc",
+        "magic",
+        "offset",
+        "position",
+        "timestamp",
+    )
 
     is_control = False
     is_transactional = False
@@ -292,7 +301,7 @@ class LegacyBatch:
             if size < RECORD_OVERHEAD_V0 or end > n:
                 raise CorruptRecordError(f"inner message size {size} is out of bounds in "
                                          f"compressed legacy message")
-            i_magic, i_attr, i_ts, i_key, i_value = _parse_message(inner, start, end)
+            _i_magic, i_attr, i_ts, i_key, i_value = _parse_message(inner, start, end)
             if i_attr & COMPRESSION_MASK:
                 raise CorruptRecordError("compressed legacy message holds a compressed "
                                          "inner message")
