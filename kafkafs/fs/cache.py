@@ -13,6 +13,7 @@ from ..record.errors import CorruptRecordError
 
 MAX_BATCHES = 512
 MAX_BYTES = 64 * 1024 * 1024  # encoded bytes of the cached batches
+FULL_DECODE_AFTER = 2  # records decoded one by one before a batch is decoded whole
 
 
 class _Entry:
@@ -43,6 +44,14 @@ class _Entry:
         if self.payload is None:
             return self.decoded.get(offset)
         if offset not in self.decoded:
+            if len(self.decoded) >= FULL_DECODE_AFTER:
+                # many records of this batch are wanted (ls, a scan): decode it whole once,
+                # rather than once per record
+                self.decoded = {t[0]: t for t in fast.decode(
+                    self.payload, self.count, self.base, self.base_timestamp, self.fixed,
+                    exact=self.exact)}
+                self.payload = None
+                return self.decoded.get(offset)
             found = fast.decode(self.payload, self.count, self.base, self.base_timestamp,
                                 self.fixed, exact=self.exact, only=offset)
             self.decoded[offset] = found[0] if found else None
