@@ -13,15 +13,25 @@ Order, as Kafka does it:
    later segment.
 
 Read-only loads skip 1, 2 and 4 and never write a byte.
+
+The same steps run in two ways: :func:`load_log` carries them out (the daemon's startup,
+``kafkafs check --repair``) and :func:`plan_load` only works out what they would do, reading
+the files read-only, and returns the list of :class:`LoadAction` (``kafkafs check``). Both go
+through one function per step; the difference is the object that touches the disk
+(:class:`_Executor` or :class:`_Planner`). ``thorough=True`` adds what ``kafkafs check`` looks
+for beyond a startup: every segment's batches and indexes are verified, a segment with a bad
+index is rebuilt, and recovery runs from the first segment with invalid data on.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from .config import LogConfig
-from .errors import CorruptIndexError
+from .errors import CorruptIndexError, LogError
 from .log import Log
 from .names import (
     CLEANED_SUFFIX,
@@ -30,16 +40,237 @@ from .names import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    filename_prefix,
     parse_segment_filename,
 )
-from .segment import LogSegment
+from .segment import LogSegment, SegmentScan
 
 log = logging.getLogger(__name__)
 
+#: kinds of :class:`LoadAction`, in the order the loader meets them
+ACTION_KINDS = (
+    "stray-file",        # a *.deleted / *.cleaned file: deleted
+    "invalid-swap",      # a *.swap at or past the smallest .cleaned offset: deleted
+    "swapped-out",       # a segment file a completed swap replaces: deleted
+    "swap",              # a *.swap file: renamed without the suffix
+    "orphan-index",      # an .index/.timeindex/.txnindex without its .log: deleted
+    "missing-index",     # a segment without .index or .timeindex: recovered (indexes rebuilt)
+    "corrupt-index",     # a segment whose index fails a check: recovered (indexes rebuilt)
+    "unflushed",         # a segment at or past the recovery point after an unclean shutdown
+    "recover",           # (thorough) a segment from the first one with invalid data on
+    "invalid-tail",      # after a clean shutdown, invalid bytes after the active segment's
+                         # last index entry: the segment is recovered
+    "truncate",          # recovery truncates a .log at its first invalid or incomplete batch
+    "delete-segment",    # a segment after a truncated one: deleted
+    "no-segments",       # no .log at all: an empty segment is created
+    "log-start-above-end",  # the checkpointed log start offset is past the log end offset
+    "offsets-out-of-order",  # (thorough) offsets go back: nothing Kafka's recovery repairs
+)
 
-def _remove_leftovers(dir: str, config: LogConfig) -> None:
-    names = os.listdir(dir)
-    parsed = [(n, parse_segment_filename(n)) for n in names]
+#: kinds that change nothing when carried out on a healthy segment (re-validation only)
+REVALIDATION_KINDS = ("unflushed", "recover")
+#: kinds that are reported and never acted on
+UNREPAIRABLE_KINDS = ("offsets-out-of-order",)
+
+
+@dataclass
+class LoadAction:
+    """One step the loader takes, or -- planned -- would take, in a partition directory.
+
+    ``kind``: one of :data:`ACTION_KINDS`; ``path``: the file concerned (absolute when the
+    directory was given absolute); ``message``: what is wrong, in the words of Kafka's
+    ``LogLoader``/``LogSegment``/index classes where they have words for it; ``action``: what
+    the loader does about it; ``position``: byte position in ``path`` (a batch in a ``.log``)
+    or None; ``nbytes``: bytes removed by a truncation, or None; ``base_offset``: the segment
+    concerned, or None.
+    """
+
+    kind: str
+    path: str
+    message: str
+    action: str
+    position: int | None = None
+    nbytes: int | None = None
+    base_offset: int | None = None
+
+    def to_dict(self) -> dict:
+        """The action as a JSON-ready dict (every field)."""
+        return dict(self.__dict__)
+
+
+class UnrepairableLogError(LogError):
+    """A partition holds damage that Kafka's recovery does not repair (offsets that go back);
+    raised by a thorough :func:`load_log` before it changes a segment."""
+
+
+# -- the two ways of carrying the steps out ----------------------------------------------------
+class _Executor:
+    """Carries the loader's steps out on disk; reports each to ``on_action`` once done."""
+
+    dry = False
+
+    def __init__(self, dir: str, config: LogConfig,
+                 on_action: Callable[[LoadAction], None] | None = None):
+        self.dir = dir
+        self.config = config
+        self.on_action = on_action
+        self.actions: list[LoadAction] = []
+
+    def report(self, action: LoadAction) -> None:
+        self.actions.append(action)
+        if action.kind in ("stray-file", "invalid-swap", "swapped-out", "swap", "unflushed",
+                           "recover", "no-segments"):
+            log.info("%s: %s", action.message, action.action)
+        else:
+            log.warning("%s: %s", action.message, action.action)
+        if self.on_action is not None:
+            self.on_action(action)
+
+    def names(self) -> set[str]:
+        return set(os.listdir(self.dir))
+
+    def unlink(self, name: str, action: LoadAction) -> None:
+        os.unlink(os.path.join(self.dir, name))
+        self.report(action)
+
+    def rename(self, old: str, new: str, action: LoadAction) -> None:
+        os.replace(os.path.join(self.dir, old), os.path.join(self.dir, new))
+        self.report(action)
+
+    def swap_next_offset(self, base: int) -> int:
+        swap = LogSegment(self.dir, base, self.config, suffix=SWAP_SUFFIX)
+        try:
+            return swap.read_next_offset()
+        finally:
+            swap.close()
+
+    def open_segment(self, base: int) -> LogSegment:
+        return LogSegment(self.dir, base, self.config)
+
+    def size(self, seg: LogSegment) -> int:
+        return seg.size
+
+    def scan(self, seg: LogSegment) -> SegmentScan:
+        return seg.validate()
+
+    def scan_tail(self, seg: LogSegment):
+        end, error = seg.scan_tail()
+        if error is not None:
+            log.warning("Invalid data at the end of %s: %s", seg.log_path, error.reason)
+        return end, error
+
+    def recover(self, seg: LogSegment) -> SegmentScan:
+        seg.recover()
+        return seg.last_recovery
+
+    def delete_segment(self, seg: LogSegment, action: LoadAction) -> None:
+        seg.delete()
+        self.report(action)
+
+    def close(self) -> None:
+        pass
+
+
+class _Planner:
+    """Works the loader's steps out without changing a byte: files are opened read-only, and
+    deletions, renames and truncations are applied to a simulated listing and sizes."""
+
+    dry = True
+
+    def __init__(self, dir: str, config: LogConfig, scans: dict | None = None):
+        self.dir = dir
+        self.config = config
+        # simulated name -> the real name holding its bytes (None: an empty file the
+        # executor would create)
+        self.files: dict[str, str | None] = {n: n for n in os.listdir(dir)}
+        self.actions: list[LoadAction] = []
+        self.sizes: dict[int, int] = {}
+        self.recovered: dict[int, SegmentScan] = {}
+        self.scans = {} if scans is None else scans
+        self.opened: list[LogSegment] = []
+
+    def report(self, action: LoadAction) -> None:
+        self.actions.append(action)
+
+    def names(self) -> set[str]:
+        return set(self.files)
+
+    def unlink(self, name: str, action: LoadAction) -> None:
+        self.files.pop(name, None)
+        self.report(action)
+
+    def rename(self, old: str, new: str, action: LoadAction) -> None:
+        self.files[new] = self.files.pop(old)
+        self.report(action)
+
+    def swap_next_offset(self, base: int) -> int:
+        swap = LogSegment(self.dir, base, self.config, suffix=SWAP_SUFFIX, writable=False)
+        try:
+            next_offset = swap.read_next_offset()
+        finally:
+            swap.close()
+        # the executor opens the swap segment writable, which creates a missing .index.swap
+        index = filename_prefix(base) + INDEX_SUFFIX + SWAP_SUFFIX
+        self.files.setdefault(index, None)
+        return next_offset
+
+    def open_segment(self, base: int) -> LogSegment:
+        real = self.files.get(filename_prefix(base) + LOG_SUFFIX) or ""
+        suffix = SWAP_SUFFIX if real.endswith(SWAP_SUFFIX) else ""
+        seg = LogSegment(self.dir, base, self.config, writable=False, suffix=suffix)
+        self.opened.append(seg)
+        self.sizes[base] = seg.size
+        return seg
+
+    def size(self, seg: LogSegment) -> int:
+        return self.sizes[seg.base_offset]
+
+    def _scan(self, seg: LogSegment, end: int) -> SegmentScan:
+        key = (seg.log_path, end)
+        if key not in self.scans:
+            self.scans[key] = seg.validate(end=end)
+        return self.scans[key]
+
+    def scan(self, seg: LogSegment) -> SegmentScan:
+        return self._scan(seg, self.sizes[seg.base_offset])
+
+    def scan_tail(self, seg: LogSegment):
+        if seg.base_offset in self.recovered:
+            return self.sizes[seg.base_offset], None
+        return seg.scan_tail()
+
+    def recover(self, seg: LogSegment) -> SegmentScan:
+        scan = self._scan(seg, self.sizes[seg.base_offset])
+        self.sizes[seg.base_offset] = scan.valid_bytes
+        self.recovered[seg.base_offset] = scan
+        return scan
+
+    def delete_segment(self, seg: LogSegment, action: LoadAction) -> None:
+        prefix = filename_prefix(seg.base_offset)
+        for name in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            self.files.pop(prefix + name, None)
+        self.sizes.pop(seg.base_offset, None)
+        self.report(action)
+
+    def next_offset(self, seg: LogSegment) -> int:
+        """The offset after the segment's last batch once the plan is carried out."""
+        scan = self.recovered.get(seg.base_offset)
+        if scan is not None:
+            return seg.base_offset if scan.next_offset is None else scan.next_offset
+        return seg.read_next_offset()
+
+    def close(self) -> None:
+        for seg in self.opened:
+            seg.close()
+        self.opened = []
+
+
+# -- the steps ---------------------------------------------------------------------------------
+def _remove_leftovers(ops) -> None:
+    dir = ops.dir
+    names = ops.names()
+    parsed = [(n, parse_segment_filename(n)) for n in sorted(names)]
     cleaned = [p[0] for n, p in parsed if p and p[2] == CLEANED_SUFFIX]
     min_cleaned = min(cleaned) if cleaned else None
     swaps = []
@@ -49,79 +280,337 @@ def _remove_leftovers(dir: str, config: LogConfig) -> None:
         base, kind, suffix = p
         path = os.path.join(dir, name)
         if suffix in (DELETED_SUFFIX, CLEANED_SUFFIX):
-            log.info("Deleting stray temporary file %s", path)
-            os.unlink(path)
+            ops.unlink(name, LoadAction(
+                "stray-file", path, f"Deleting stray temporary file {path}",
+                f"delete the {suffix} file", base_offset=base))
         elif suffix == SWAP_SUFFIX:
             if min_cleaned is not None and base >= min_cleaned:
-                log.info("Deleting invalid swap file %s (min cleaned offset %d)", path, min_cleaned)
-                os.unlink(path)
+                ops.unlink(name, LoadAction(
+                    "invalid-swap", path,
+                    f"Deleting invalid swap file {path} minCleanedFileOffset: {min_cleaned}",
+                    "delete the .swap file (part of an interrupted clean)", base_offset=base))
             elif kind == LOG_SUFFIX:
                 swaps.append(base)
     for base in sorted(swaps):
-        swap = LogSegment(dir, base, config, suffix=SWAP_SUFFIX)
-        try:
-            next_offset = swap.read_next_offset()
-        finally:
-            swap.close()
-        for name in os.listdir(dir):
+        next_offset = ops.swap_next_offset(base)
+        for name in sorted(ops.names()):
             p = parse_segment_filename(name)
             if p and p[2] == "" and base <= p[0] < max(next_offset, base + 1):
-                os.unlink(os.path.join(dir, name))
+                ops.unlink(name, LoadAction(
+                    "swapped-out", os.path.join(dir, name),
+                    f"Deleting segment files {name} that is compacted but has not been deleted "
+                    "yet.", f"delete it: {filename_prefix(base)}{LOG_SUFFIX}{SWAP_SUFFIX} "
+                    f"replaces offsets [{base}, {next_offset})", base_offset=p[0]))
         for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-            old = os.path.join(dir, f"{base:020d}{kind}{SWAP_SUFFIX}")
-            if os.path.exists(old):
-                os.replace(old, os.path.join(dir, f"{base:020d}{kind}"))
-        log.info("Completed the interrupted swap of segment %d in %s", base, dir)
+            old = f"{filename_prefix(base)}{kind}{SWAP_SUFFIX}"
+            if old in ops.names():
+                ops.rename(old, f"{filename_prefix(base)}{kind}", LoadAction(
+                    "swap", os.path.join(dir, old),
+                    f"Recovering file {old} by renaming from {SWAP_SUFFIX} files.",
+                    f"rename it to {filename_prefix(base)}{kind} (the swap had completed)",
+                    base_offset=base))
     # indexes without a log file
-    names = set(os.listdir(dir))
-    for name in names:
+    names = ops.names()
+    for name in sorted(names):
         p = parse_segment_filename(name)
-        if p and p[2] == "" and p[1] != LOG_SUFFIX and f"{p[0]:020d}{LOG_SUFFIX}" not in names:
-            if p[1] in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, ".txnindex"):
-                log.warning("Deleting index file %s with no log file", os.path.join(dir, name))
-                os.unlink(os.path.join(dir, name))
+        if p and p[2] == "" and p[1] in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX) \
+                and f"{filename_prefix(p[0])}{LOG_SUFFIX}" not in names:
+            path = os.path.join(dir, name)
+            ops.unlink(name, LoadAction(
+                "orphan-index", path,
+                f"Found an orphaned index file {path}, with no corresponding log file.",
+                "delete it", base_offset=p[0]))
 
 
+def _index_order_problem(seg: LogSegment, log_size: int) -> str | None:
+    """(thorough) The first entry of the segment's indexes that breaks their order, in the
+    style of Kafka's index messages; None when both are in order. Kafka's sanity check does
+    not look at this, but every lookup's binary search assumes it."""
+    index = seg.index
+    path = os.path.abspath(index.path)
+    prev_offset = prev_position = None
+    for n in range(index.entries):
+        offset, position = index.entry(n)
+        if prev_offset is not None and offset <= prev_offset:
+            return (f"Corrupt index found, index file ({path}) has entry {n} with offset "
+                    f"{offset} which is not larger than the offset {prev_offset} of the entry "
+                    "before it")
+        if prev_position is not None and position <= prev_position:
+            return (f"Corrupt index found, index file ({path}) has entry {n} with position "
+                    f"{position} which is not larger than the position {prev_position} of the "
+                    "entry before it")
+        if position >= log_size:
+            return (f"Corrupt index found, index file ({path}) has entry {n} with position "
+                    f"{position} which is past the end of the log segment ({log_size} bytes)")
+        prev_offset, prev_position = offset, position
+    time_index = seg.time_index
+    path = os.path.abspath(time_index.path)
+    prev_ts = prev_offset = None
+    for n in range(time_index.entries):
+        ts, offset = time_index.entry(n)
+        if prev_ts is not None and ts <= prev_ts:
+            return (f"Corrupt time index found, time index file ({path}) has entry {n} with "
+                    f"timestamp {ts} which is not larger than the timestamp {prev_ts} of the "
+                    "entry before it")
+        if prev_offset is not None and offset < prev_offset:
+            return (f"Corrupt time index found, time index file ({path}) has entry {n} with "
+                    f"offset {offset} which is less than the offset {prev_offset} of the "
+                    "entry before it")
+        prev_ts, prev_offset = ts, offset
+    return None
+
+
+def _missing_index(seg: LogSegment, names: set[str]) -> str | None:
+    prefix = filename_prefix(seg.base_offset)
+    if prefix + INDEX_SUFFIX not in names:
+        return (f"Could not find offset index file corresponding to log file "
+                f"{os.path.abspath(seg.log_path)}, recovering segment and rebuilding index "
+                "files...")
+    if prefix + TIME_INDEX_SUFFIX not in names:
+        return (f"Could not find time index file corresponding to log file "
+                f"{os.path.abspath(seg.log_path)}, recovering segment and rebuilding index "
+                "files...")
+    return None
+
+
+def _corrupt_index_message(seg: LogSegment, reason: str) -> str:
+    return (f"Found a corrupted index file corresponding to log file "
+            f"{os.path.abspath(seg.log_path)} due to {reason}, recovering segment and "
+            "rebuilding index files...")
+
+
+def _truncation_action(seg: LogSegment, scan: SegmentScan) -> LoadAction:
+    path = os.path.abspath(seg.log_path)
+    if scan.error is not None:
+        message = (f"Found invalid messages in log segment {path} at byte offset "
+                   f"{scan.valid_bytes}: {scan.error.reason}")
+    else:
+        message = (f"{scan.truncated} bytes at byte offset {scan.valid_bytes} of log segment "
+                   f"{path} are not a complete batch (a torn write)")
+    return LoadAction("truncate", path, message,
+                      f"truncate {scan.truncated} bytes: the segment keeps {scan.valid_bytes} "
+                      f"bytes ({scan.batches} valid batches)",
+                      position=scan.valid_bytes, nbytes=scan.truncated,
+                      base_offset=seg.base_offset)
+
+
+def _recover(ops, seg: LogSegment, cause: LoadAction) -> int:
+    """Recover ``seg`` because of ``cause``; report a truncation. Returns bytes truncated."""
+    ops.report(cause)
+    scan = ops.recover(seg)
+    if scan is not None and scan.truncated > 0:
+        ops.report(_truncation_action(seg, scan))
+    return 0 if scan is None else scan.truncated
+
+
+def _verify(ops, segments: list[LogSegment], names: set[str]) -> tuple[dict[int, str], int | None]:
+    """(thorough) Check every segment's indexes and batches. Returns ``(bases whose indexes
+    are rebuilt -> why, base of the first segment with invalid data or None)``; reports
+    offsets that go back, which are left alone."""
+    rebuild: dict[int, str] = {}
+    first_bad = None
+    previous: tuple[LogSegment, SegmentScan] | None = None
+    for seg in segments:
+        size = ops.size(seg)
+        if _missing_index(seg, names) is None:
+            try:
+                seg.index.sanity_check()
+                seg.time_index.sanity_check()
+                problem = _index_order_problem(seg, size)
+            except CorruptIndexError as exc:
+                problem = str(exc)
+            if problem is not None:
+                rebuild[seg.base_offset] = problem
+        scan = ops.scan(seg)
+        if scan.truncated > 0 and first_bad is None:
+            first_bad = seg.base_offset
+        path = os.path.abspath(seg.log_path)
+        if scan.disorder is not None:
+            position, offset, expected = scan.disorder
+            ops.report(LoadAction(
+                "offsets-out-of-order", path,
+                f"Offsets go back in log segment {path} at byte offset {position}: a batch "
+                f"starts at offset {offset}, below the offset {expected} that follows the "
+                "batch before it",
+                "none: Kafka's recovery does not repair this (a lookup by offset cannot find "
+                "every record); move the partition away and restore it from a replica or "
+                "backup", position=position, base_offset=seg.base_offset))
+        elif previous is not None and scan.first_offset is not None \
+                and previous[1].next_offset is not None \
+                and scan.first_offset < previous[1].next_offset:
+            prev_seg, prev_scan = previous
+            ops.report(LoadAction(
+                "offsets-out-of-order", path,
+                f"Log segment {path} starts at offset {scan.first_offset}, below the offset "
+                f"{prev_scan.next_offset} that follows the last batch of "
+                f"{os.path.abspath(prev_seg.log_path)}: the segments overlap",
+                "none: Kafka's recovery does not repair this; move the partition away and "
+                "restore it from a replica or backup", position=0,
+                base_offset=seg.base_offset))
+        if scan.batches:
+            previous = (seg, scan)
+    return rebuild, first_bad
+
+
+def _load_segments(ops, *, recovery_point: int, log_start_offset: int,
+                   had_clean_shutdown: bool, thorough: bool) -> list[LogSegment]:
+    """Steps 1 to 4 for a writable load (carried out or planned by ``ops``). Returns the
+    segments, oldest first; an empty list when none is left (the caller creates one)."""
+    _remove_leftovers(ops)
+    names = ops.names()
+    bases = sorted(p[0] for p in map(parse_segment_filename, names)
+                   if p and p[1] == LOG_SUFFIX and p[2] == "")
+    segments = [ops.open_segment(b) for b in bases]
+    rebuild: dict[int, str] = {}
+    first_bad = None
+    startup_recovery_point = None if had_clean_shutdown else recovery_point
+    if thorough and segments:
+        before = len(ops.actions)
+        rebuild, first_bad = _verify(ops, segments, names)
+        if not ops.dry and any(a.kind in UNREPAIRABLE_KINDS for a in ops.actions[before:]):
+            raise UnrepairableLogError(f"offsets go back in {ops.dir}")
+        if first_bad is not None:
+            start = first_bad if had_clean_shutdown else min(recovery_point, first_bad)
+            recovery_point, had_clean_shutdown = start, False
+    for seg in segments:
+        missing = _missing_index(seg, names)
+        if missing is not None:
+            _recover(ops, seg, LoadAction(
+                "missing-index", os.path.abspath(seg.log_path), missing,
+                "recover the segment: validate every batch, rebuild .index and .timeindex",
+                base_offset=seg.base_offset))
+            continue
+        reason = rebuild.get(seg.base_offset)
+        if reason is None and seg is segments[-1]:
+            try:
+                seg.sanity_check()
+            except CorruptIndexError as exc:
+                reason = str(exc)
+        if reason is not None:
+            _recover(ops, seg, LoadAction(
+                "corrupt-index", os.path.abspath(seg.log_path),
+                _corrupt_index_message(seg, reason),
+                "recover the segment: validate every batch, rebuild .index and .timeindex",
+                base_offset=seg.base_offset))
+    if not had_clean_shutdown and segments:
+        _recover_from(ops, segments, recovery_point, startup_recovery_point, first_bad)
+    elif segments:
+        # a clean shutdown skips recovery, but the tail of the active segment is still
+        # checked: bytes appended by hand (or a partial copy) must not become "records"
+        last = segments[-1]
+        end, error = ops.scan_tail(last)
+        if error is not None or end != ops.size(last):
+            why = error.reason if error is not None else "an incomplete batch"
+            path = os.path.abspath(last.log_path)
+            _recover(ops, last, LoadAction(
+                "invalid-tail", path,
+                f"Invalid data at the end of {path} after the last index entry (byte offset "
+                f"{end}): {why}",
+                "recover the segment although the shutdown was clean (kafkafs checks the "
+                "active segment's tail)", position=end, base_offset=last.base_offset))
+    return segments
+
+
+def _floor_base(segments: list[LogSegment], offset: int) -> int:
+    base = segments[0].base_offset
+    for seg in segments:
+        if seg.base_offset <= offset:
+            base = seg.base_offset
+    return base
+
+
+def _recover_from(ops, segments: list[LogSegment], recovery_point: int,
+                  startup_recovery_point: int | None = None,
+                  first_bad: int | None = None) -> None:
+    """Recover every segment from the one holding ``recovery_point`` on; after a truncation,
+    delete the later segments (``LogLoader.recoverLog``). ``startup_recovery_point``: where a
+    plain startup would start (None after a clean shutdown), ``first_bad``: the first segment
+    with invalid data (thorough loads) -- they only change how the actions are described."""
+    start = _floor_base(segments, recovery_point)
+    startup_start = None if startup_recovery_point is None else \
+        _floor_base(segments, startup_recovery_point)
+    i = 0
+    while i < len(segments):
+        seg = segments[i]
+        if seg.base_offset < start:
+            i += 1
+            continue
+        if startup_start is None or seg.base_offset < startup_start:
+            cause = LoadAction(
+                "recover", os.path.abspath(seg.log_path),
+                f"Recovering segment {seg.base_offset}: recovery runs from segment "
+                f"{first_bad}, the first that holds invalid data",
+                "validate every batch and rebuild the indexes", base_offset=seg.base_offset)
+        else:
+            cause = LoadAction(
+                "unflushed", os.path.abspath(seg.log_path),
+                f"Recovering unflushed segment {seg.base_offset}",
+                "validate every batch and rebuild the indexes", base_offset=seg.base_offset)
+        truncated = _recover(ops, seg, cause)
+        if truncated > 0 and i + 1 < len(segments):
+            later = segments[i + 1:]
+            for other in later:
+                path = os.path.abspath(other.log_path)
+                ops.delete_segment(other, LoadAction(
+                    "delete-segment", path,
+                    f"Corruption found in segment {seg.base_offset}: deleting segments as "
+                    f"part of log recovery: {path}",
+                    "delete the segment (it follows a truncated one)",
+                    base_offset=other.base_offset))
+            del segments[i + 1:]
+        i += 1
+    # an empty trailing segment after a truncation is fine; an empty one before others is not
+
+
+def _no_segments_action(dir: str, log_start_offset: int) -> LoadAction:
+    path = os.path.join(dir, filename_prefix(log_start_offset) + LOG_SUFFIX)
+    return LoadAction("no-segments", os.path.abspath(path),
+                      f"No log segment in {os.path.abspath(dir)}",
+                      f"create an empty segment at the log start offset {log_start_offset}",
+                      base_offset=log_start_offset)
+
+
+def _log_start_action(dir: str, log_start_offset: int, leo: int) -> LoadAction:
+    return LoadAction(
+        "log-start-above-end", os.path.abspath(dir),
+        f"logEndOffset ({leo}) is smaller than logStartOffset {log_start_offset}. This could "
+        "happen if segment files were deleted from the file system.",
+        f"move the log start offset down to {leo} (Kafka deletes every segment instead)")
+
+
+# -- entry points ------------------------------------------------------------------------------
 def load_log(dir: str, topic: str, partition: int, config: LogConfig, *,
              recovery_point: int = 0, log_start_offset: int = 0,
-             had_clean_shutdown: bool = False, writable: bool = True) -> Log:
+             had_clean_shutdown: bool = False, writable: bool = True,
+             thorough: bool = False,
+             on_action: Callable[[LoadAction], None] | None = None) -> Log:
     """Load the partition in ``dir`` and return its :class:`Log`.
 
     ``recovery_point`` and ``log_start_offset`` come from the log dir's checkpoints (0 when
-    unknown). Raises OSError on I/O failure; corrupt data is truncated, never raised.
+    unknown). ``thorough`` (writable loads, ``kafkafs check --repair``): also verify every
+    segment, rebuild any index that fails a check and recover from the first segment with
+    invalid data on; raises UnrepairableLogError, before changing a segment, when offsets go
+    back. ``on_action`` is called with each :class:`LoadAction` once it is done. Raises
+    OSError on I/O failure; corrupt data is truncated, never raised.
     """
+    segments: list[LogSegment]
     if writable:
-        _remove_leftovers(dir, config)
-    names = set(os.listdir(dir))
-    bases = sorted(p[0] for p in map(parse_segment_filename, names)
-                   if p and p[1] == LOG_SUFFIX and p[2] == "")
-    segments = [LogSegment(dir, b, config, writable=writable) for b in bases]
-    if writable:
-        for seg in segments:
-            missing = (f"{seg.base_offset:020d}{INDEX_SUFFIX}" not in names
-                       or f"{seg.base_offset:020d}{TIME_INDEX_SUFFIX}" not in names)
-            try:
-                if missing:
-                    raise CorruptIndexError(f"index files of {seg.log_path} are missing")
-                if seg is segments[-1]:
-                    seg.sanity_check()
-            except CorruptIndexError as exc:
-                log.warning("Found a corrupted or missing index of %s (%s), rebuilding it",
-                            seg.log_path, exc)
-                seg.recover()
-        if not had_clean_shutdown and segments:
-            _recover_from(segments, recovery_point)
-        elif segments:
-            # a clean shutdown skips recovery, but the tail of the active segment is still
-            # checked: bytes appended by hand (or a partial copy) must not become "records"
-            if not segments[-1].tail_is_valid():
-                segments[-1].recover()
+        ops = _Executor(dir, config, on_action)
+        segments = _load_segments(ops, recovery_point=recovery_point,
+                                  log_start_offset=log_start_offset,
+                                  had_clean_shutdown=had_clean_shutdown, thorough=thorough)
+    else:
+        names = set(os.listdir(dir))
+        bases = sorted(p[0] for p in map(parse_segment_filename, names)
+                       if p and p[1] == LOG_SUFFIX and p[2] == "")
+        segments = [LogSegment(dir, b, config, writable=False) for b in bases]
     if not segments:
         if not writable:
             raise FileNotFoundError(f"{dir} holds no log segments")
         seg = LogSegment(dir, log_start_offset, config, create=True)
         seg.open_indexes()
         segments = [seg]
+        ops.report(_no_segments_action(dir, log_start_offset))
     if writable:
         active = segments[-1]
         active.index.resize(config.segment_index_bytes)
@@ -139,33 +628,38 @@ def load_log(dir: str, topic: str, partition: int, config: LogConfig, *,
                 seg.flush()
         log_obj.recovery_point = leo
     if log_obj.log_start_offset > leo:
+        if writable:
+            ops.report(_log_start_action(dir, log_obj.log_start_offset, leo))
         log_obj.log_start_offset = leo
     return log_obj
 
 
-def _floor_base(segments: list[LogSegment], offset: int) -> int:
-    base = segments[0].base_offset
-    for seg in segments:
-        if seg.base_offset <= offset:
-            base = seg.base_offset
-    return base
+def plan_load(dir: str, config: LogConfig, *, recovery_point: int = 0,
+              log_start_offset: int = 0, had_clean_shutdown: bool = False,
+              thorough: bool = False, scans: dict | None = None) -> list[LoadAction]:
+    """What a writable :func:`load_log` with the same arguments would do to the partition in
+    ``dir``, as a list of :class:`LoadAction` in the order it would do them -- worked out
+    with every file opened read-only: not a byte, name or mtime changes.
 
-
-def _recover_from(segments: list[LogSegment], recovery_point: int) -> None:
-    """Recover every segment from the one holding ``recovery_point`` on; after a truncation,
-    delete the later segments (``LogLoader.recoverLog``)."""
-    start = _floor_base(segments, recovery_point)
-    i = 0
-    while i < len(segments):
-        seg = segments[i]
-        if seg.base_offset < start:
-            i += 1
-            continue
-        truncated = seg.recover()
-        if truncated > 0 and i + 1 < len(segments):
-            for later in segments[i + 1:]:
-                log.warning("Deleting segment %s after a truncated one", later.log_path)
-                later.delete()
-            del segments[i + 1:]
-        i += 1
-    # an empty trailing segment after a truncation is fine; an empty one before others is not
+    ``scans`` (optional) caches the validating scans of ``.log`` files between calls on the
+    same unchanged directory (``{(path, end): SegmentScan}``). Raises OSError on I/O failure
+    (FileNotFoundError when a file vanishes meanwhile, e.g. beside a running daemon).
+    """
+    ops = _Planner(dir, config, scans)
+    try:
+        segments = _load_segments(ops, recovery_point=recovery_point,
+                                  log_start_offset=log_start_offset,
+                                  had_clean_shutdown=had_clean_shutdown, thorough=thorough)
+        if not segments:
+            ops.report(_no_segments_action(dir, log_start_offset))
+        else:
+            try:
+                leo = ops.next_offset(segments[-1])
+            except (OSError, ValueError):
+                leo = None
+            start = max(log_start_offset, segments[0].base_offset)
+            if leo is not None and start > leo:
+                ops.report(_log_start_action(dir, start, leo))
+        return ops.actions
+    finally:
+        ops.close()

@@ -15,7 +15,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from ..record.batch import (
     BATCH_OVERHEAD,
@@ -36,6 +37,41 @@ log = logging.getLogger(__name__)
 
 READ_CHUNK = 1024 * 1024  # bytes read per pread when scanning batches
 TRANSLATE_CHUNK = 32 * 1024  # ... and when looking for one offset from an index entry
+_INT_MAX = 0x7FFFFFFF
+
+
+@dataclass
+class SegmentScan:
+    """What a validating scan of a ``.log`` found (the loop of Kafka's ``LogSegment.recover``).
+
+    ``valid_bytes``: length of the prefix of whole, valid batches (recovery truncates the file
+    to it); ``size``: bytes scanned (the file size, or the ``end`` asked for); ``error``: the
+    CorruptRecordError that stopped the scan at ``valid_bytes`` (bad size, magic, CRC, or a last
+    offset that does not fit the segment), None when the scan reached ``size`` or stopped at an
+    incomplete batch (a torn write); ``batches``: whole valid batches; ``first_offset``: base
+    offset of the first of them and ``next_offset``: the offset after the last (None when
+    there is none); ``disorder``: ``(position, offset, expected)`` of the first batch whose
+    offsets go back (``offset`` below ``expected``, the previous batch's next offset), else
+    None -- recovery does not check this, a reader's offset lookups assume it.
+    """
+
+    valid_bytes: int
+    size: int
+    error: CorruptRecordError | None = None
+    batches: int = 0
+    first_offset: int | None = None
+    next_offset: int | None = None
+    disorder: tuple[int, int, int] | None = None
+
+    @property
+    def truncated(self) -> int:
+        """Bytes recovery removes from the end (``size - valid_bytes``)."""
+        return self.size - self.valid_bytes
+
+    @property
+    def torn(self) -> bool:
+        """Whether the scan stopped at an incomplete batch (not at an invalid one)."""
+        return self.error is None and self.valid_bytes < self.size
 
 
 class LogSegment:
@@ -70,6 +106,7 @@ class LogSegment:
         self._offset_of_max_timestamp_so_far = base_offset
         self._rolling_ts_loaded = create
         self._rolling_based_timestamp: int | None = None
+        self.last_recovery: SegmentScan | None = None
         if create and config.preallocate:
             os.posix_fallocate(self._fd, 0, config.segment_bytes)
 
@@ -304,14 +341,23 @@ class LogSegment:
     def tail_is_valid(self) -> bool:
         """Whether the bytes after the last index entry are whole batches with valid CRCs
         (no torn or hand-appended tail)."""
+        end, error = self.scan_tail()
+        if error is not None:
+            log.warning("Invalid data at the end of %s: %s", self.log_path, error.reason)
+            return False
+        return end == self.size
+
+    def scan_tail(self) -> tuple[int, CorruptRecordError | None]:
+        """Validate the batches after the last index entry without changing anything:
+        ``(end of the last whole valid batch, the error that stopped the scan or None)``.
+        The tail is valid when the error is None and the end is the file size."""
         end = self._last_indexed_position()
         try:
             for batch in self.batches(end, validate=True):
                 end = batch.position + batch.size
         except CorruptRecordError as exc:
-            log.warning("Invalid data at the end of %s: %s", self.log_path, exc.reason)
-            return False
-        return end == self.size
+            return end, exc.located(path=self.log_path, position=end)
+        return end, None
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp`` and
@@ -339,35 +385,63 @@ class LogSegment:
                     yield record
 
     # -- recovery and truncation -----------------------------------------------------
-    def recover(self) -> int:
-        """Rebuild the indexes from the ``.log``, validating every batch; truncate the file at
-        the first invalid or torn batch (``LogSegment.recover``). Returns bytes truncated."""
-        if not self.writable:
-            raise ReadOnlyLogError(f"{self.log_path} is read-only")
-        self.index.reset()
-        self.time_index.reset()
-        valid_bytes = 0
-        last_index_entry = 0
-        max_ts = NO_TIMESTAMP
-        offset_of_max_ts = self.base_offset
+    def validate(self, end: int | None = None,
+                 on_batch: Callable[[RecordBatch, int], None] | None = None) -> SegmentScan:
+        """Scan the ``.log`` from position 0 to ``end`` (default: its size) checking every
+        batch as recovery does (size, magic, CRC, last offset relative to the base offset must
+        fit an int), without changing anything. ``on_batch(batch, position)`` is called for
+        each valid batch (recovery builds the indexes there; what it raises propagates).
+        Returns a :class:`SegmentScan`; OSError on I/O failure."""
+        end = self.size if end is None else min(end, self.size)
+        scan = SegmentScan(valid_bytes=0, size=end)
         try:
-            for batch in self.batches(0, validate=True):
-                if not 0 <= batch.last_offset - self.base_offset <= 0x7FFFFFFF:
+            for batch in self.batches(0, end, validate=True):
+                if not 0 <= batch.last_offset - self.base_offset <= _INT_MAX:
                     raise CorruptRecordError(
                         f"batch last offset {batch.last_offset} is out of range for a segment "
                         f"with base offset {self.base_offset}", path=self.log_path,
                         position=batch.position)
-                if batch.max_timestamp > max_ts:
-                    max_ts = batch.max_timestamp
-                    offset_of_max_ts = batch.last_offset
-                if valid_bytes - last_index_entry > self.config.index_interval_bytes:
-                    self.index.append(batch.last_offset, valid_bytes)
-                    self.time_index.maybe_append(max_ts, offset_of_max_ts)
-                    last_index_entry = valid_bytes
-                valid_bytes += batch.size
+                if on_batch is not None:
+                    on_batch(batch, scan.valid_bytes)
+                first = batch.base_offset if batch.magic >= 2 else batch.last_offset
+                if scan.first_offset is None:
+                    scan.first_offset = first
+                elif scan.disorder is None and first < scan.next_offset:
+                    scan.disorder = (batch.position, first, scan.next_offset)
+                scan.next_offset = max(batch.next_offset, scan.next_offset or 0)
+                scan.batches += 1
+                scan.valid_bytes += batch.size
         except CorruptRecordError as exc:
+            scan.error = exc.located(path=self.log_path, position=scan.valid_bytes)
+        return scan
+
+    def recover(self) -> int:
+        """Rebuild the indexes from the ``.log``, validating every batch; truncate the file at
+        the first invalid or torn batch (``LogSegment.recover``). Returns bytes truncated;
+        :attr:`last_recovery` keeps the :class:`SegmentScan` (where and why)."""
+        if not self.writable:
+            raise ReadOnlyLogError(f"{self.log_path} is read-only")
+        self.index.reset()
+        self.time_index.reset()
+        state = {"last_index_entry": 0, "max_ts": NO_TIMESTAMP,
+                 "offset_of_max_ts": self.base_offset}
+
+        def index_batch(batch: RecordBatch, valid_bytes: int) -> None:
+            if batch.max_timestamp > state["max_ts"]:
+                state["max_ts"] = batch.max_timestamp
+                state["offset_of_max_ts"] = batch.last_offset
+            if valid_bytes - state["last_index_entry"] > self.config.index_interval_bytes:
+                self.index.append(batch.last_offset, valid_bytes)
+                self.time_index.maybe_append(state["max_ts"], state["offset_of_max_ts"])
+                state["last_index_entry"] = valid_bytes
+
+        scan = self.validate(on_batch=index_batch)
+        self.last_recovery = scan
+        valid_bytes = scan.valid_bytes
+        max_ts, offset_of_max_ts = state["max_ts"], state["offset_of_max_ts"]
+        if scan.error is not None:
             log.warning("Found invalid messages in log segment %s at byte offset %d: %s",
-                        self.log_path, valid_bytes, exc.reason)
+                        self.log_path, valid_bytes, scan.error.reason)
         truncated = self.size - valid_bytes
         if truncated > 0:
             log.warning("Truncating %s to %d bytes (%d invalid bytes at the end)",
@@ -380,7 +454,7 @@ class LogSegment:
         self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far = max_ts, offset_of_max_ts
         self._max_ts_loaded = True
         self._rolling_ts_loaded = False
-        self.bytes_since_last_index_entry = valid_bytes - last_index_entry
+        self.bytes_since_last_index_entry = valid_bytes - state["last_index_entry"]
         return truncated
 
     def sanity_check(self) -> None:
