@@ -11,15 +11,28 @@ needed; files are opened read-only, so a live broker's or daemon's dir is safe t
 * ``.index``: ``offset: N position: P``, each entry checked against the ``.log`` beside it.
 * ``.timeindex``: ``timestamp: T offset: N``, each entry checked against the ``.log`` (via the
   ``.index``).
+* ``.snapshot`` (producer state, ``dumpProducerIdSnapshot``): one line per producer,
+  ``producerId: P producerEpoch: E coordinatorEpoch: C currentTxnFirstOffset:
+  OptionalLong[F] lastTimestamp: T`` (``OptionalLong.empty`` without an ongoing
+  transaction), followed, when the producer has a data batch, by `` firstSequence: S
+  lastSequence: S lastOffset: O offsetDelta: D timestamp: T`` — Kafka 4.x's line; 3.x
+  printed the same text but with a blank at the end of a line without batch data.
+* ``.txnindex`` (``dumpTxnIndex``): one line per aborted transaction, ``version: 0
+  producerId: P firstOffset: F lastOffset: L lastStableOffset: S``. A missing file prints
+  nothing (as Kafka: no transaction index until a transaction aborts).
 * ``--index-sanity-check``: the broker's startup check only; ``--verify-index-only``: the
   checks without the listing. Findings go to stderr after all files, in Kafka's words.
 
 Files are dispatched on their suffix (:data:`SUFFIX_DUMPERS`) and batches on their magic
-(:data:`BATCH_PRINTERS`): legacy message formats (magic 0/1), producer-state ``.snapshot``
-and ``.txnindex`` files print a "not yet supported" line for now and slot in there later.
+(:data:`BATCH_PRINTERS`): legacy message formats (magic 0/1) print a "not yet supported"
+line for now and slot in there later. Control records are decoded with
+:mod:`kafkafs.record.control`.
 
 Exit status: 0 when every file was dumped (findings such as index mismatches do not change
 it, as in Kafka), 1 when a file could not be read, was corrupt, or is not supported yet.
+Unlike Kafka, a corrupt snapshot (bad CRC, version or length) is an error naming the file
+(Kafka prints the message and exits 0), and a ``.txnindex`` ending in a partial entry is
+dumped up to it and then reported as an error (Kafka skips the partial entry silently).
 """
 
 from __future__ import annotations
@@ -33,7 +46,9 @@ from dataclasses import dataclass
 
 from ..log.errors import CorruptIndexError
 from ..log.index import OffsetIndex, TimeIndex
-from ..record import LOG_APPEND_TIME, RecordBatch
+from ..log.producer_state import CorruptSnapshotError, read_snapshot
+from ..log.txnindex import TransactionIndex
+from ..record import LOG_APPEND_TIME, RecordBatch, control
 from ..record.errors import CorruptRecordError
 
 INT_MAX = 0x7FFFFFFF
@@ -47,8 +62,6 @@ RECORD_OVERHEAD_V0 = 14  # smallest legal entry size (LegacyRecord.RECORD_OVERHE
 _OFFSET_SIZE = struct.Struct(">qi")
 
 COMPRESSION_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
-CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
-                 4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
 READ_CHUNK = 1024 * 1024
 
 
@@ -114,7 +127,7 @@ class DumpOptions:
     skip_record_metadata: bool = False
 
     @classmethod
-    def from_args(cls, args) -> "DumpOptions":
+    def from_args(cls, args) -> DumpOptions:
         decoders = (getattr(args, "value_decoder_class", None) is not None
                     or getattr(args, "key_decoder_class", None) is not None)
         print_data = bool(args.print_data_log) or decoders
@@ -151,7 +164,7 @@ class _Entry:
     header for magic 2, else None.
     """
 
-    __slots__ = ("position", "offset", "size", "magic", "batch")
+    __slots__ = ("batch", "magic", "offset", "position", "size")
 
     def __init__(self, position, offset, size, magic, batch):
         self.position = position
@@ -274,26 +287,27 @@ def _i16(data, pos: int) -> int:
 
 def _control_text(key, value) -> str:
     """What DumpLogSegments prints after a control record's metadata."""
-    if key is None or len(key) < 4:
-        return " controlType: UNKNOWN(-1)"
-    type_id = _i16(key, 2)
-    name = CONTROL_TYPES.get(type_id, "UNKNOWN")
     try:
-        if name in ("ABORT", "COMMIT"):
-            epoch = struct.unpack_from(">hi", value)[1]
+        _version, type_id = control.parse_control_key(key)
+    except CorruptRecordError:
+        return " controlType: UNKNOWN(-1)"
+    name = control.control_type_name(type_id)
+    try:
+        if type_id in (control.ABORT, control.COMMIT):
+            _version, epoch = control.parse_end_txn_marker(value)
             return f" endTxnMarker: {name} coordinatorEpoch: {epoch}"
-        if name == "SNAPSHOT_HEADER":
+        if type_id == control.SNAPSHOT_HEADER:
             version, ts = struct.unpack_from(">hq", value)
             doc = {"version": version, "lastContainedLogTimestamp": ts}
             return f" SnapshotHeader {json.dumps(doc, separators=(',', ':'))}"
-        if name == "SNAPSHOT_FOOTER":
+        if type_id == control.SNAPSHOT_FOOTER:
             doc = {"version": _i16(value, 0)}
             return f" SnapshotFooter {json.dumps(doc, separators=(',', ':'))}"
-        if name == "KRAFT_VERSION":
+        if type_id == control.KRAFT_VERSION:
             version, kraft = struct.unpack_from(">hh", value)
             doc = {"version": version, "kRaftVersion": kraft}
             return f" KRaftVersion {json.dumps(doc, separators=(',', ':'))}"
-    except (struct.error, TypeError):
+    except (struct.error, TypeError, CorruptRecordError):
         pass  # a value too short for its type: fall back to the generic line
     # LEADER_CHANGE and UNKNOWN are printed like this by Kafka; KRAFT_VOTERS (a nested
     # message) is not decoded yet
@@ -301,7 +315,7 @@ def _control_text(key, value) -> str:
 
 
 # -- per-magic printers ------------------------------------------------------------------
-def _print_v2_batch(dumper: "LogDumper", entry: _Entry, position: int) -> None:
+def _print_v2_batch(dumper: LogDumper, entry: _Entry, position: int) -> None:
     b = entry.batch
     dh = f"OptionalLong[{b.base_timestamp}]" if b.has_delete_horizon else "OptionalLong.empty"
     last_seq = -1 if b.base_sequence == -1 else _increment_sequence(b.base_sequence,
@@ -317,7 +331,7 @@ def _print_v2_batch(dumper: "LogDumper", entry: _Entry, position: int) -> None:
         f"crc: {b.crc} isvalid: {_jbool(b.is_valid())}\n")
 
 
-def _print_v2_records(dumper: "LogDumper", entry: _Entry, file_key: str) -> None:
+def _print_v2_records(dumper: LogDumper, entry: _Entry, file_key: str) -> None:
     b = entry.batch
     opts = dumper.options
     out = dumper.out
@@ -350,14 +364,14 @@ def _print_v2_records(dumper: "LogDumper", entry: _Entry, file_key: str) -> None
         out.write("".join(parts))
 
 
-def _print_unsupported_entry(dumper: "LogDumper", entry: _Entry, position: int) -> None:
+def _print_unsupported_entry(dumper: LogDumper, entry: _Entry, position: int) -> None:
     dumper.out.write(f"offset: {entry.offset} position: {position} size: {entry.size} "
                      f"magic: {entry.magic} (message format v{entry.magic} is not yet "
                      f"supported by kafkafs dump)\n")
     dumper.unsupported = True
 
 
-def _skip_records(dumper: "LogDumper", entry: _Entry, file_key: str) -> None:
+def _skip_records(dumper: LogDumper, entry: _Entry, file_key: str) -> None:
     pass
 
 
@@ -405,7 +419,7 @@ class LogDumper:
                 continue
             try:
                 handler(self, path)
-            except (CorruptRecordError, CorruptIndexError) as exc:
+            except (CorruptRecordError, CorruptIndexError, CorruptSnapshotError) as exc:
                 self.error(f"error: {exc}")
                 failed = True
             except BrokenPipeError:
@@ -582,18 +596,33 @@ class LogDumper:
             if index is not None:
                 index.close()
 
-    # -- not yet supported ---------------------------------------------------------------
+    # -- producer state and transaction index -------------------------------------------
     def dump_producer_snapshot(self, path: str) -> None:
-        """Producer-state ``.snapshot`` files: not yet supported."""
-        self._not_yet(path, "producer state snapshot (.snapshot)")
+        """One line per producer of a ``.snapshot`` (``DumpLogSegments.dumpProducerIdSnapshot``,
+        Kafka 4.x). Raises CorruptSnapshotError, OSError."""
+        out = self.out
+        for e in read_snapshot(path):
+            txn = ("OptionalLong.empty" if e.current_txn_first_offset is None
+                   else f"OptionalLong[{e.current_txn_first_offset}]")
+            line = (f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} "
+                    f"coordinatorEpoch: {e.coordinator_epoch} currentTxnFirstOffset: {txn} "
+                    f"lastTimestamp: {e.last_timestamp}")
+            if e.has_batch_metadata:
+                line += (f" firstSequence: {e.first_sequence} lastSequence: {e.last_sequence} "
+                         f"lastOffset: {e.last_offset} offsetDelta: {e.offset_delta} "
+                         f"timestamp: {e.last_timestamp}")
+            out.write(line + "\n")
 
     def dump_txn_index(self, path: str) -> None:
-        """Transaction index ``.txnindex`` files: not yet supported."""
-        self._not_yet(path, "transaction index (.txnindex)")
-
-    def _not_yet(self, path: str, what: str) -> None:
-        self.error(f"Dumping a {what} file is not yet supported by kafkafs dump: {path}")
-        self.unsupported = True
+        """One line per aborted transaction of a ``.txnindex`` (``DumpLogSegments.dumpTxnIndex``);
+        nothing for a missing file. Raises CorruptIndexError for an unknown entry version
+        (before printing) or a partial last entry (after printing the whole ones)."""
+        index = TransactionIndex(path, _offset_from_name(os.path.basename(path)), writable=False)
+        for t in index.all_aborted_txns(allow_torn_tail=True):
+            self.out.write(f"version: {t.version} producerId: {t.producer_id} "
+                           f"firstOffset: {t.first_offset} lastOffset: {t.last_offset} "
+                           f"lastStableOffset: {t.last_stable_offset}\n")
+        index.all_aborted_txns()  # a partial trailing entry: report it now
 
 
 #: file suffix → dumper (Kafka dispatches on the text from the last '.')

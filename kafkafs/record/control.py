@@ -160,5 +160,6 @@ def encode_end_txn_marker_batch(control_type: int, *, base_offset: int, timestam
     record = (timestamp, encode_control_key(control_type),
               encode_end_txn_marker_value(coordinator_epoch), ())
     return encode_batch([record], base_offset=base_offset, producer_id=producer_id,
-                        producer_epoch=producer_epoch, partition_leader_epoch=partition_leader_epoch,
+                        producer_epoch=producer_epoch,
+                        partition_leader_epoch=partition_leader_epoch,
                         is_transactional=True, is_control=True)
