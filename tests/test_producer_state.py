@@ -457,3 +457,50 @@ def test_read_only_manager_never_touches_files(tmp_path):
         psm.take_snapshot()
     psm.truncate_fully_and_start_at(0)
     assert {n: os.stat(tmp_path / n).st_mtime_ns for n in os.listdir(tmp_path)} == before
+
+
+# -- property: the manager against a plain model ----------------------------------------------
+ops_st = st.lists(st.tuples(st.sampled_from(["data", "commit", "abort"]), st.integers(1, 4),
+                            st.integers(1, 3)), max_size=40)
+
+
+@settings(max_examples=80, deadline=None)
+@given(ops_st, st.data())
+def test_property_aborted_txns_and_snapshot_replay_match_a_model(tmp_path_factory, ops, data):
+    """Random transactional traffic of four producers: every ABORT yields the AbortedTxn a
+    plain model of Kafka's rules predicts, and a manager reloaded from a snapshot taken at a
+    random batch boundary ends in the same state after replaying the rest."""
+    d = tmp_path_factory.mktemp("psm")
+    log, offset, seqs, open_txns, expected = [], 0, {}, {}, []
+    for kind, pid, n in ops:
+        if kind == "data":
+            log.append(data_batch(offset, n, pid=pid, seq=seqs.get(pid, 0), ts=offset))
+            seqs[pid] = seqs.get(pid, 0) + n
+            open_txns.setdefault(pid, offset)
+            offset += n
+        else:
+            log.append(marker(offset, pid=pid, ts=offset,
+                              kind=control.ABORT if kind == "abort" else control.COMMIT))
+            first = open_txns.pop(pid, None)
+            if first is not None and kind == "abort":
+                others = [f for p, f in open_txns.items() if p != pid]
+                expected.append(AbortedTxn(pid, first, offset, min(others, default=offset + 1)))
+            offset += 1
+    psm = ProducerStateManager(d)
+    got = [a for a in (psm.update(b) for b in log) if a is not None]
+    assert got == expected
+    assert psm.first_undecided_offset() == min(open_txns.values(), default=None)
+    assert psm.map_end_offset == offset
+    # snapshot at a random boundary, reload, replay the rest
+    cut = data.draw(st.integers(0, len(log)))
+    first_half = ProducerStateManager(d)
+    for b in log[:cut]:
+        first_half.update(b)
+    first_half.take_snapshot()
+    again = ProducerStateManager(d)
+    again.truncate_and_reload(0, offset)
+    assert again.map_end_offset == (log[cut - 1].last_offset + 1 if cut else 0)
+    for b in log[cut:]:
+        again.update(b)
+    assert dict(again.producers) == dict(psm.producers)
+    assert again.ongoing_txns() == psm.ongoing_txns()
