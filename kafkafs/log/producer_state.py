@@ -428,8 +428,9 @@ class ProducerStateManager:
 
         Raises CorruptRecordError (batch position named) for a marker whose key/value cannot
         be parsed or whose type is not COMMIT/ABORT, InvalidTxnStateError for a
-        non-transactional batch from a producer inside a transaction. On error nothing
-        changes.
+        non-transactional batch from a producer inside a transaction: then nothing changes.
+        An error from ``txn_index.append`` propagates after the producer's entry was updated
+        and before the transaction is completed (Kafka's order).
         """
         aborted = None
         if batch.producer_id > NO_PRODUCER_ID:
