@@ -1,0 +1,488 @@
+"""``kafkafs check``: each kind of damage made by hand is reported with its file and byte
+position without a byte changing; ``--repair`` fixes what Kafka's recovery fixes, a second
+check is clean, and every record before the damage still reads."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import ROOT
+
+from kafkafs.cli.main import main
+from kafkafs.log.config import BrokerConfig, LogConfig
+from kafkafs.log.loader import LoadAction, load_log, plan_load
+from kafkafs.log.manager import LogManager
+from kafkafs.record.batch import iter_batches
+
+SEGMENT_BYTES = 1200
+INTERVAL = 100
+
+
+def make_log_dir(tmp_path, partitions=1, batches=40, name="logs"):
+    """A log dir written by a LogManager and shut down cleanly: topic ``t``, several segments
+    of several batches, an index entry about every batch."""
+    d = str(tmp_path / name)
+    cfg = BrokerConfig.from_properties({
+        "log.segment.bytes": str(SEGMENT_BYTES),
+        "log.index.interval.bytes": str(INTERVAL)}).with_log_dirs([d])
+    m = LogManager(cfg)
+    m.startup()
+    m.create_topic("t", partitions)
+    for p in range(partitions):
+        lg = m.get_log("t", p)
+        for i in range(batches):
+            lg.append([(1_000_000 + i * 10 + j, b"k%d" % i, b"value-%03d-%d" % (i, j), ())
+                       for j in range(3)])
+    assert m.shutdown()
+    return d
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def part(d, p=0):
+    return os.path.join(d, f"t-{p}")
+
+
+def seg_logs(pdir):
+    return sorted(os.path.join(pdir, n) for n in os.listdir(pdir) if n.endswith(".log"))
+
+
+def read_records(pdir):
+    """Every record as (offset, key, value), read through the log engine (read-only)."""
+    lg = load_log(pdir, "t", 0, LogConfig(), writable=False)
+    try:
+        return [(r.offset, r.key, r.value) for r in lg.records()]
+    finally:
+        lg.close()
+
+
+def snapshot(root):
+    """Path -> (sha256, size, mtime_ns) of every file and directory under ``root``."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        st = os.stat(dirpath)
+        out[dirpath] = ("dir", sorted(dirnames + filenames), st.st_mtime_ns)
+        for n in filenames:
+            p = os.path.join(dirpath, n)
+            st = os.lstat(p)
+            with open(p, "rb") as f:
+                digest = hashlib.sha256(f.read()).hexdigest()
+            out[p] = (digest, st.st_size, st.st_mtime_ns)
+    return out
+
+
+# the topic defaults the log dirs were written with: a rebuilt index is then byte-identical
+CONFIG = ["--override", f"log.segment.bytes={SEGMENT_BYTES}",
+          "--override", f"log.index.interval.bytes={INTERVAL}"]
+
+
+def check(capsys, *args):
+    """Run ``kafkafs check ARGS`` in-process: (exit status, stdout, stderr)."""
+    capsys.readouterr()
+    rc = main(["check", *CONFIG, *args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def check_json(capsys, *args):
+    rc, out, _err = check(capsys, *args, "--json")
+    return rc, json.loads(out)
+
+
+def findings(doc, kind=None):
+    out = [f for d in doc["log_dirs"] for f in d["findings"]]
+    return [f for f in out if kind is None or f["kind"] == kind]
+
+
+def assert_reported_read_only(capsys, d, kind, **expect):
+    """Check ``d``: exit 1, a finding of ``kind`` with the expected fields, no byte or mtime
+    changed. Returns the matching findings."""
+    before = snapshot(d)
+    rc, doc = check_json(capsys, d)
+    assert snapshot(d) == before
+    assert rc == 1
+    hits = [f for f in findings(doc, kind)
+            if all(f[k] == v for k, v in expect.items())]
+    assert hits, (kind, expect, findings(doc))
+    return hits
+
+
+def repair_and_recheck(capsys, d):
+    rc, out, err = check(capsys, d, "--repair")
+    assert rc == 0, out + err
+    assert "did: " in out
+    rc, out, err = check(capsys, d)
+    assert rc == 0, out + err
+    assert out.rstrip().endswith("clean")
+    return out
+
+
+# -- a clean log dir ------------------------------------------------------------------------
+def test_clean_log_dir_exits_0_and_changes_nothing(tmp_path, capsys):
+    d = make_log_dir(tmp_path, partitions=2)
+    before = snapshot(d)
+    rc, out, err = check(capsys, d)
+    assert rc == 0 and err == ""
+    assert out == f"{d}: 2 partition(s), clean\n"
+    assert snapshot(d) == before
+    rc, out, _ = check(capsys, d, "--repair")
+    assert rc == 0 and "nothing to repair" in out
+    assert snapshot(d) == before
+
+
+def test_usage_errors_exit_2(tmp_path, capsys):
+    rc, _out, err = check(capsys, str(tmp_path / "nope"))
+    assert rc == 2 and "is not a directory" in err
+    d = make_log_dir(tmp_path)
+    rc, _out, err = check(capsys, d, d)
+    assert rc == 2 and "Duplicate log directory" in err
+    with pytest.raises(SystemExit) as exc:
+        main(["check", "--no-such-flag"])
+    assert exc.value.code == 2
+
+
+# -- the .log ----------------------------------------------------------------------------------
+def test_garbage_appended_to_the_active_segment(tmp_path, capsys):
+    d = make_log_dir(tmp_path)
+    p = part(d)
+    good = read_records(p)
+    active = seg_logs(p)[-1]
+    size = os.path.getsize(active)
+    with open(active, "ab") as f:
+        f.write(b"\x00" * 8 + b"\x00\x00\x00\x30" + b"garbage!" * 4)
+    hits = assert_reported_read_only(capsys, d, "truncate", path=active)
+    assert hits[0]["position"] == size and hits[0]["nbytes"] == 44
+    assert hits[0]["at_startup"] is True  # a clean startup checks the active tail too
+    _rc, out, _ = check(capsys, d)
+    assert f"t-0/{os.path.basename(active)}: position {size}:" in out
+    repair_and_recheck(capsys, d)
+    assert os.path.getsize(active) == size
+    assert read_records(p) == good
+
+
+def test_flipped_crc_byte_in_a_middle_segment(tmp_path, capsys):
+    d = make_log_dir(tmp_path)
+    p = part(d)
+    good = read_records(p)
+    logs = seg_logs(p)
+    assert len(logs) >= 4
+    victim = logs[1]
+    data = bytearray(read_bytes(victim))
+    # the third batch of the segment: its body no longer matches its CRC
+    position = [b.position for b in iter_batches(bytes(data))][2]
+    damaged_offset = struct.unpack_from(">q", data, position)[0]
+    data[position + 40] ^= 0xFF
+    with open(victim, "wb") as f:
+        f.write(data)
+    hits = assert_reported_read_only(capsys, d, "truncate", path=victim)
+    f = hits[0]
+    assert f["position"] == position and f["nbytes"] == len(data) - position
+    assert "record batch is corrupt (stored crc = " in f["message"]
+    assert f["at_startup"] is False  # below the recovery point after a clean shutdown
+    doc = check_json(capsys, d)[1]
+    deleted = {x["path"] for x in findings(doc, "delete-segment")}
+    assert deleted == set(logs[2:])
+    repair_and_recheck(capsys, d)
+    assert seg_logs(p) == logs[:2]
+    assert os.path.getsize(victim) == position
+    assert read_records(p) == [r for r in good if r[0] < damaged_offset]
+
+
+def test_offsets_that_go_back_are_reported_and_left_alone(tmp_path, capsys):
+    d = make_log_dir(tmp_path, batches=3)
+    p = part(d)
+    (log_path,) = seg_logs(p)
+    data = read_bytes(log_path)
+    first_batch = data[:12 + struct.unpack_from(">i", data, 8)[0]]
+    with open(log_path, "ab") as f:
+        f.write(first_batch)  # a valid batch (the CRC skips the offset) with offset 0 again
+    hits = assert_reported_read_only(capsys, d, "offsets-out-of-order", path=log_path)
+    assert hits[0]["position"] == len(data) and hits[0]["repairable"] is False
+    before = snapshot(p)
+    rc, out, _ = check(capsys, d, "--repair")
+    assert rc == 1 and "problem (not repairable)" in out
+    assert snapshot(p) == before
+
+
+# -- the indexes -------------------------------------------------------------------------------
+def test_truncated_index_is_rebuilt(tmp_path, capsys):
+    d = make_log_dir(tmp_path)
+    p = part(d)
+    good = read_records(p)
+    log_path = seg_logs(p)[1]
+    index = log_path[:-4] + ".index"
+    data = read_bytes(index)
+    assert len(data) >= 16
+    with open(index, "wb") as f:
+        f.write(data[:-3])
+    hits = assert_reported_read_only(capsys, d, "corrupt-index", path=log_path)
+    assert (f"Index file {index} is corrupt, found {len(data) - 3} bytes which is neither "
+            "positive nor a multiple of 8") in hits[0]["message"]
+    repair_and_recheck(capsys, d)
+    assert read_bytes(index) == data
+    assert read_records(p) == good
+
+
+def test_index_entry_out_of_order_is_rebuilt(tmp_path, capsys):
+    d = make_log_dir(tmp_path)
+    p = part(d)
+    good = read_records(p)
+    log_path = seg_logs(p)[0]
+    index = log_path[:-4] + ".index"
+    data = read_bytes(index)
+    assert len(data) >= 24
+    with open(index, "wb") as f:
+        f.write(data[8:16] + data[:8] + data[16:])
+    hits = assert_reported_read_only(capsys, d, "corrupt-index", path=log_path)
+    assert f"Corrupt index found, index file ({index}) has entry 1 with offset" in \
+        hits[0]["message"]
+    repair_and_recheck(capsys, d)
+    assert read_bytes(index) == data
+    assert read_records(p) == good
+
+
+def test_last_offset_below_base_offset_in_kafkas_words(tmp_path, capsys):
+    d = make_log_dir(tmp_path)
+    p = part(d)
+    log_path = seg_logs(p)[-1]
+    index = log_path[:-4] + ".index"
+    data = read_bytes(index)
+    assert len(data) >= 8
+    with open(index, "wb") as f:
+        f.write(data[:-8] + struct.pack(">ii", -5, 0))
+    base = int(os.path.basename(log_path)[:20])
+    hits = assert_reported_read_only(capsys, d, "corrupt-index", path=log_path)
+    assert (f"Corrupt index found, index file {index} has non-zero size but the last offset "
+            f"is {base - 5} which is less than the base offset {base}") in hits[0]["message"]
+    assert hits[0]["at_startup"] is True  # the loader sanity-checks the active segment
+    repair_and_recheck(capsys, d)
+
+
+def test_missing_timeindex_and_orphan_index(tmp_path, capsys):
+    d = make_log_dir(tmp_path)
+    p = part(d)
+    good = read_records(p)
+    log_path = seg_logs(p)[1]
+    timeindex = log_path[:-4] + ".timeindex"
+    kept = read_bytes(timeindex)
+    os.unlink(timeindex)
+    orphan = os.path.join(p, "00000000000000099999.index")
+    with open(orphan, "wb") as f:
+        f.write(b"\0" * 8)
+    assert_reported_read_only(capsys, d, "missing-index", path=log_path)
+    hits = assert_reported_read_only(capsys, d, "orphan-index", path=orphan)
+    assert "Found an orphaned index file" in hits[0]["message"]
+    repair_and_recheck(capsys, d)
+    assert not os.path.exists(orphan)
+    assert read_bytes(timeindex) == kept
+    assert read_records(p) == good
+
+
+# -- leftovers ---------------------------------------------------------------------------------
+def test_leftover_swap_cleaned_and_deleted_files(tmp_path, capsys):
+    d = make_log_dir(tmp_path)
+    p = part(d)
+    good = read_records(p)
+    logs = seg_logs(p)
+    # a completed clean of the second segment whose .swap was not renamed yet
+    shutil.copyfile(logs[1], logs[1] + ".swap")
+    shutil.copyfile(logs[1][:-4] + ".index", logs[1][:-4] + ".index.swap")
+    shutil.copyfile(logs[1][:-4] + ".timeindex", logs[1][:-4] + ".timeindex.swap")
+    # an interrupted clean: a .cleaned file, and a .swap at its offset that must go
+    cleaned = logs[3] + ".cleaned"
+    invalid_swap = logs[3][:-4] + ".index.swap"
+    shutil.copyfile(logs[3], cleaned)
+    shutil.copyfile(logs[3][:-4] + ".index", invalid_swap)
+    deleted = logs[0] + ".deleted"
+    shutil.copyfile(logs[0], deleted)
+    before = snapshot(d)
+    rc, doc = check_json(capsys, d)
+    assert rc == 1 and snapshot(d) == before
+    kinds = {(f["kind"], f["path"]) for f in findings(doc)}
+    assert ("stray-file", deleted) in kinds and ("stray-file", cleaned) in kinds
+    assert ("invalid-swap", invalid_swap) in kinds
+    assert ("swapped-out", logs[1]) in kinds and ("swap", logs[1] + ".swap") in kinds
+    for f in findings(doc, "invalid-swap"):
+        assert "minCleanedFileOffset: " in f["message"]
+    repair_and_recheck(capsys, d)
+    names = os.listdir(p)
+    assert not [n for n in names if n.endswith((".swap", ".cleaned", ".deleted"))]
+    assert read_records(p) == good
+
+
+# -- checkpoints, marker, meta.properties, foreign dirs ------------------------------------
+def test_garbage_checkpoints(tmp_path, capsys):
+    d = make_log_dir(tmp_path)
+    good = read_records(part(d))
+    for name in ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+                 "replication-offset-checkpoint"):
+        with open(os.path.join(d, name), "w") as f:
+            f.write("0\n3\nt 0 x\n")
+    before = snapshot(d)
+    rc, doc = check_json(capsys, d)
+    assert rc == 1 and snapshot(d) == before
+    paths = {f["path"] for f in findings(doc, "checkpoint")}
+    assert paths == {os.path.join(d, n) for n in (
+        "recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+        "replication-offset-checkpoint")}
+    for f in findings(doc, "checkpoint"):
+        assert "Malformed line in checkpoint file" in f["message"]
+    repair_and_recheck(capsys, d)
+    leo = good[-1][0] + 1
+    assert read_bytes(os.path.join(d, "recovery-point-offset-checkpoint")).decode() == \
+        f"0\n1\nt 0 {leo}\n"
+    assert read_bytes(os.path.join(d, "replication-offset-checkpoint")).decode() == \
+        f"0\n1\nt 0 {leo}\n"
+    assert read_records(part(d)) == good
+
+
+def test_missing_clean_shutdown_marker_means_recovery(tmp_path, capsys):
+    d = make_log_dir(tmp_path)
+    os.unlink(os.path.join(d, ".kafka_cleanshutdown"))
+    hits = assert_reported_read_only(capsys, d, "clean-shutdown")
+    assert hits[0]["severity"] == "problem"
+    _rc, doc = check_json(capsys, d)
+    notes = findings(doc, "revalidate")
+    assert notes and notes[0]["severity"] == "note"
+    repair_and_recheck(capsys, d)
+    assert os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))
+
+
+def test_meta_properties_problems(tmp_path, capsys):
+    d = make_log_dir(tmp_path)
+    meta = os.path.join(d, "meta.properties")
+    os.unlink(meta)
+    hits = assert_reported_read_only(capsys, d, "meta-properties", path=meta)
+    assert hits[0]["repairable"] is True
+    repair_and_recheck(capsys, d)
+    text = read_bytes(meta).decode()
+    assert "version=1" in text and "cluster.id=" in text and "directory.id=" in text
+    with open(meta, "w") as f:
+        f.write(text.replace("version=1", "version=7"))
+    hits = assert_reported_read_only(capsys, d, "meta-properties", path=meta)
+    assert hits[0]["message"] == "Unknown meta.properties version number 7"
+    assert hits[0]["repairable"] is False
+    before = snapshot(d)
+    rc, _out, _err = check(capsys, d, "--repair")
+    assert rc == 1 and snapshot(d) == before
+
+
+def test_foreign_and_broker_dirs(tmp_path, capsys):
+    d = make_log_dir(tmp_path)
+    os.mkdir(os.path.join(d, "lost+found"))
+    doomed = os.path.join(d, "t-0.0123456789abcdef0123456789abcdef-delete")
+    os.mkdir(doomed)
+    with open(os.path.join(doomed, "00000000000000000000.log"), "wb") as f:
+        f.write(b"junk")
+    hits = assert_reported_read_only(capsys, d, "foreign-dir",
+                                     path=os.path.join(d, "lost+found"))
+    assert "'lost+found' is not in the form of topic-partition" in hits[0]["message"]
+    rc, doc = check_json(capsys, d)
+    (ignored,) = findings(doc, "ignored-dir")
+    assert ignored["path"] == doomed and ignored["severity"] == "note"
+    # --repair never touches either; the foreign dir keeps the exit status at 1
+    os.unlink(os.path.join(d, ".kafka_cleanshutdown"))
+    before = snapshot(doomed)
+    rc, _out, _ = check(capsys, d, "--repair")
+    assert rc == 1
+    assert snapshot(doomed) == before and os.path.isdir(os.path.join(d, "lost+found"))
+    assert os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))
+
+
+# -- the lock ----------------------------------------------------------------------------------
+def test_repair_refuses_while_another_process_holds_the_lock(tmp_path):
+    d = make_log_dir(tmp_path)
+    log_path = seg_logs(part(d))[-1]
+    with open(log_path, "ab") as f:
+        f.write(b"torn")
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         ("import fcntl, os, sys, time\n"
+          f"fd = os.open({os.path.join(d, '.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
+          "fcntl.flock(fd, fcntl.LOCK_EX); fcntl.lockf(fd, fcntl.LOCK_EX)\n"
+          "print('locked', flush=True); time.sleep(60)\n")],
+        stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"locked\n"
+        before = snapshot(d)
+        exe = os.path.join(os.path.dirname(sys.executable), "kafkafs")
+        if not os.path.exists(exe):
+            exe = shutil.which("kafkafs")
+        r = subprocess.run([exe, "check", "--repair", d], capture_output=True, cwd=ROOT,
+                           timeout=60, check=False)
+        assert r.returncode == 1
+        err = r.stderr.decode()
+        assert "Failed to acquire lock on file .lock" in err
+        assert f"held by pid {holder.pid}" in err
+        assert snapshot(d) == before
+        # without --repair it runs beside the holder, says so, and changes nothing
+        r = subprocess.run([exe, "check", d], capture_output=True, cwd=ROOT, timeout=60,
+                           check=False)
+        assert r.returncode == 1
+        assert f"pid {holder.pid}" in r.stdout.decode()
+        assert snapshot(d) == before
+    finally:
+        holder.kill()
+        holder.wait()
+    r = subprocess.run([exe, "check", "--repair", "--json", d], capture_output=True,
+                       cwd=ROOT, timeout=60, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["repaired"] is True and doc["problems_after_repair"] == 0
+    assert any(a["kind"] == "truncate" for a in doc["log_dirs"][0]["done"])
+
+
+def test_repair_takes_the_lock_the_daemon_takes(tmp_path, capsys):
+    d = make_log_dir(tmp_path)
+    cfg = BrokerConfig.from_properties({}).with_log_dirs([d])
+    m = LogManager(cfg)
+    m.startup()
+    try:
+        rc, _out, err = check(capsys, d, "--repair")
+        assert rc == 1 and "Failed to acquire lock" in err
+    finally:
+        m.shutdown()
+
+
+# -- one code path -----------------------------------------------------------------------------
+def test_plan_is_what_the_loader_then_does(tmp_path):
+    d = make_log_dir(tmp_path)
+    p = part(d)
+    logs = seg_logs(p)
+    with open(logs[-1], "ab") as f:
+        f.write(b"\0" * 30)
+    os.unlink(logs[0][:-4] + ".timeindex")
+    open(logs[0] + ".deleted", "wb").close()
+    cfg = LogConfig(segment_bytes=SEGMENT_BYTES, index_interval_bytes=INTERVAL)
+    before = snapshot(p)
+    planned = plan_load(p, cfg, recovery_point=0, had_clean_shutdown=False)
+    assert snapshot(p) == before
+    done: list[LoadAction] = []
+    lg = load_log(p, "t", 0, cfg, recovery_point=0, had_clean_shutdown=False,
+                  on_action=done.append)
+    lg.close()
+    assert [(a.kind, a.path, a.position, a.nbytes) for a in planned] == \
+        [(a.kind, a.path, a.position, a.nbytes) for a in done]
+    assert {a.kind for a in planned} >= {"stray-file", "missing-index", "unflushed",
+                                         "truncate"}
+
+
+def test_check_beside_a_writer_reads_only(tmp_path, capsys):
+    """A read-only check takes no lock and never creates a file (not even .lock)."""
+    d = make_log_dir(tmp_path)
+    os.unlink(os.path.join(d, ".lock"))
+    before = snapshot(d)
+    time.sleep(0.01)
+    rc, _out, _err = check(capsys, d)
+    assert rc == 0 and snapshot(d) == before
