@@ -486,3 +486,20 @@ def test_check_beside_a_writer_reads_only(tmp_path, capsys):
     time.sleep(0.01)
     rc, _out, _err = check(capsys, d)
     assert rc == 0 and snapshot(d) == before
+
+
+def test_beside_a_running_daemon(mount, tmp_path, capsys):
+    """A live daemon: check reads beside it and names it; --repair refuses, naming it."""
+    os.mkdir(mount.path("orders"))
+    with open(mount.path("orders", "0", "append"), "ab") as f:
+        f.write(b"".join(b"line %d\n" % i for i in range(100)))
+        os.fsync(f.fileno())
+    d = mount.log_dirs[0]
+    rc, out, _err = check(capsys, d)
+    assert f"pid {mount.proc.pid}" in out and "holds its .lock" in out
+    assert rc == 0, out  # a live log: no clean-shutdown marker is expected
+    rc, _out, err = check(capsys, d, "--repair")
+    assert rc == 1 and f"held by pid {mount.proc.pid}" in err
+    assert mount.umount() == 0
+    rc, out, _err = check(capsys, d)
+    assert rc == 0 and out.rstrip().endswith("clean"), out

@@ -77,10 +77,11 @@ class Finding:
     ``load-failed``, ``repair-failed``); ``path``: the file or directory concerned
     (absolute); ``message``: what is wrong, in Kafka's words where Kafka has words for it;
     ``action``: what Kafka's startup / ``--repair`` does about it, or why nothing is done;
-    ``severity``: ``"problem"`` or ``"note"`` (notes never make the exit status non-zero); ``repairable``: whether
-    ``--repair`` fixes it; ``at_startup``: whether a plain startup (the daemon's or a
-    broker's) would do the same by itself -- False for what only the thorough check finds;
-    ``position``: byte position in ``path`` or None; ``nbytes``: bytes a truncation removes.
+    ``severity``: ``"problem"`` or ``"note"`` (notes never make the exit status non-zero);
+    ``repairable``: whether ``--repair`` fixes it; ``at_startup``: whether a plain startup
+    (the daemon's or a broker's) would do the same by itself -- False for what only the
+    thorough check finds; ``position``: byte position in ``path`` or None; ``nbytes``: bytes
+    a truncation removes.
     """
 
     log_dir: str
