@@ -503,3 +503,33 @@ def test_beside_a_running_daemon(mount, tmp_path, capsys):
     assert mount.umount() == 0
     rc, out, _err = check(capsys, d)
     assert rc == 0 and out.rstrip().endswith("clean"), out
+
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_plan_matches_the_loader_on_swaps_and_leftovers(tmp_path, clean):
+    d = make_log_dir(tmp_path)
+    p = part(d)
+    logs = seg_logs(p)
+    # a swap of the active segment with no .index.swap (the loader's writable open creates
+    # an empty one) and a torn tail
+    shutil.copyfile(logs[-1], logs[-1] + ".swap")
+    shutil.copyfile(logs[-1][:-4] + ".timeindex", logs[-1][:-4] + ".timeindex.swap")
+    with open(logs[-1] + ".swap", "ab") as f:
+        f.write(b"\1" * 20)
+    # an interrupted clean past the end: its .cleaned and the .swap at its offset go
+    shutil.copyfile(logs[2], os.path.join(p, "00000000000000099990.log.cleaned"))
+    shutil.copyfile(logs[3][:-4] + ".index", os.path.join(p, "00000000000000099995.index.swap"))
+    cfg = LogConfig(segment_bytes=SEGMENT_BYTES, index_interval_bytes=INTERVAL)
+    for thorough in (False, True):
+        before = snapshot(p)
+        planned = plan_load(p, cfg, recovery_point=60, had_clean_shutdown=clean,
+                            thorough=thorough)
+        assert snapshot(p) == before
+    done: list[LoadAction] = []
+    lg = load_log(p, "t", 0, cfg, recovery_point=60, had_clean_shutdown=clean, thorough=True,
+                  on_action=done.append)
+    lg.close()
+    assert [(a.kind, a.path, a.position, a.nbytes) for a in planned] == \
+        [(a.kind, a.path, a.position, a.nbytes) for a in done]
+    assert {"swap", "swapped-out", "stray-file", "invalid-swap", "truncate"} <= \
+        {a.kind for a in done}

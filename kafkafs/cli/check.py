@@ -142,6 +142,16 @@ def run(args, out=None) -> int:
     if isinstance(dirs, int):
         return dirs
     config = args.broker_config
+    try:
+        return _run(args, dirs, config, out)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        what = f"{exc.strerror}: {exc.filename}" if exc.filename else str(exc)
+        raise CliError(f"cannot check: {what}") from None
+
+
+def _run(args, dirs: list[str], config, out) -> int:
     with _quiet_loader():
         if not args.repair:
             reports = inspect_log_dirs(dirs, config)

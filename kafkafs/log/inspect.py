@@ -118,10 +118,12 @@ class LogDirReport:
 
     @property
     def problems(self) -> list[Finding]:
+        """The findings of severity ``"problem"`` (they make the exit status 1)."""
         return [f for f in self.findings if f.severity == PROBLEM]
 
     @property
     def notes(self) -> list[Finding]:
+        """The findings of severity ``"note"``."""
         return [f for f in self.findings if f.severity == NOTE]
 
     def to_dict(self) -> dict:

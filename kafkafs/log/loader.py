@@ -154,6 +154,9 @@ class _Executor:
     def scan(self, seg: LogSegment) -> SegmentScan:
         return seg.validate()
 
+    def sanity_check(self, seg: LogSegment) -> None:
+        seg.sanity_check()
+
     def scan_tail(self, seg: LogSegment):
         end, error = seg.scan_tail()
         if error is not None:
@@ -234,6 +237,12 @@ class _Planner:
 
     def scan(self, seg: LogSegment) -> SegmentScan:
         return self._scan(seg, self.sizes[seg.base_offset])
+
+    def sanity_check(self, seg: LogSegment) -> None:
+        # both files exist in the simulated listing (the caller checked); one may be an
+        # empty file the executor would create, which reads as an empty index here
+        seg.index.sanity_check()
+        seg.time_index.sanity_check()
 
     def scan_tail(self, seg: LogSegment):
         if seg.base_offset in self.recovered:
@@ -322,12 +331,28 @@ def _remove_leftovers(ops) -> None:
                 "delete it", base_offset=p[0]))
 
 
+def _path(seg: LogSegment, kind: str = LOG_SUFFIX) -> str:
+    """The absolute path of the segment's ``kind`` file under its final name: a planned load
+    reads a swapped-in segment from its ``.swap`` files, the loader renames them first."""
+    return os.path.abspath(os.path.join(seg.dir, filename_prefix(seg.base_offset) + kind))
+
+
+def _unswap(seg: LogSegment, text: str) -> str:
+    """``text`` with the paths of a segment read from its ``.swap`` files (planned loads)
+    given under their final names."""
+    if not seg.suffix:
+        return text
+    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        text = text.replace(_path(seg, kind) + seg.suffix, _path(seg, kind))
+    return text
+
+
 def _index_order_problem(seg: LogSegment, log_size: int) -> str | None:
     """(thorough) The first entry of the segment's indexes that breaks their order, in the
     style of Kafka's index messages; None when both are in order. Kafka's sanity check does
     not look at this, but every lookup's binary search assumes it."""
     index = seg.index
-    path = os.path.abspath(index.path)
+    path = _path(seg, INDEX_SUFFIX)
     prev_offset = prev_position = None
     for n in range(index.entries):
         offset, position = index.entry(n)
@@ -344,7 +369,7 @@ def _index_order_problem(seg: LogSegment, log_size: int) -> str | None:
                     f"{position} which is past the end of the log segment ({log_size} bytes)")
         prev_offset, prev_position = offset, position
     time_index = seg.time_index
-    path = os.path.abspath(time_index.path)
+    path = _path(seg, TIME_INDEX_SUFFIX)
     prev_ts = prev_offset = None
     for n in range(time_index.entries):
         ts, offset = time_index.entry(n)
@@ -364,23 +389,23 @@ def _missing_index(seg: LogSegment, names: set[str]) -> str | None:
     prefix = filename_prefix(seg.base_offset)
     if prefix + INDEX_SUFFIX not in names:
         return (f"Could not find offset index file corresponding to log file "
-                f"{os.path.abspath(seg.log_path)}, recovering segment and rebuilding index "
+                f"{_path(seg)}, recovering segment and rebuilding index "
                 "files...")
     if prefix + TIME_INDEX_SUFFIX not in names:
         # Kafka creates an empty time index here; kafkafs rebuilds both
-        return (f"Time index file {os.path.abspath(seg.time_index_path)} does not exist, "
+        return (f"Time index file {_path(seg, TIME_INDEX_SUFFIX)} does not exist, "
                 "recovering segment and rebuilding index files...")
     return None
 
 
 def _corrupt_index_message(seg: LogSegment, reason: str) -> str:
     return (f"Found a corrupted index file corresponding to log file "
-            f"{os.path.abspath(seg.log_path)} due to {reason}, recovering segment and "
+            f"{_path(seg)} due to {_unswap(seg, reason)}, recovering segment and "
             "rebuilding index files...")
 
 
 def _truncation_action(seg: LogSegment, scan: SegmentScan) -> LoadAction:
-    path = os.path.abspath(seg.log_path)
+    path = _path(seg)
     if scan.error is not None:
         message = (f"Found invalid messages in log segment {path} at byte offset "
                    f"{scan.valid_bytes}: {scan.error.reason}")
@@ -427,7 +452,7 @@ def _verify(ops, segments: list[LogSegment],
         scan = ops.scan(seg)
         if scan.truncated > 0 and first_bad is None:
             first_bad = seg.base_offset
-        path = os.path.abspath(seg.log_path)
+        path = _path(seg)
         if scan.disorder is not None:
             position, offset, expected = scan.disorder
             ops.report(LoadAction(
@@ -446,7 +471,7 @@ def _verify(ops, segments: list[LogSegment],
                 "offsets-out-of-order", path,
                 f"Log segment {path} starts at offset {scan.first_offset}, below the offset "
                 f"{prev_scan.next_offset} that follows the last batch of "
-                f"{os.path.abspath(prev_seg.log_path)}: the segments overlap",
+                f"{_path(prev_seg)}: the segments overlap",
                 "none: Kafka's recovery does not repair this; move the partition away and "
                 "restore it from a replica or backup", position=0,
                 base_offset=seg.base_offset))
@@ -479,19 +504,19 @@ def _load_segments(ops, *, recovery_point: int, log_start_offset: int,
         missing = _missing_index(seg, names)
         if missing is not None:
             _recover(ops, seg, LoadAction(
-                "missing-index", os.path.abspath(seg.log_path), missing,
+                "missing-index", _path(seg), missing,
                 "recover the segment: validate every batch, rebuild .index and .timeindex",
                 base_offset=seg.base_offset))
             continue
         reason = rebuild.get(seg.base_offset)
         if reason is None and seg is segments[-1]:
             try:
-                seg.sanity_check()
+                ops.sanity_check(seg)
             except CorruptIndexError as exc:
                 reason = str(exc)
         if reason is not None:
             _recover(ops, seg, LoadAction(
-                "corrupt-index", os.path.abspath(seg.log_path),
+                "corrupt-index", _path(seg),
                 _corrupt_index_message(seg, reason),
                 "recover the segment: validate every batch, rebuild .index and .timeindex",
                 base_offset=seg.base_offset))
@@ -504,7 +529,7 @@ def _load_segments(ops, *, recovery_point: int, log_start_offset: int,
         end, error = ops.scan_tail(last)
         if error is not None or end != ops.size(last):
             why = error.reason if error is not None else "an incomplete batch"
-            path = os.path.abspath(last.log_path)
+            path = _path(last)
             _recover(ops, last, LoadAction(
                 "invalid-tail", path,
                 f"Invalid data at the end of {path} after the last index entry (byte offset "
@@ -540,20 +565,20 @@ def _recover_from(ops, segments: list[LogSegment], recovery_point: int,
             continue
         if startup_start is None or seg.base_offset < startup_start:
             cause = LoadAction(
-                "recover", os.path.abspath(seg.log_path),
+                "recover", _path(seg),
                 f"Recovering segment {seg.base_offset}: recovery runs from segment "
                 f"{first_bad}, the first that holds invalid data",
                 "validate every batch and rebuild the indexes", base_offset=seg.base_offset)
         else:
             cause = LoadAction(
-                "unflushed", os.path.abspath(seg.log_path),
+                "unflushed", _path(seg),
                 f"Recovering unflushed segment {seg.base_offset}",
                 "validate every batch and rebuild the indexes", base_offset=seg.base_offset)
         truncated = _recover(ops, seg, cause)
         if truncated > 0 and i + 1 < len(segments):
             later = segments[i + 1:]
             for other in later:
-                path = os.path.abspath(other.log_path)
+                path = _path(other)
                 ops.delete_segment(other, LoadAction(
                     "delete-segment", path,
                     f"Corruption found in segment {seg.base_offset}: deleting segments as "
