@@ -63,6 +63,8 @@ REMOTE_INDEX_CACHE_DIR = "remote-log-index-cache"  # tiered storage's cache: Kaf
 
 PROBLEM = "problem"
 NOTE = "note"
+#: loader actions on files a running daemon leaves behind for a while (.deleted, .cleaned, .swap)
+LEFTOVER_KINDS = ("stray-file", "invalid-swap", "swapped-out", "swap")
 
 
 @dataclass
@@ -264,6 +266,7 @@ class _Inspector:
         self.config = config
         self.report = LogDirReport(path=log_dir, lock_holder=lock_holder)
         self.owned = owned  # --repair holds the lock: the dir is not live
+        self.live = False
         self.partitions: dict[tuple[str, int], str] = {}
         self.unrepairable_partitions: set[str] = set()
 
@@ -277,7 +280,7 @@ class _Inspector:
 
     def run(self, seen_partitions: dict) -> LogDirReport:
         d = self.dir
-        live = self.report.lock_holder is not None and not self.owned
+        live = self.live = self.report.lock_holder is not None and not self.owned
         if live:
             self.add("lock", os.path.join(d, LOCK_FILE),
                      f"The log dir is in use: {self.report.lock_holder} holds its .lock",
@@ -446,7 +449,12 @@ class _Inspector:
             repairable = a.kind not in UNREPAIRABLE_KINDS
             if not repairable:
                 self.unrepairable_partitions.add(name)
-            self.add(a.kind, a.path, a.message, a.action, partition=name,
+            severity, action = PROBLEM, a.action
+            if self.live and a.kind in LEFTOVER_KINDS:
+                # a running daemon's own work: pending deletions, a clean in progress
+                severity = NOTE
+                action = f"expected while the log dir is in use; at the next startup: {action}"
+            self.add(a.kind, a.path, a.message, action, partition=name, severity=severity,
                      repairable=repairable, at_startup=_key(a) in at_startup,
                      position=a.position, nbytes=a.nbytes)
 
