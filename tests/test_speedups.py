@@ -743,3 +743,13 @@ def test_encode_text_takes_whole_lines_within_budget(lines, tail, budget):
     assert n == len(lines) or (n >= 1 and len(payload) <= budget) or n == 1
     if lines:
         assert n >= 1
+
+
+def test_malloc_thresholds_take_on_glibc():
+    import platform
+
+    from kafkafs.daemon import malloc
+
+    if platform.libc_ver()[0] != "glibc":
+        return
+    assert malloc.tune() is True

@@ -109,3 +109,29 @@ def test_marks_survive_a_restart_and_changed_segments_are_rescanned(log_dir, mon
     state["start_offset"] = 999
     assert not LineView(lg, render_messages, measure_messages).import_state(state)
     lg.close()
+
+
+def _chunked_log(log_dir, monkeypatch, n=200):
+    monkeypatch.setattr(views, "MARK_BYTES", 400)
+    lg = make_log(log_dir, segment_bytes=3000)
+    for i in range(n):
+        lg.append([(1000 + i, None, b"rec-%04d-" % i + b"y" * (i % 50), ()) for _ in range(3)])
+    return lg
+
+
+def test_zero_copy_reads_are_views_of_the_cached_chunk(log_dir, monkeypatch):
+    lg = _chunked_log(log_dir, monkeypatch)
+    v = LineView(lg, render_messages, measure_messages)
+    want = expected_messages(lg)
+    v.refresh()
+    assert v.read(0, 1000) == want[:1000]
+    piece = v.read(10, 100, zero_copy=True)
+    assert isinstance(piece, memoryview) and piece == want[10:110]
+    assert isinstance(v.read(10, 100), bytes)
+    # a read across chunks is joined into bytes
+    across = v.read(0, 3000, zero_copy=True)
+    assert isinstance(across, bytes) and across == want[:3000]
+    # cached chunks serve reads without rendering again
+    monkeypatch.setattr(v, "_render_chunk", None)
+    assert v.read(0, 1000, zero_copy=True) == want[:1000]
+    lg.close()

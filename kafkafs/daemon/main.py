@@ -19,7 +19,7 @@ import trio
 from ..log.config import BrokerConfig
 from ..log.manager import LogManager
 from ..fs.operations import FsOptions, KafkaFS
-from . import notify, tasks
+from . import malloc, notify, tasks
 from .watcher import watch_log_dirs
 
 log = logging.getLogger(__name__)
@@ -119,4 +119,5 @@ def run(mountpoint: str, config: BrokerConfig, options: list[str], read_only: bo
     """Blocking entry point used by ``kafkafs mount``."""
     if not os.path.isdir(mountpoint):
         raise NotADirectoryError(f"mount point {mountpoint} is not a directory")
+    malloc.tune()
     return trio.run(serve, mountpoint, config, options, read_only)

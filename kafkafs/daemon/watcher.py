@@ -21,7 +21,8 @@ async def watch_log_dirs(manager: LogManager, settle_s: float = 1.0,
                          task_status=trio.TASK_STATUS_IGNORED) -> None:
     """Watch every log dir; after changes settle, load new partitions and adopt older
     segments restored into known ones (a log that changes tells its listeners itself)."""
-    from watchdog.events import FileSystemEventHandler
+    from watchdog.events import (DirCreatedEvent, DirMovedEvent, FileCreatedEvent,
+                                 FileMovedEvent, FileSystemEventHandler)
     from watchdog.observers import Observer
 
     token = trio.lowlevel.current_trio_token()
@@ -40,7 +41,10 @@ async def watch_log_dirs(manager: LogManager, settle_s: float = 1.0,
     observer = Observer()
     handler = Handler()
     for d in manager.log_dirs:
-        observer.schedule(handler, d, recursive=True)
+        # only names appearing: the kernel then does not wake watchdog's thread for every
+        # write and open of a segment (the GIL it would take slows appends and reads)
+        observer.schedule(handler, d, recursive=True, event_filter=[
+            FileCreatedEvent, DirCreatedEvent, FileMovedEvent, DirMovedEvent])
     observer.daemon = True
     observer.start()
     task_status.started()

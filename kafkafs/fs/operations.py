@@ -127,7 +127,6 @@ class KafkaFS(pyfuse3.Operations):
         self._fh = itertools.count(1)
         self._views: dict[tuple, LineView] = {}
         self.cache = BatchCache()
-        self._prefetching: set = set()
         self.nursery: trio.Nursery | None = None  # set by the daemon: background work
         self.mount_time_ns = time.time_ns()
 
@@ -568,29 +567,17 @@ class KafkaFS(pyfuse3.Operations):
         if h.view is not None:
             v = h.view
             # chunks of bounded size render right here (a pread, a CRC and a C loop over at
-            # most INLINE_RENDER_BYTES): a hop to a worker thread costs more than the work
-            data = v.read(off, size, render=INLINE_RENDER_BYTES)
+            # most INLINE_RENDER_BYTES): a hop to a worker thread costs more than the work.
+            # A read-ahead thread rendering the next chunks was measured slower (0.41 s
+            # against 0.27 s for 200 MB): pyfuse3 holds the GIL while it copies each reply,
+            # so the two threads mostly wait for each other.
+            data = v.read(off, size, render=INLINE_RENDER_BYTES, zero_copy=True)
             if data is None:
                 data = await trio.to_thread.run_sync(v.read, off, size)
-            # read ahead: a worker renders the next chunk while the kernel copies this one
-            # (pread and the C renderer release the GIL: the two cores work together)
-            nxt = off + len(data)
-            if data and self.nursery is not None and v not in self._prefetching \
-                    and not v.cached(nxt):
-                self._prefetching.add(v)
-                self.nursery.start_soon(self._prefetch, v, nxt)
             return data
         if h.fd >= 0:
             return await trio.to_thread.run_sync(os.pread, h.fd, size, off)
         raise _err(errno.EBADF)
-
-    async def _prefetch(self, v: LineView, off: int) -> None:
-        try:
-            await trio.to_thread.run_sync(v.read, off, 1)
-        except Exception:  # the reader meets (and reports) the same error itself
-            pass
-        finally:
-            self._prefetching.discard(v)
 
     @fuse_errors
     async def write(self, fh, off, buf):

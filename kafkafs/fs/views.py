@@ -257,13 +257,31 @@ class LineView:
             return self._filepos[i + 1] - self._filepos[i]
         return None
 
+    def _chunk_key(self, i: int) -> tuple[int, int]:
+        """Cache key of chunk ``i``: its index and the offset it stops before (the last
+        chunk's end moves as the log grows)."""
+        return (i, self.end_offset if i + 1 >= len(self._pos) else self._offset[i + 1])
+
+    def _render_chunk(self, seg_base: int, filepos: int, stop: int, known: int | None) -> bytes:
+        """Render the batches of segment ``seg_base`` from ``filepos`` up to offset
+        ``stop``; ``known`` is the chunk's length in log bytes when known (one pread then)."""
+        seg = self.log.segment_at(seg_base)
+        if seg is None:
+            return b""
+        parts = []
+        want = known if known is not None else READ_CHUNK
+        end = filepos + known if known is not None else None
+        for batch in seg.batches(filepos, end, validate=True, chunk_size=max(want, 4096)):
+            if batch.base_offset >= stop:
+                break
+            parts.append(self.render(batch))
+        return b"".join(parts)
+
     def _chunk(self, i: int, render: bool | int = True) -> bytes | None:
         """The rendered bytes from mark ``i`` to mark ``i + 1`` (cached). ``render``: True
         renders when not cached; False never does (None then); an int renders only chunks
         of at most that many log bytes."""
-        last = i + 1 >= len(self._pos)
-        stop = self.end_offset if last else self._offset[i + 1]
-        key = (i, stop)
+        key = self._chunk_key(i)
         data = self._cache.get(key)
         if data is not None:
             self._cache.move_to_end(key)
@@ -271,32 +289,25 @@ class LineView:
         known = self._chunk_log_bytes(i)
         if render is False or (render is not True and (known is None or known > render)):
             return None
-        seg = self.log.segment_at(self._seg[i])
-        parts = []
-        if seg is not None:
-            # read the chunk's log bytes in one pread when its end is known
-            want = known if known is not None else READ_CHUNK
-            for batch in seg.batches(self._filepos[i], validate=True,
-                                     chunk_size=max(want, 4096)):
-                if batch.base_offset >= stop:
-                    break
-                parts.append(self.render(batch))
-        data = b"".join(parts)
+        data = self._render_chunk(self._seg[i], self._filepos[i], key[1], known)
         self._cache[key] = data
         if len(self._cache) > CACHED_CHUNKS:
             self._cache.popitem(last=False)
         return data
 
-    def read(self, off: int, size: int, render: bool | int = True) -> bytes | None:
-        """Up to ``size`` bytes at view position ``off`` (short or empty at the end).
+    def read(self, off: int, size: int, render: bool | int = True,
+             zero_copy: bool = False) -> bytes | memoryview | None:
+        """Up to ``size`` bytes at view position ``off`` (short or empty at the end); with
+        ``zero_copy`` a read inside one chunk is a memoryview of the cached chunk (FUSE
+        copies it to the kernel straight from there).
 
         ``render=True`` renders whatever is needed. ``False`` (or an int: render only chunks
-        of at most that many log bytes) waits at most ``LOCK_WAIT_S`` for the lock (a
-        read-ahead rendering a bounded chunk) and does no unbounded work: it returns None
-        instead, and the caller retries with ``True`` in a worker thread."""
+        of at most that many log bytes) waits at most ``LOCK_WAIT_S`` for the lock and does
+        no unbounded work: it returns None instead, and the caller retries with ``True`` in
+        a worker thread."""
         if render is True:
             self.lock.acquire()
-        elif not self.lock.acquire(timeout=LOCK_WAIT_S):  # a read-ahead is rendering
+        elif not self.lock.acquire(timeout=LOCK_WAIT_S):
             return None
         try:
             if off >= self.size or size <= 0:
@@ -309,13 +320,15 @@ class LineView:
                 if chunk is None:
                     return None
                 start = off - self._pos[i]
-                piece = chunk[start:start + need]
+                piece = memoryview(chunk)[start:start + need]
                 if not piece:
                     break
                 out.append(piece)
                 need -= len(piece)
                 off += len(piece)
                 i += 1
+            if len(out) == 1:
+                return out[0] if zero_copy else out[0].tobytes()
             return b"".join(out)
         finally:
             self.lock.release()
@@ -325,5 +338,4 @@ class LineView:
         i = bisect.bisect_right(self._pos, off) - 1
         if i < 0 or off >= self.size:
             return True
-        last = i + 1 >= len(self._pos)
-        return (i, self.end_offset if last else self._offset[i + 1]) in self._cache
+        return self._chunk_key(i) in self._cache
