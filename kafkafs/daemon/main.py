@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+from functools import partial
 
 import pyfuse3
 import trio
@@ -88,7 +89,9 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
                     nursery.start_soon(tasks.flush_scheduler, manager)
                     nursery.start_soon(tasks.retention_task, manager)
                     nursery.start_soon(tasks.checkpoint_task, manager)
-                await nursery.start(watch_log_dirs, manager)
+                # a read-only mount may sit beside a live broker: follow its appends,
+                # rolls and retention
+                await nursery.start(partial(watch_log_dirs, manager, follow=fsopt.read_only))
                 notify.ready(f"Mounted {mountpoint}")
                 await pyfuse3.main()
                 # pyfuse3.main returns when the kernel ends the session (fusermount3 -u)

@@ -1,14 +1,22 @@
-"""Adopt partitions and segments copied into the log dirs from outside (restored backups,
-bulk loads), using watchdog's inotify observer.
+"""Notice what other processes do to the log dirs, using watchdog's inotify observer.
 
-Events arrive on watchdog's thread and are handed to trio through a memory channel; the
-adoption itself runs once the log dirs have been quiet for ``settle_s`` seconds, so a copy in
-progress is not loaded half-written.
+* Always: adopt partitions and segments copied in from outside (restored backups, bulk
+  loads). The adoption runs once the log dirs have been quiet for ``settle_s`` seconds, so a
+  copy in progress is not loaded half-written.
+* ``follow=True`` (read-only mounts beside a live broker): also follow the broker's appends,
+  rolls and deletions. A change to a partition dir refreshes that log within ``FOLLOW_S``
+  seconds (:meth:`Log.refresh_from_disk`; the log tells its listeners, so ``tail -f`` sees
+  the growth and retention under the mount shifts ``messages``); every log is also polled
+  each ``POLL_S`` seconds in case inotify misses a change (network filesystems).
+
+Events arrive on watchdog's thread and are handed to trio through a memory channel; the work
+itself runs in worker threads.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 
 import trio
 
@@ -16,56 +24,119 @@ from ..log.manager import LogManager
 
 log = logging.getLogger(__name__)
 
+FOLLOW_S = 0.05  # seconds changes to one partition are gathered before it is refreshed
+POLL_S = 2.0  # seconds between refreshes of every log when following
 
-async def watch_log_dirs(manager: LogManager, settle_s: float = 1.0,
+
+async def watch_log_dirs(manager: LogManager, settle_s: float = 1.0, follow: bool = False,
                          task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Watch every log dir; after changes settle, load new partitions and adopt older
-    segments restored into known ones (a log that changes tells its listeners itself)."""
-    from watchdog.events import (DirCreatedEvent, DirMovedEvent, FileCreatedEvent,
-                                 FileMovedEvent, FileSystemEventHandler)
+    """Watch every log dir (see the module docstring). Runs until cancelled."""
+    from watchdog.events import (
+        DirCreatedEvent,
+        DirMovedEvent,
+        FileCreatedEvent,
+        FileDeletedEvent,
+        FileModifiedEvent,
+        FileMovedEvent,
+        FileSystemEventHandler,
+    )
     from watchdog.observers import Observer
 
     token = trio.lowlevel.current_trio_token()
-    send, receive = trio.open_memory_channel(1024)
+    send_new, receive_new = trio.open_memory_channel(1024)
+    send_changed, receive_changed = trio.open_memory_channel(4096)
+    roots = {os.path.abspath(d) for d in manager.log_dirs}
+
+    def partition_dir(path: str) -> str | None:
+        parent = os.path.dirname(path)
+        return parent if os.path.dirname(parent) in roots else None
+
+    def deliver(channel, item) -> None:
+        try:
+            trio.from_thread.run_sync(channel.send_nowait, item, trio_token=token)
+        except (trio.WouldBlock, trio.RunFinishedError, trio.Cancelled):
+            pass  # a full channel already holds a wake-up; the poll catches the rest
 
     class Handler(FileSystemEventHandler):
         def on_any_event(self, event):
-            # only new names matter (copied-in files and dirs); modifications are our own
-            if event.event_type not in ("created", "moved"):
-                return
-            try:
-                trio.from_thread.run_sync(send.send_nowait, event.src_path, trio_token=token)
-            except (trio.WouldBlock, trio.RunFinishedError, trio.Cancelled):
-                pass
+            if event.event_type in ("created", "moved"):
+                deliver(send_new, event.src_path)
+            if follow:
+                part = partition_dir(os.path.abspath(event.src_path))
+                if part is not None:
+                    deliver(send_changed, part)
 
+    # only the events that matter: otherwise the kernel wakes watchdog's thread for every
+    # write and open of a segment (and the GIL it takes slows appends and reads)
+    wanted = [FileCreatedEvent, DirCreatedEvent, FileMovedEvent, DirMovedEvent]
+    if follow:
+        wanted += [FileModifiedEvent, FileDeletedEvent]
     observer = Observer()
     handler = Handler()
     for d in manager.log_dirs:
-        # only names appearing: the kernel then does not wake watchdog's thread for every
-        # write and open of a segment (the GIL it would take slows appends and reads)
-        observer.schedule(handler, d, recursive=True, event_filter=[
-            FileCreatedEvent, DirCreatedEvent, FileMovedEvent, DirMovedEvent])
+        observer.schedule(handler, d, recursive=True, event_filter=wanted)
     observer.daemon = True
     observer.start()
     task_status.started()
     try:
-        while True:
-            await receive.receive()
-            # wait until the dirs are quiet
-            while True:
-                with trio.move_on_after(settle_s) as scope:
-                    await receive.receive()
-                if scope.cancelled_caught:
-                    break
-            await trio.to_thread.run_sync(_adopt, manager)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_adopt_new, manager, receive_new, settle_s)
+            if follow:
+                nursery.start_soon(_follow, manager, receive_changed)
     finally:
         observer.stop()
         await trio.to_thread.run_sync(observer.join, 5)
 
 
-def _adopt(manager: LogManager) -> bool:
-    import os
+async def _adopt_new(manager: LogManager, receive, settle_s: float) -> None:
+    while True:
+        await receive.receive()
+        # wait until the dirs are quiet
+        while True:
+            with trio.move_on_after(settle_s) as scope:
+                await receive.receive()
+            if scope.cancelled_caught:
+                break
+        await trio.to_thread.run_sync(_adopt, manager)
 
+
+async def _follow(manager: LogManager, receive) -> None:
+    """Refresh the logs whose dirs changed (gathered for ``FOLLOW_S``), and every log each
+    ``POLL_S``."""
+    next_poll = trio.current_time() + POLL_S
+    while True:
+        dirs: set[str] = set()
+        with trio.move_on_at(next_poll):
+            dirs.add(await receive.receive())
+            with trio.move_on_after(FOLLOW_S):
+                while True:
+                    dirs.add(await receive.receive())
+        if trio.current_time() >= next_poll:
+            dirs = None  # everything
+            next_poll = trio.current_time() + POLL_S
+        await trio.to_thread.run_sync(refresh_logs, manager, dirs)
+
+
+def refresh_logs(manager: LogManager, dirs: set[str] | None = None) -> int:
+    """Refresh the logs in ``dirs`` (partition dir paths; None: every log) from disk, and
+    load partitions that appeared. Returns how many logs moved. Errors are logged: a broker
+    may delete a file between our listing and our open."""
+    logs = {os.path.abspath(lg.dir): lg for lg in list(manager.logs.values())}
+    if dirs is None or not dirs <= logs.keys():
+        manager.scan_for_new_partitions()
+        logs = {os.path.abspath(lg.dir): lg for lg in list(manager.logs.values())}
+    moved = 0
+    for d, lg in logs.items():
+        if dirs is not None and d not in dirs:
+            continue
+        try:
+            moved += bool(lg.refresh_from_disk())
+        except (OSError, ValueError) as exc:
+            log.warning("Cannot follow %s: %s", lg.dir, exc)
+    return moved
+
+
+def _adopt(manager: LogManager) -> bool:
     from ..log.names import LOG_SUFFIX, parse_segment_filename
 
     changed = bool(manager.scan_for_new_partitions())
