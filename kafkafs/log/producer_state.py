@@ -47,7 +47,7 @@ from crc32c import crc32c
 
 from ..record.control import ABORT, end_txn_marker
 from ..record.errors import CorruptRecordError
-from .checkpoint import atomic_write
+from .checkpoint import _fsync_dir, atomic_write
 from .errors import LogError, ReadOnlyLogError
 from .names import SNAPSHOT_SUFFIX, filename_prefix
 from .txnindex import AbortedTxn
@@ -65,6 +65,7 @@ __all__ = [
     "delete_snapshots_after",
     "delete_snapshots_before",
     "encode_snapshot",
+    "fsync_snapshot",
     "latest_snapshot",
     "list_snapshot_files",
     "parse_snapshot_filename",
@@ -260,11 +261,45 @@ def read_snapshot(path) -> list[ProducerStateEntry]:
     return decode_snapshot(data, path)
 
 
-def write_snapshot(path, entries: Iterable[ProducerStateEntry]) -> None:
+def write_snapshot(path, entries: Iterable[ProducerStateEntry], *, sync: bool = True) -> None:
     """Write ``entries`` as the snapshot ``path``: ``<path>.tmp`` written, fsynced, renamed
-    over ``path``, directory fsynced. Raises ValueError (a field out of range) or OSError;
-    on failure ``path`` is untouched."""
-    atomic_write(path, encode_snapshot(entries))
+    over ``path``, directory fsynced. ``sync=False`` skips both fsyncs (Kafka's
+    ``takeSnapshot(false)`` on roll: the caller fsyncs the file later, see
+    :func:`fsync_snapshot`). Raises ValueError (a field out of range) or OSError; on failure
+    ``path`` is untouched."""
+    data = encode_snapshot(entries)
+    if sync:
+        atomic_write(path, data)
+        return
+    path = os.fspath(path)
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def fsync_snapshot(path) -> bool:
+    """fsync the snapshot file ``path`` (written with ``sync=False``) and its directory
+    (Kafka ``flushProducerStateSnapshot``). Returns False when the file no longer exists
+    (deleted meanwhile); raises other OSErrors."""
+    path = os.fspath(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    _fsync_dir(os.path.dirname(os.path.abspath(path)))
+    return True
 
 
 def snapshot_filename(offset: int) -> str:
@@ -327,11 +362,12 @@ def delete_snapshots_after(log_dir, offset: int) -> list[int]:
     return [o for o, p in list_snapshot_files(log_dir) if o > offset and _unlink(p)]
 
 
-def take_snapshot(log_dir, offset: int, entries: Iterable[ProducerStateEntry]) -> str:
+def take_snapshot(log_dir, offset: int, entries: Iterable[ProducerStateEntry], *,
+                  sync: bool = True) -> str:
     """Write ``entries`` (sorted by producer id) as ``log_dir/<offset>.snapshot`` with
-    :func:`write_snapshot`; returns its path."""
+    :func:`write_snapshot` (``sync`` as there); returns its path."""
     path = snapshot_path(log_dir, offset)
-    write_snapshot(path, sorted(entries, key=lambda e: e.producer_id))
+    write_snapshot(path, sorted(entries, key=lambda e: e.producer_id), sync=sync)
     return path
 
 
@@ -538,15 +574,18 @@ class ProducerStateManager:
         if path is not None and self._writable:
             _unlink(path)
 
-    def take_snapshot(self) -> str | None:
+    def take_snapshot(self, sync: bool = True) -> str | None:
         """Write the state as ``<map_end_offset>.snapshot`` unless a snapshot at or past
-        that offset was already written (``takeSnapshot``). Returns the path written, or
-        None. Raises ReadOnlyLogError when read-only, OSError from the write."""
+        that offset was already written (``takeSnapshot``). ``sync=False`` writes without
+        fsync (Kafka's ``takeSnapshot(false)`` on roll; see :func:`fsync_snapshot`).
+        Returns the path written, or None. Raises ReadOnlyLogError when read-only, OSError
+        from the write."""
         if self._map_end_offset <= self._last_snap_offset:
             return None
         if not self._writable:
             raise ReadOnlyLogError(f"producer state of {self._log_dir} is read-only")
-        path = take_snapshot(self._log_dir, self._map_end_offset, self._producers.values())
+        path = take_snapshot(self._log_dir, self._map_end_offset, self._producers.values(),
+                             sync=sync)
         self._snapshots[self._map_end_offset] = path
         self._last_snap_offset = self._map_end_offset
         return path
