@@ -1,10 +1,18 @@
-"""One log segment: a ``.log`` file of record batches with its ``.index`` and ``.timeindex``.
+"""One log segment: a ``.log`` file of record batches with its ``.index``, ``.timeindex`` and
+``.txnindex``.
 
 Follows Kafka's ``LogSegment`` (storage module): batches are appended at the end; an index
 entry (largest offset of the append, position where it starts) and a time index entry
 (largest timestamp so far, its offset) are added once more than ``index.interval.bytes`` were
 appended since the last entry; reads translate an offset through the sparse index then scan
-forward; recovery revalidates every batch and rebuilds both indexes with the same rule.
+forward; recovery revalidates every batch and rebuilds both indexes with the same rule, and --
+given the producer state at the segment's base offset -- the transaction index too
+(``LogSegment.recover`` with ``updateProducerState``).
+
+The transaction index (``<base>.txnindex``, :class:`~kafkafs.log.txnindex.TransactionIndex`)
+holds one entry per transaction whose ABORT marker lies in the segment. Like Kafka's, it is
+opened lazily, created by its first entry only (a segment without aborted transactions has
+no such file) and handled like the other index files on roll, rename, truncation, deletion.
 
 Synchronous and thread-compatible: reads use ``os.pread`` and may run in several threads;
 appends, truncation and recovery must be serialised by the caller (:class:`~kafkafs.log.log.Log`).
@@ -31,7 +39,15 @@ from ..record.errors import CorruptRecordError
 from .config import LogConfig
 from .errors import CorruptIndexError, ReadOnlyLogError
 from .index import OffsetIndex, TimeIndex
-from .names import DELETED_SUFFIX, filename_prefix, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
+from .names import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    filename_prefix,
+)
+from .txnindex import TransactionIndex, TxnIndexSearchResult
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +116,7 @@ class LogSegment:
         self.created_ms = int(time.time() * 1000)
         self._index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
+        self._txn_index: TransactionIndex | None = None
         self.bytes_since_last_index_entry = 0
         self._max_ts_loaded = create
         self._max_timestamp_so_far = NO_TIMESTAMP
@@ -133,6 +150,28 @@ class LogSegment:
             self._time_index = TimeIndex(self.time_index_path, self.base_offset,
                                          self.config.segment_index_bytes, writable=self.writable)
         return self._time_index
+
+    @property
+    def txn_index_path(self) -> str:
+        return os.path.join(self.dir,
+                            filename_prefix(self.base_offset) + TXN_INDEX_SUFFIX + self.suffix)
+
+    @property
+    def txn_index(self) -> TransactionIndex:
+        """The segment's :class:`~kafkafs.log.txnindex.TransactionIndex` (``LogSegment.txnIndex``),
+        opened on first use; a missing file reads as no aborted transactions and is created
+        by the first entry only (never on a read-only segment)."""
+        if self._txn_index is None:
+            self._txn_index = TransactionIndex(self.txn_index_path, self.base_offset,
+                                               writable=self.writable)
+        return self._txn_index
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int
+                             ) -> TxnIndexSearchResult:
+        """The aborted transactions of this segment's index overlapping
+        ``[fetch_offset, upper_bound_offset)`` (``LogSegment.collectAbortedTxns``); see
+        :meth:`TransactionIndex.collect_aborted`. Raises CorruptIndexError."""
+        return self.txn_index.collect_aborted(fetch_offset, upper_bound_offset)
 
     def open_indexes(self) -> None:
         """Open (creating if missing) both index files now."""
@@ -245,13 +284,13 @@ class LogSegment:
         self.bytes_since_last_index_entry += len(data)
 
     def flush(self) -> None:
-        """fsync the ``.log`` and both indexes (``LogSegment.flush``)."""
+        """fsync the ``.log`` and the three indexes (``LogSegment.flush``)."""
         if not self.writable:
             return
         os.fsync(self._fd)
         # fsync the index files through their own descriptors: this writes back pages dirtied
         # through the mmap too, and never touches the mmap object an appender may be using
-        for path in (self.index_path, self.time_index_path):
+        for path in (self.index_path, self.time_index_path, self.txn_index_path):
             try:
                 fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             except FileNotFoundError:
@@ -415,18 +454,32 @@ class LogSegment:
             scan.error = exc.located(path=self.log_path, position=scan.valid_bytes)
         return scan
 
-    def recover(self) -> int:
+    def recover(self, producer_state=None) -> int:
         """Rebuild the indexes from the ``.log``, validating every batch; truncate the file at
         the first invalid or torn batch (``LogSegment.recover``). Returns bytes truncated;
-        :attr:`last_recovery` keeps the :class:`SegmentScan` (where and why)."""
+        :attr:`last_recovery` keeps the :class:`SegmentScan` (where and why).
+
+        ``producer_state``: a :class:`~kafkafs.log.producer_state.ProducerStateManager`
+        holding the state at the segment's base offset (Kafka's ``recover(producerStateManager,
+        ...)``): the ``.txnindex`` is then rebuilt too, every v2 batch applied to the state in
+        order (``updateProducerState``), each ABORT that ends a transaction appended to the
+        index; a marker that cannot be parsed counts as invalid data (truncated there). Without
+        it the ``.txnindex`` is kept, minus entries past the recovered end. Raises
+        ReadOnlyLogError, OSError, and InvalidTxnStateError from the producer state (as
+        Kafka's recovery does: nothing a broker writes has one)."""
         if not self.writable:
             raise ReadOnlyLogError(f"{self.log_path} is read-only")
         self.index.reset()
         self.time_index.reset()
+        if producer_state is not None:
+            self.txn_index.reset()
         state = {"last_index_entry": 0, "max_ts": NO_TIMESTAMP,
                  "offset_of_max_ts": self.base_offset}
 
         def index_batch(batch: RecordBatch, valid_bytes: int) -> None:
+            if producer_state is not None and batch.magic >= 2:
+                # first, so that a marker that cannot be parsed leaves no index entry behind
+                producer_state.update(batch, self.txn_index)
             if batch.max_timestamp > state["max_ts"]:
                 state["max_ts"] = batch.max_timestamp
                 state["offset_of_max_ts"] = batch.last_offset
@@ -448,6 +501,9 @@ class LogSegment:
                         self.log_path, valid_bytes, truncated)
             os.ftruncate(self._fd, valid_bytes)
             self.size = valid_bytes
+        if producer_state is None:
+            end_offset = self.base_offset if scan.next_offset is None else scan.next_offset
+            self.txn_index.truncate_to(end_offset)
         self.index.trim_to_valid_size()
         self.time_index.maybe_append(max_ts, offset_of_max_ts, skip_full_check=True)
         self.time_index.trim_to_valid_size()
@@ -458,17 +514,21 @@ class LogSegment:
         return truncated
 
     def sanity_check(self) -> None:
-        """Raise CorruptIndexError if an index file is inconsistent (missing files count as
-        corrupt so that recovery rebuilds them)."""
+        """Raise CorruptIndexError if an index file is inconsistent (missing offset or time
+        index files count as corrupt so that recovery rebuilds them; a missing ``.txnindex``
+        is an empty one, as in Kafka)."""
         for path in (self.index_path, self.time_index_path):
             if not os.path.exists(path):
                 raise CorruptIndexError(f"Index file {path} is missing")
         self.index.sanity_check()
         self.time_index.sanity_check()
+        self.txn_index.sanity_check()
 
     def truncate_to(self, offset: int) -> int:
-        """Remove every batch with base offset >= ``offset`` (``LogSegment.truncateTo``);
-        returns bytes removed."""
+        """Remove every batch with base offset >= ``offset`` and every transaction index entry
+        whose ABORT marker is at or past it (``LogSegment.truncateTo``); returns bytes
+        removed."""
+        self.txn_index.truncate_to(offset)
         batch = self.translate_offset(offset)
         if batch is None:
             return 0
@@ -491,14 +551,16 @@ class LogSegment:
     # -- lifecycle -------------------------------------------------------------------
     def _files(self):
         return [(self.log_path, None), (self.index_path, self._index),
-                (self.time_index_path, self._time_index)]
+                (self.time_index_path, self._time_index),
+                (self.txn_index_path, self._txn_index)]
 
     def rename_suffix(self, new_suffix: str) -> None:
         """Rename all files of the segment to carry ``new_suffix`` (``""``, ``.deleted``,
         ``.swap``, ``.cleaned``), as Kafka's ``changeFileSuffixes``."""
         prefix = os.path.join(self.dir, filename_prefix(self.base_offset))
         for suffix, idx in ((LOG_SUFFIX, None), (INDEX_SUFFIX, self._index),
-                            (TIME_INDEX_SUFFIX, self._time_index)):
+                            (TIME_INDEX_SUFFIX, self._time_index),
+                            (TXN_INDEX_SUFFIX, self._txn_index)):
             old = prefix + suffix + self.suffix
             new = prefix + suffix + new_suffix
             if idx is not None:
@@ -524,17 +586,17 @@ class LogSegment:
             except Exception as exc:  # closing must go on
                 log.warning("cannot write the final time index entry of %s: %s",
                             self.log_path, exc)
-        for idx in (self._index, self._time_index):
+        for idx in (self._index, self._time_index, self._txn_index):
             if idx is not None:
                 idx.close()
-        self._index = self._time_index = None
+        self._index = self._time_index = self._txn_index = None
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
 
     def delete(self) -> None:
         """Close and remove all files of the segment (whatever their suffix)."""
-        paths = [self.log_path, self.index_path, self.time_index_path]
+        paths = [self.log_path, self.index_path, self.time_index_path, self.txn_index_path]
         self.close()
         for p in paths:
             try:
