@@ -5,14 +5,25 @@ Order, as Kafka does it:
 1. Remove leftovers: ``*.deleted`` and ``*.cleaned`` files; ``*.swap`` files at or past the
    smallest ``.cleaned`` offset (an interrupted clean); for every other ``.swap`` segment,
    delete the segments it replaces and strip the suffix (the swap had completed).
-2. Delete index files whose ``.log`` is gone.
+2. Delete index files whose ``.log`` is gone, and producer snapshots that cannot be read
+   (Kafka deletes a snapshot it fails to load and rebuilds the state from the log).
 3. Open every ``.log`` in offset order; a segment whose index files are missing or fail the
-   sanity check is recovered on its own.
+   sanity check (the active segment's offset and time indexes, every segment's
+   ``.txnindex``: Kafka's ``TransactionIndex.sanityCheck``) is recovered on its own.
 4. After an unclean shutdown, recover every segment from the recovery point on: validate
    every batch, rebuild the indexes, truncate at the first invalid batch and delete every
    later segment.
+5. Build the producer state (:meth:`Log.load_producer_state
+   <kafkafs.log.log.Log.load_producer_state>`): stray snapshots deleted, the newest one at
+   or below the log end offset loaded, the batches after it replayed.
 
-Read-only loads skip 1, 2 and 4 and never write a byte.
+Recovering a segment (steps 3 and 4) also rebuilds its ``.txnindex``: as Kafka's
+``LogLoader.recoverSegment``, the producer state at the segment's base offset is rebuilt from
+the snapshots and the log first, the segment's batches are applied to it, and a snapshot is
+written at the segment's end.
+
+Read-only loads skip 1, 2 and 4, build the producer state in memory only, and never write a
+byte.
 
 The same steps run in two ways: :func:`load_log` carries them out (the daemon's startup,
 ``kafkafs check --repair``) and :func:`plan_load` only works out what they would do, reading
@@ -32,7 +43,7 @@ from dataclasses import dataclass
 
 from .config import LogConfig
 from .errors import CorruptIndexError, LogError
-from .log import Log
+from .log import Log, rebuild_producer_state, try_take_snapshot
 from .names import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -43,6 +54,12 @@ from .names import (
     TXN_INDEX_SUFFIX,
     filename_prefix,
     parse_segment_filename,
+)
+from .producer_state import (
+    CorruptSnapshotError,
+    ProducerStateManager,
+    parse_snapshot_filename,
+    read_snapshot,
 )
 from .segment import LogSegment, SegmentScan
 
@@ -55,6 +72,7 @@ ACTION_KINDS = (
     "swapped-out",       # a segment file a completed swap replaces: deleted
     "swap",              # a *.swap file: renamed without the suffix
     "orphan-index",      # an .index/.timeindex/.txnindex without its .log: deleted
+    "corrupt-snapshot",  # a producer .snapshot that cannot be read: deleted (state rebuilt)
     "missing-index",     # a segment without .index or .timeindex: recovered (indexes rebuilt)
     "corrupt-index",     # a segment whose index fails a check: recovered (indexes rebuilt)
     "unflushed",         # a segment at or past the recovery point after an unclean shutdown
@@ -116,6 +134,8 @@ class _Executor:
         self.config = config
         self.on_action = on_action
         self.actions: list[LoadAction] = []
+        self.segments: list[LogSegment] = []  # set by _load_segments: recovery replays them
+        self.log_start_offset = 0
 
     def report(self, action: LoadAction) -> None:
         self.actions.append(action)
@@ -164,7 +184,14 @@ class _Executor:
         return end, error
 
     def recover(self, seg: LogSegment) -> SegmentScan:
-        seg.recover()
+        # LogLoader.recoverSegment: the producer state at the segment's base offset (from
+        # the snapshots and the segments before it) rebuilds its .txnindex; a snapshot at its
+        # end spares the next segment's recovery the replay
+        pm = ProducerStateManager(self.dir)
+        rebuild_producer_state(pm, self.segments, self.log_start_offset, seg.base_offset,
+                               False, log_name=self.dir)
+        seg.recover(pm)
+        try_take_snapshot(pm, self.dir)
         return seg.last_recovery
 
     def delete_segment(self, seg: LogSegment, action: LoadAction) -> None:
@@ -243,6 +270,7 @@ class _Planner:
         # empty file the executor would create, which reads as an empty index here
         seg.index.sanity_check()
         seg.time_index.sanity_check()
+        seg.txn_index.sanity_check()
 
     def scan_tail(self, seg: LogSegment):
         if seg.base_offset in self.recovered:
@@ -257,7 +285,7 @@ class _Planner:
 
     def delete_segment(self, seg: LogSegment, action: LoadAction) -> None:
         prefix = filename_prefix(seg.base_offset)
-        for name in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for name in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             self.files.pop(prefix + name, None)
         self.sizes.pop(seg.base_offset, None)
         self.report(action)
@@ -310,7 +338,7 @@ def _remove_leftovers(ops) -> None:
                     f"Deleting segment files {name} that is compacted but has not been deleted "
                     "yet.", f"delete it: {filename_prefix(base)}{LOG_SUFFIX}{SWAP_SUFFIX} "
                     f"replaces offsets [{base}, {next_offset})", base_offset=p[0]))
-        for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             old = f"{filename_prefix(base)}{kind}{SWAP_SUFFIX}"
             if old in ops.names():
                 ops.rename(old, f"{filename_prefix(base)}{kind}", LoadAction(
@@ -331,6 +359,28 @@ def _remove_leftovers(ops) -> None:
                 "delete it", base_offset=p[0]))
 
 
+def _remove_corrupt_snapshots(ops) -> None:
+    """Delete the producer snapshots that cannot be read. Kafka deletes one when it fails to
+    load it (``ProducerStateManager.loadFromSnapshot``) and falls back to an older snapshot
+    or the log; doing it for every snapshot up front leaves the same state and lets a
+    planned load name each one."""
+    for name in sorted(ops.names()):
+        offset = parse_snapshot_filename(name)
+        if offset is None:
+            continue
+        path = os.path.join(ops.dir, name)
+        if not os.path.isfile(path):
+            continue
+        try:
+            read_snapshot(path)
+        except CorruptSnapshotError as exc:
+            ops.unlink(name, LoadAction(
+                "corrupt-snapshot", path,
+                f"Failed to load producer snapshot from '{path}': {exc.reason}",
+                "delete it: the producer state is rebuilt from an older snapshot or the log "
+                "(as Kafka does with a snapshot it cannot read)", base_offset=offset))
+
+
 def _path(seg: LogSegment, kind: str = LOG_SUFFIX) -> str:
     """The absolute path of the segment's ``kind`` file under its final name: a planned load
     reads a swapped-in segment from its ``.swap`` files, the loader renames them first."""
@@ -342,7 +392,7 @@ def _unswap(seg: LogSegment, text: str) -> str:
     given under their final names."""
     if not seg.suffix:
         return text
-    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         text = text.replace(_path(seg, kind) + seg.suffix, _path(seg, kind))
     return text
 
@@ -382,6 +432,35 @@ def _index_order_problem(seg: LogSegment, log_size: int) -> str | None:
                     f"offset {offset} which is less than the offset {prev_offset} of the "
                     "entry before it")
         prev_ts, prev_offset = ts, offset
+    return None
+
+
+def _txn_index_problem(seg: LogSegment, scan: SegmentScan) -> str | None:
+    """(thorough) The first ``.txnindex`` entry that breaks what Kafka's appends guarantee --
+    ABORT marker offsets strictly increasing, each inside the segment's valid batches -- in
+    the style of Kafka's index messages; None when the index is fine or absent. Kafka's
+    ``sanityCheck`` only looks at the lower bound (checked at every load)."""
+    try:
+        seg.txn_index.sanity_check()  # Kafka's words first
+        entries = seg.txn_index.all_aborted_txns()
+    except CorruptIndexError as exc:
+        return str(exc)
+    path = _path(seg, TXN_INDEX_SUFFIX)
+    end = seg.base_offset if scan.next_offset is None else scan.next_offset
+    previous = None
+    for n, txn in enumerate(entries):
+        if previous is not None and txn.last_offset <= previous:
+            return (f"Corrupt transaction index found, index file ({path}) has entry {n} with "
+                    f"last offset {txn.last_offset} which is not larger than the last offset "
+                    f"{previous} of the entry before it")
+        if txn.last_offset >= end:
+            return (f"Corrupt transaction index found, index file ({path}) has entry {n} with "
+                    f"last offset {txn.last_offset}, past the last offset {end - 1} of the "
+                    "valid batches of its log segment")
+        if txn.first_offset > txn.last_offset:
+            return (f"Corrupt transaction index found, index file ({path}) has entry {n} with "
+                    f"first offset {txn.first_offset} above its last offset {txn.last_offset}")
+        previous = txn.last_offset
     return None
 
 
@@ -452,6 +531,11 @@ def _verify(ops, segments: list[LogSegment],
         scan = ops.scan(seg)
         if scan.truncated > 0 and first_bad is None:
             first_bad = seg.base_offset
+        if seg.base_offset not in rebuild and not (ops.dry and seg is segments[-1]):
+            # (beside a live writer the active segment's .txnindex may be ahead of the scan)
+            problem = _txn_index_problem(seg, scan)
+            if problem is not None:
+                rebuild[seg.base_offset] = problem
         path = _path(seg)
         if scan.disorder is not None:
             position, offset, expected = scan.disorder
@@ -485,10 +569,13 @@ def _load_segments(ops, *, recovery_point: int, log_start_offset: int,
     """Steps 1 to 4 for a writable load (carried out or planned by ``ops``). Returns the
     segments, oldest first; an empty list when none is left (the caller creates one)."""
     _remove_leftovers(ops)
+    _remove_corrupt_snapshots(ops)
     names = ops.names()
     bases = sorted(p[0] for p in map(parse_segment_filename, names)
                    if p and p[1] == LOG_SUFFIX and p[2] == "")
     segments = [ops.open_segment(b) for b in bases]
+    ops.segments = segments
+    ops.log_start_offset = log_start_offset
     rebuild: dict[int, str] = {}
     first_bad = None
     startup_recovery_point = None if had_clean_shutdown else recovery_point
@@ -505,21 +592,23 @@ def _load_segments(ops, *, recovery_point: int, log_start_offset: int,
         if missing is not None:
             _recover(ops, seg, LoadAction(
                 "missing-index", _path(seg), missing,
-                "recover the segment: validate every batch, rebuild .index and .timeindex",
-                base_offset=seg.base_offset))
+                f"recover the segment: {_REBUILD}", base_offset=seg.base_offset))
             continue
         reason = rebuild.get(seg.base_offset)
-        if reason is None and seg is segments[-1]:
+        if reason is None:
             try:
-                ops.sanity_check(seg)
+                if seg is segments[-1]:
+                    ops.sanity_check(seg)
+                else:
+                    # LogSegment.sanityCheck: the transaction index of every segment
+                    seg.txn_index.sanity_check()
             except CorruptIndexError as exc:
                 reason = str(exc)
         if reason is not None:
             _recover(ops, seg, LoadAction(
                 "corrupt-index", _path(seg),
                 _corrupt_index_message(seg, reason),
-                "recover the segment: validate every batch, rebuild .index and .timeindex",
-                base_offset=seg.base_offset))
+                f"recover the segment: {_REBUILD}", base_offset=seg.base_offset))
     if not had_clean_shutdown and segments:
         _recover_from(ops, segments, recovery_point, startup_recovery_point, first_bad)
     elif segments:
@@ -537,6 +626,9 @@ def _load_segments(ops, *, recovery_point: int, log_start_offset: int,
                 "recover the segment although the shutdown was clean (kafkafs checks the "
                 "active segment's tail)", position=end, base_offset=last.base_offset))
     return segments
+
+
+_REBUILD = "validate every batch, rebuild .index, .timeindex and .txnindex"
 
 
 def _floor_base(segments: list[LogSegment], offset: int) -> int:
@@ -618,8 +710,12 @@ def load_log(dir: str, topic: str, partition: int, config: LogConfig, *,
     unknown). ``thorough`` (writable loads, ``kafkafs check --repair``): also verify every
     segment, rebuild any index that fails a check and recover from the first segment with
     invalid data on; raises UnrepairableLogError, before changing a segment, when offsets go
-    back. ``on_action`` is called with each :class:`LoadAction` once it is done. Raises
-    OSError on I/O failure; corrupt data is truncated, never raised.
+    back. ``on_action`` is called with each :class:`LoadAction` once it is done. The log's
+    producer state is built last (:meth:`Log.load_producer_state`; read-only loads build it
+    in memory only). Raises OSError on I/O failure; corrupt data is truncated, never raised
+    -- except what Kafka's loader raises too: InvalidTxnStateError (a non-transactional
+    batch from a producer inside a transaction) and CorruptRecordError (a COMMIT/ABORT
+    marker that cannot be parsed) met while replaying the producer state.
     """
     segments: list[LogSegment]
     if writable:
@@ -645,7 +741,8 @@ def load_log(dir: str, topic: str, partition: int, config: LogConfig, *,
         active.time_index.resize(config.segment_index_bytes)
     log_obj = Log(dir, topic, partition, config, segments,
                   log_start_offset=max(log_start_offset, segments[0].base_offset),
-                  recovery_point=0, writable=writable)
+                  recovery_point=0, writable=writable,
+                  producer_state=ProducerStateManager(dir, writable=writable))
     leo = log_obj.log_end_offset
     if had_clean_shutdown or not writable:
         log_obj.recovery_point = leo
@@ -659,6 +756,8 @@ def load_log(dir: str, topic: str, partition: int, config: LogConfig, *,
         if writable:
             ops.report(_log_start_action(dir, log_obj.log_start_offset, leo))
         log_obj.log_start_offset = leo
+    # LogLoader.load: the producer state is built last, from scratch, over the loaded log
+    log_obj.load_producer_state(had_clean_shutdown)
     return log_obj
 
 

@@ -5,6 +5,15 @@ flushes, and applies retention. It is built by :func:`kafkafs.log.loader.load_lo
 also does crash recovery. kafkafs is a single replica, so the high watermark is the log end
 offset.
 
+Transactions (as ``UnifiedLog``): the log owns a
+:class:`~kafkafs.log.producer_state.ProducerStateManager` updated by every append and rebuilt
+at load (:func:`rebuild_producer_state`); an ABORT marker appended adds its
+:class:`~kafkafs.log.txnindex.AbortedTxn` to the active segment's ``.txnindex``. Producer
+snapshots (``<offset>.snapshot``) are written on roll (at the new segment's base offset) and
+on close (at the log end offset), deleted below the log start offset by retention; never by a
+read-only log. Readers above use :attr:`Log.last_stable_offset`, :meth:`Log.aborted_txns` and
+:meth:`Log.committed_filter` (:mod:`kafkafs.log.isolation`).
+
 Thread safety: one ``threading.RLock`` per log serialises every change (append, roll, flush
 bookkeeping, retention, truncation); reads take it only to snapshot the segment list, then
 read with ``pread`` outside it, so a long scan never blocks an append.
@@ -30,10 +39,20 @@ from ..record.batch import (
     encode_text_batch,
     set_base_offset,
 )
-from .config import LogConfig
+from ..record.control import end_txn_marker
 from ..record.errors import CorruptRecordError
-from .errors import OffsetOutOfRangeError, ReadOnlyLogError, RecordTooLargeError
+from .config import LogConfig
+from .errors import (
+    LogError,
+    OffsetOutOfRangeError,
+    ReadOnlyLogError,
+    RecordTooLargeError,
+)
+from .isolation import AbortedFilter
+from .names import TXN_INDEX_SUFFIX, parse_segment_filename
+from .producer_state import InvalidTxnStateError, ProducerStateManager, fsync_snapshot
 from .segment import LogSegment
+from .txnindex import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +72,16 @@ class Log:
     flushed), ``writable``. Offsets are Kafka offsets, sizes bytes, times ms.
     Listeners in ``on_change`` are called as ``fn(log)`` after every append, roll, truncation
     or retention pass (under the lock: keep them cheap).
+
+    ``producer_state``: the partition's
+    :class:`~kafkafs.log.producer_state.ProducerStateManager` (default: a new one, empty,
+    ending at the log end offset; :func:`~kafkafs.log.loader.load_log` passes the one it
+    rebuilt). Exposed as :attr:`producer_state`; change it only under :attr:`lock`.
     """
 
     def __init__(self, dir: str, topic: str, partition: int, config: LogConfig,
                  segments: Sequence[LogSegment], *, log_start_offset: int, recovery_point: int,
-                 writable: bool = True):
+                 writable: bool = True, producer_state: ProducerStateManager | None = None):
         self.dir = dir
         self.topic = topic
         self.partition = partition
@@ -74,6 +98,14 @@ class Log:
         self.pending_deletes: list[tuple[int, LogSegment]] = []  # (due ms, segment)
         self.on_change: list[Callable[["Log"], None]] = []
         self.closed = False
+        if producer_state is None:
+            producer_state = ProducerStateManager(dir, writable=writable)
+            producer_state.update_map_end_offset(self._log_end_offset)
+        self.producer_state = producer_state
+        self._first_unstable_offset: int | None = None
+        self._unsynced_snapshots: list[str] = []
+        self._txn_index_bases: set[int] = self._list_txn_indexes()
+        self._update_first_unstable_offset()
 
     # -- basic state -----------------------------------------------------------------
     @property
@@ -89,6 +121,96 @@ class Log:
     def high_watermark(self) -> int:
         """Single replica: everything appended is committed."""
         return self._log_end_offset
+
+    # -- transactions ----------------------------------------------------------------
+    @property
+    def last_stable_offset(self) -> int:
+        """The last stable offset (``UnifiedLog.lastStableOffset``): the first offset of the
+        earliest transaction still ongoing (not below the log start offset), or the high
+        watermark -- here the log end offset -- when there is none. Every offset below it is
+        decided: non-transactional, committed or aborted. A ``read_committed`` reader stops
+        here."""
+        first = self._first_unstable_offset
+        hw = self._log_end_offset
+        return first if first is not None and first < hw else hw
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest ongoing transaction (at least the log start
+        offset), or None (``UnifiedLog.firstUnstableOffset``)."""
+        return self._first_unstable_offset
+
+    def _update_first_unstable_offset(self) -> None:
+        # UnifiedLog.maybeIncrementFirstUnstableOffset: never below the log start offset
+        first = self.producer_state.first_undecided_offset()
+        if first is not None:
+            first = max(first, self.log_start_offset)
+        self._first_unstable_offset = first
+
+    def aborted_txns(self, start_offset: int, end_offset: int) -> list[AbortedTxn]:
+        """Every aborted transaction overlapping offsets ``[start_offset, end_offset)``, read
+        from the segments' ``.txnindex`` files (Kafka ``collectAbortedTransactions``): those
+        whose ABORT marker is at or after ``start_offset`` and whose first offset is below
+        ``end_offset``. The search starts at the segment holding ``start_offset`` and goes
+        on through later segments until an entry's last stable offset reaches
+        ``end_offset`` (no later transaction can overlap the range then).
+
+        Returns :class:`~kafkafs.log.txnindex.AbortedTxn` tuples in marker order (empty when
+        ``end_offset <= start_offset``). Transactions still ongoing are not included: bound
+        reads by :attr:`last_stable_offset`. Raises CorruptIndexError naming a damaged
+        ``.txnindex``."""
+        if end_offset <= start_offset:
+            return []
+        with self.lock:
+            segs = self.segments()
+            with_index = set(self._txn_index_bases)
+        bases = [s.base_offset for s in segs]
+        i = max(0, bisect.bisect_right(bases, start_offset) - 1)
+        found: list[AbortedTxn] = []
+        for seg in segs[i:]:
+            if seg.base_offset not in with_index:
+                continue
+            try:
+                result = seg.collect_aborted_txns(start_offset, end_offset)
+            except (OSError, ValueError):
+                if seg.closed:  # removed by retention under us
+                    continue
+                raise
+            found.extend(result.aborted_txns)
+            if result.is_complete:
+                break
+        return found
+
+    def committed_filter(self, start_offset: int, end_offset: int) -> AbortedFilter:
+        """An :class:`~kafkafs.log.isolation.AbortedFilter` of the transactions aborted in
+        ``[start_offset, end_offset)`` (:meth:`aborted_txns`): what a ``read_committed``
+        consumer skips. Read up to :attr:`last_stable_offset` with it."""
+        return AbortedFilter(self.aborted_txns(start_offset, end_offset))
+
+    def _list_txn_indexes(self) -> set[int]:
+        """Base offsets of the segments whose ``.txnindex`` file exists."""
+        try:
+            names = os.listdir(self.dir)
+        except OSError:
+            return set()
+        return self._txn_indexes_in(names)
+
+    def _txn_indexes_in(self, names) -> set[int]:
+        out = set()
+        for n in names:
+            p = parse_segment_filename(n)
+            if p and p[1] == TXN_INDEX_SUFFIX and p[2] == "" and p[0] in self._segments:
+                out.add(p[0])
+        return out
+
+    def take_producer_snapshot(self) -> str | None:
+        """Write the producer state at the log end offset as ``<LEO>.snapshot``, fsynced
+        (``UnifiedLog.takeProducerSnapshot``, what ``close`` does) unless one exists at that
+        offset. Returns the path written or None; None on a read-only log. Raises OSError."""
+        if not self.writable:
+            return None
+        with self.lock:
+            return self.producer_state.take_snapshot()
 
     @property
     def active_segment(self) -> LogSegment:
@@ -174,7 +296,15 @@ class Log:
 
     def append_encoded(self, batch: bytearray) -> tuple[int, int]:
         """Append one encoded v2 batch (any base offset; it is re-stamped with the log end
-        offset). Returns ``(first_offset, last_offset)``."""
+        offset). Returns ``(first_offset, last_offset)``.
+
+        A batch with a producer id (idempotent, transactional, or a COMMIT/ABORT marker
+        batch) updates the producer state as Kafka's ``UnifiedLog.append`` does (replication
+        origin: sequences and epochs are not validated); an ABORT that ends a transaction
+        adds its entry to the active segment's ``.txnindex``. Raises RecordTooLargeError,
+        ReadOnlyLogError, InvalidTxnStateError (a non-transactional batch from a producer
+        inside a transaction) and CorruptRecordError (a control batch with producer id that
+        is not a COMMIT/ABORT marker) with nothing appended; OSError from the write."""
         if not self.writable:
             raise ReadOnlyLogError(f"{self.name} is read-only")
         header = RecordBatch.from_buffer(batch)
@@ -185,6 +315,9 @@ class Log:
         with self.lock:
             if self.closed:
                 raise ReadOnlyLogError(f"{self.name} is closed")
+            has_producer = header.producer_id >= 0
+            if has_producer:
+                self._check_producer_batch(header)
             base = self._log_end_offset
             last = base + header.last_offset_delta
             set_base_offset(batch, base)
@@ -195,8 +328,38 @@ class Log:
             segment.append(last, max_ts, offset_of_max, batch)
             self._log_end_offset = last + 1
             self.unflushed_messages += header.records_count
-            self._notify()
+            try:
+                if has_producer:
+                    # as UnifiedLog.append: the log end offset moved first; an error from the
+                    # transaction index propagates and recovery cleans the index up
+                    header.base_offset = base
+                    if self.producer_state.update(header, segment.txn_index) is not None:
+                        self._txn_index_bases.add(segment.base_offset)
+                    self._update_first_unstable_offset()
+                else:
+                    self.producer_state.update_map_end_offset(last + 1)
+            finally:
+                self._notify()
         return base, last
+
+    def _check_producer_batch(self, header: RecordBatch) -> None:
+        """Refuse, before anything is written, a batch the producer state would refuse
+        (``ProducerAppendInfo``, replication origin: no sequence or epoch checks): a
+        non-transactional batch from a producer inside a transaction (InvalidTxnStateError),
+        a control batch whose first record is not a COMMIT/ABORT marker
+        (CorruptRecordError)."""
+        if header.is_control:
+            records = header.record_tuples()
+            if records:
+                end_txn_marker(records[0][2], records[0][3])
+            return
+        entry = self.producer_state.last_entry(header.producer_id)
+        if entry is not None and entry.current_txn_first_offset is not None \
+                and not header.is_transactional:
+            raise InvalidTxnStateError(
+                f"Expected transactional write from producer {header.producer_id} in "
+                f"{self.name}: its transaction started at offset "
+                f"{entry.current_txn_first_offset} is still ongoing")
 
     @staticmethod
     def _offset_of_max_timestamp(header: RecordBatch, base: int) -> int:
@@ -212,8 +375,10 @@ class Log:
 
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset (``UnifiedLog.roll``); the old one
-        gets its final time index entry and trimmed indexes. Returns the new segment (or the
-        current one when it is empty and already at the log end offset)."""
+        gets its final time index entry and trimmed indexes, and a producer snapshot is
+        written at the new base offset (fsynced by the next :meth:`flush`; a failure to write
+        it is logged, the roll goes on). Returns the new segment (or the current one when it
+        is empty and already at the log end offset)."""
         with self.lock:
             active = self.active_segment
             new_base = self._log_end_offset
@@ -226,14 +391,26 @@ class Log:
             segment.open_indexes()
             self._bases.append(new_base)
             self._segments[new_base] = segment
+            # UnifiedLog.roll: a snapshot at the new segment's base offset, so that recovering
+            # the segment can start from it; fsynced by the next flush, not under the lock
+            self.producer_state.update_map_end_offset(new_base)
+            try:
+                path = self.producer_state.take_snapshot(sync=False)
+            except OSError as exc:
+                log.warning("Cannot write the producer snapshot of %s at offset %d: %s",
+                            self.name, new_base, exc)
+            else:
+                if path is not None:
+                    self._unsynced_snapshots.append(path)
             self._notify()
             return segment
 
     # -- flushing --------------------------------------------------------------------
     def flush(self, up_to: int | None = None) -> None:
         """fsync every segment holding offsets in [recovery point, ``up_to``) (default the
-        log end offset) and advance the recovery point (``UnifiedLog.flush``). Called from a
-        worker thread by the daemon: the lock is held only to snapshot state."""
+        log end offset) and the producer snapshots written by rolls since the last flush, and
+        advance the recovery point (``UnifiedLog.flush``). Called from a worker thread by the
+        daemon: the lock is held only to snapshot state."""
         with self.lock:
             target = self._log_end_offset if up_to is None else min(up_to, self._log_end_offset)
             if target <= self.recovery_point:
@@ -241,8 +418,16 @@ class Log:
             segs = [s for s in self.segments()
                     if s.base_offset < target and self._segment_end(s) > self.recovery_point]
             unflushed = self.unflushed_messages
+            snapshots, self._unsynced_snapshots = self._unsynced_snapshots, []
         for s in segs:
             s.flush()
+        try:
+            for path in snapshots:
+                fsync_snapshot(path)
+        except OSError:
+            with self.lock:
+                self._unsynced_snapshots[:0] = snapshots
+            raise
         try:
             fd = os.open(self.dir, os.O_RDONLY | os.O_DIRECTORY)
             try:
@@ -401,7 +586,10 @@ class Log:
         """Apply retention (``UnifiedLog.deleteOldSegments``): whole segments from the oldest
         that are past ``retention.ms`` (by largest timestamp), beyond ``retention.bytes``, or
         entirely below the log start offset. Never the active segment. Deleted segments are
-        renamed ``.deleted`` and removed after ``file.delete.delay.ms``. Returns the count."""
+        renamed ``.deleted`` (their ``.txnindex`` too) and removed after
+        ``file.delete.delay.ms``; producer snapshots below the new log start offset are
+        deleted (``deleteProducerSnapshots``, ``onLogStartOffsetIncremented``). Returns the
+        count."""
         if not self.writable:
             return 0
         now = now_ms() if now is None else now
@@ -431,6 +619,12 @@ class Log:
                 self.pending_deletes.append((now + cfg.file_delete_delay_ms, seg))
             self.log_start_offset = max(self.log_start_offset, self._bases[0])
             self.recovery_point = max(self.recovery_point, self.log_start_offset)
+            for seg in deletable:
+                self._txn_index_bases.discard(seg.base_offset)
+            # maybeIncrementLogStartOffset + deleteProducerSnapshots
+            self.producer_state.on_log_start_offset_incremented(self.log_start_offset)
+            self.producer_state.delete_snapshots_before(self.log_start_offset)
+            self._update_first_unstable_offset()
             log.info("Deleted %d segment(s) of %s by retention; log start offset is now %d",
                      len(deletable), self.name, self.log_start_offset)
             self._notify()
@@ -448,11 +642,14 @@ class Log:
         return len(due)
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
-        """Delete every segment and start empty at ``new_offset``
-        (``UnifiedLog.truncateFullyAndStartAt``)."""
+        """Delete every segment and every producer snapshot and start empty at
+        ``new_offset`` (``UnifiedLog.truncateFullyAndStartAt``)."""
         with self.lock:
             for seg in self.segments():
                 seg.delete()
+            self.producer_state.truncate_fully_and_start_at(new_offset)
+            self._txn_index_bases = set()
+            self._first_unstable_offset = None
             seg = LogSegment(self.dir, new_offset, self.config, create=True)
             seg.open_indexes()
             self._bases = [new_offset]
@@ -476,6 +673,8 @@ class Log:
                 return False
             self._bases.insert(bisect.bisect_left(self._bases, base_offset), base_offset)
             self._segments[base_offset] = seg
+            if os.path.exists(seg.txn_index_path):
+                self._txn_index_bases.add(base_offset)
             if self.log_start_offset == self._bases[1] or self.log_start_offset > base_offset:
                 self.log_start_offset = base_offset
             self._notify()
@@ -484,11 +683,15 @@ class Log:
     def refresh_from_disk(self) -> bool:
         """Pick up what another process did to the directory (a live broker, or the daemon
         beside a read-only reader): new segments, bytes appended to the active one,
-        segments deleted by retention. Returns whether the log end or start moved."""
-        from .names import LOG_SUFFIX, parse_segment_filename
+        segments deleted by retention, new ``.txnindex`` files and entries. The producer
+        state is brought up to the new log end offset by replaying the new batches (a batch
+        the producer state refuses is logged and skipped: a reader must go on), so
+        :attr:`last_stable_offset` follows the writer's transactions. Returns whether the log
+        end, start or last stable offset moved."""
+        from .names import LOG_SUFFIX
 
         with self.lock:
-            before = (self.log_start_offset, self._log_end_offset)
+            before = (self.log_start_offset, self._log_end_offset, self.last_stable_offset)
             try:
                 names = os.listdir(self.dir)
             except FileNotFoundError:
@@ -523,16 +726,36 @@ class Log:
                     seg._time_index.reload()
             self._log_end_offset = max(self._log_end_offset, self.active_segment.read_next_offset())
             self.log_start_offset = max(self.log_start_offset, self._bases[0])
-            changed = before != (self.log_start_offset, self._log_end_offset)
+            self._txn_index_bases = self._txn_indexes_in(names)
+            pm = self.producer_state
+            if self.log_start_offset > before[0]:
+                pm.on_log_start_offset_incremented(self.log_start_offset)
+            if pm.map_end_offset < self._log_end_offset:
+                replay_producer_state(pm, self.segments(),
+                                      max(pm.map_end_offset, self.log_start_offset),
+                                      self._log_end_offset, strict=False, log_name=self.name)
+                pm.update_map_end_offset(self._log_end_offset)
+            self._update_first_unstable_offset()
+            changed = before != (self.log_start_offset, self._log_end_offset,
+                                 self.last_stable_offset)
             if changed:
                 self._notify()
             return changed
 
-    def close(self) -> None:
-        """Flush nothing (the caller flushes first); trim the active indexes and close files."""
+    def close(self, take_snapshot: bool = True) -> None:
+        """Flush nothing (the caller flushes first); write the producer snapshot at the log
+        end offset (``UnifiedLog.close``; writable logs, unless ``take_snapshot`` is False --
+        a log about to be deleted; a failure is logged: call :meth:`take_producer_snapshot`
+        first to see it), trim the active indexes and close files."""
         with self.lock:
             if self.closed:
                 return
+            if take_snapshot and self.writable:
+                try:
+                    self.producer_state.take_snapshot()
+                except (OSError, ValueError) as exc:
+                    log.error("Cannot write the producer snapshot of %s at offset %d: %s",
+                              self.name, self._log_end_offset, exc)
             self.closed = True
             for seg in self.segments():
                 seg.close()
@@ -541,6 +764,118 @@ class Log:
                 seg.close()
             self.pending_deletes = []
 
+    def load_producer_state(self, reload_from_clean_shutdown: bool) -> None:
+        """Build the producer state of a freshly loaded log (what ``LogLoader.load`` does
+        after recovery): delete stray snapshots (``removeStraySnapshots``), then
+        :func:`rebuild_producer_state` up to the log end offset. Writes snapshots on a
+        writable log only. Raises OSError, and what :func:`replay_producer_state` raises."""
+        with self.lock:
+            pm = self.producer_state
+            pm.remove_stray_snapshots(self._bases)
+            rebuild_producer_state(pm, self.segments(), self.log_start_offset,
+                                   self._log_end_offset, reload_from_clean_shutdown,
+                                   log_name=self.name)
+            self._update_first_unstable_offset()
+
     def __repr__(self):
         return (f"Log({self.name}, start={self.log_start_offset}, end={self._log_end_offset}, "
                 f"segments={len(self._bases)})")
+
+
+# -- producer state ------------------------------------------------------------------------
+def replay_producer_state(pm: ProducerStateManager, segments: Sequence[LogSegment],
+                          start_offset: int, end_offset: int, *, strict: bool = True,
+                          log_name: str = "") -> int:
+    """Apply to ``pm`` every batch of ``segments`` (oldest first) from the one holding
+    ``start_offset`` up to, not including, the one holding ``end_offset``, without touching
+    any transaction index (Kafka ``loadProducersFromRecords``: batches are read as they are,
+    CRCs unchecked). Returns the number of batches applied.
+
+    ``strict`` (loading): an error from the producer state propagates -- InvalidTxnStateError,
+    CorruptRecordError for a marker that cannot be parsed -- as in Kafka. ``strict=False``
+    (following a live writer): such a batch is logged and skipped."""
+    applied = 0
+    for seg in segments:
+        if seg.base_offset >= end_offset:
+            break
+        if seg.closed:
+            continue
+        pos = 0
+        if seg.base_offset < start_offset:
+            first = seg.translate_offset(start_offset)
+            if first is None:
+                continue
+            pos = first.position
+        for batch in seg.batches(pos):
+            if batch.last_offset >= end_offset:
+                return applied
+            if batch.last_offset < start_offset:
+                continue
+            try:
+                pm.update(batch)
+            except (LogError, CorruptRecordError) as exc:
+                if strict:
+                    raise
+                log.warning("%s: producer state skips the batch at offset %d of %s: %s",
+                            log_name, batch.base_offset, seg.log_path, exc)
+                pm.update_map_end_offset(batch.last_offset + 1)
+            applied += 1
+    return applied
+
+
+def try_take_snapshot(pm: ProducerStateManager, log_name: str = "") -> str | None:
+    """``pm.take_snapshot()`` on a writable manager, an OSError (a full disk) logged and
+    ignored: a snapshot only saves a later load the replay of the log, so loading and
+    recovery go on without one. Returns the path written or None."""
+    if not pm.writable:
+        return None
+    try:
+        return pm.take_snapshot()
+    except OSError as exc:
+        log.warning("%s: cannot write the producer snapshot at offset %d: %s", log_name,
+                    pm.map_end_offset, exc)
+        return None
+
+
+def rebuild_producer_state(pm: ProducerStateManager, segments: Sequence[LogSegment],
+                           log_start_offset: int, last_offset: int,
+                           reload_from_clean_shutdown: bool, *, log_name: str = "") -> None:
+    """Bring ``pm`` to the state after every batch below ``last_offset`` (Kafka
+    ``UnifiedLog.rebuildProducerState``). ``segments``: the log's segments, oldest first.
+
+    With no snapshot at all after a clean shutdown the state is taken as empty (Kafka's
+    upgrade shortcut) and empty snapshots are written at the base offsets of the last two
+    segments and at ``last_offset``. Otherwise the snapshots outside ``(log_start_offset,
+    last_offset]`` are deleted, the newest readable one is loaded (an unreadable one is
+    deleted, as Kafka does), and the batches after it are replayed
+    (:func:`replay_producer_state`), a snapshot taken at each of those offsets reached on
+    the way and at ``last_offset``. A read-only ``pm`` writes and deletes nothing: the
+    state is only built in memory. A snapshot that cannot be written is logged and skipped
+    (:func:`try_take_snapshot`). Raises OSError (reading), and what the replay raises."""
+    offsets_to_snapshot: list[int] = []
+    if segments:
+        if len(segments) > 1:
+            offsets_to_snapshot.append(segments[-2].base_offset)
+        offsets_to_snapshot.append(segments[-1].base_offset)
+    offsets_to_snapshot.append(last_offset)
+    if pm.latest_snapshot_offset() is None and reload_from_clean_shutdown:
+        for offset in offsets_to_snapshot:
+            pm.update_map_end_offset(offset)
+            try_take_snapshot(pm, log_name)
+        pm.update_map_end_offset(last_offset)
+        return
+    empty_before = pm.is_empty() and pm.map_end_offset >= last_offset
+    pm.truncate_and_reload(log_start_offset, last_offset)
+    if last_offset > pm.map_end_offset and not empty_before:
+        for i, seg in enumerate(segments):
+            if seg.base_offset >= last_offset:
+                break
+            if i + 1 < len(segments) and segments[i + 1].base_offset <= pm.map_end_offset:
+                continue  # wholly below where the state ends (LogSegments.values(from, to))
+            start = max(seg.base_offset, pm.map_end_offset, log_start_offset)
+            pm.update_map_end_offset(start)
+            if seg.base_offset in offsets_to_snapshot:
+                try_take_snapshot(pm, log_name)
+            replay_producer_state(pm, [seg], start, last_offset, log_name=log_name)
+    pm.update_map_end_offset(last_offset)
+    try_take_snapshot(pm, log_name)

@@ -163,17 +163,27 @@ class LogManager:
         for lg in list(self.logs.values()):
             lg.flush()
 
+    def snapshot_producer_states(self) -> None:
+        """Write every writable log's producer snapshot at its log end offset, fsynced (what
+        Kafka's ``UnifiedLog.close`` does at shutdown, before the clean-shutdown marker: a
+        later clean load then starts from it). Raises OSError."""
+        for lg in list(self.logs.values()):
+            lg.take_producer_snapshot()
+
     def shutdown(self) -> bool:
-        """Flush every log, write the checkpoints and ``.kafka_cleanshutdown``, close every
-        file and release the locks (``LogManager.shutdown``). Returns whether the shutdown
-        was clean. When a flush or checkpoint fails (a full disk), the marker is not written
-        — the next start recovers — and every file is still closed and every lock released.
+        """Flush every log, write each log's producer snapshot at its log end offset, the
+        checkpoints and ``.kafka_cleanshutdown``, close every file and release the locks
+        (``LogManager.shutdown``). Returns whether the shutdown was clean. When a flush,
+        snapshot or checkpoint fails (a full disk), the marker is not written — the next
+        start recovers and replays the producer state from an older snapshot — and every
+        file is still closed and every lock released.
         """
         clean = True
         with self.lock:
             writable = not self.read_only and self.started
             if writable:
-                for step in (self.flush_all, self.checkpoint_recovery_points,
+                for step in (self.flush_all, self.snapshot_producer_states,
+                             self.checkpoint_recovery_points,
                              self.checkpoint_log_start_offsets):
                     try:
                         step()
@@ -316,7 +326,7 @@ class LogManager:
                 raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
             for p in parts:
                 lg = self.logs.pop((topic, p))
-                lg.close()
+                lg.close(take_snapshot=False)
                 doomed = f"{lg.dir}.{uuid.uuid4().hex}-delete"
                 os.replace(lg.dir, doomed)
                 shutil.rmtree(doomed, ignore_errors=True)
