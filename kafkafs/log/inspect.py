@@ -5,7 +5,11 @@
 and no lock is taken -- and returns, per log dir, the :class:`Finding` list of everything
 Kafka's ``LogManager.loadLogs`` / ``LogLoader`` / ``LogSegment.recover`` and the index sanity
 checks would complain about or change on startup: leftover ``.deleted``/``.cleaned``/``.swap``
-files, orphan indexes, missing or corrupt indexes, invalid or torn batches (with the position
+files, orphan indexes, missing or corrupt indexes (a ``.txnindex`` failing
+``TransactionIndex.sanityCheck`` -- the only index check current Kafka makes at load -- and,
+thorough only, entries out of order or past the segment's data), producer ``.snapshot`` files
+that cannot be read (Kafka deletes them and rebuilds the state), invalid or torn batches (with
+the position
 and the bytes recovery truncates, and the later segments it deletes), offsets that go back,
 missing or garbled checkpoint files, a missing ``.kafka_cleanshutdown``, ``meta.properties``
 problems, and directories a broker refuses (``-delete``/``-future``/``-stray`` ones are listed
@@ -15,7 +19,9 @@ those a startup recovers).
 
 :func:`repair_log_dirs` takes each log dir's ``.lock`` as the daemon does (refusing with the
 holder's pid and command line while a daemon or broker holds it), then carries the same plan
-out with :func:`~kafkafs.log.loader.load_log` (``thorough=True``), flushes, rewrites the
+out with :func:`~kafkafs.log.loader.load_log` (``thorough=True``: recovered segments get their
+``.txnindex`` rebuilt, unreadable snapshots are deleted and the producer state is rebuilt),
+flushes, writes each partition's producer snapshot at its log end offset, rewrites the
 checkpoints and writes ``.kafka_cleanshutdown`` -- what Kafka's recovery followed by a clean
 shutdown would leave behind. Damage Kafka's recovery does not repair (offsets that go back,
 a bad ``meta.properties``, foreign directories) is reported and left alone.
@@ -612,6 +618,7 @@ def _repair_dir(report: LogDirReport, manager: LogManager, config: BrokerConfig,
             for seg in lg.segments():
                 seg.flush()
             lg.flush()
+            lg.take_producer_snapshot()
             new_recovery[tp] = lg.recovery_point
             if lg.log_start_offset > 0:
                 new_starts[tp] = lg.log_start_offset
