@@ -9,6 +9,7 @@ import sys
 import time
 
 from ..log.errors import LogError
+from ..log.isolation import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
 from ..log.log import now_ms
 from ..log.partitioner import partition_for_key
 from ..record.batch import TIMESTAMP_TYPE_NAMES
@@ -40,6 +41,10 @@ def register(sub) -> None:
     c.add_argument("--max-messages", type=int)
     c.add_argument("--timeout-ms", type=int,
                    help="exit when no record arrives for this long (default: follow forever)")
+    c.add_argument("--isolation-level", choices=ISOLATION_LEVELS,
+                   default=DEFAULT_ISOLATION_LEVEL,
+                   help="read_committed (default): records up to the last stable offset, "
+                        "aborted transactions hidden; read_uncommitted: every record")
     c.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                    help="print.key, print.timestamp, print.offset, print.partition, "
                         "print.headers, print.value, key.separator, line.separator, "
@@ -189,13 +194,19 @@ def run_consume(args) -> int:
                                 lg.log_end_offset if o == "latest" else int(o))
             else:
                 positions[p] = lg.log_start_offset if args.from_beginning else lg.log_end_offset
+        committed = args.isolation_level == "read_committed"
         last_data = time.monotonic()
         while True:
             progressed = False
             for p in parts:
                 lg = manager.get_log(args.topic, p)
+                end = lg.last_stable_offset if committed else lg.log_end_offset
+                aborted = lg.committed_filter(positions[p], end) if committed else None
                 for batch in lg.batches(positions[p]):
-                    if batch.is_control:
+                    if batch.base_offset >= end:
+                        break
+                    if batch.is_control or (aborted is not None and batch.is_transactional
+                                            and aborted.is_aborted(batch)):
                         positions[p] = batch.next_offset
                         continue
                     for r in batch.records():

@@ -47,7 +47,7 @@ def run_mount(args) -> int:
         return daemon.run(os.path.abspath(mountpoint), config, options, args.read_only)
     except LogDirLockedError as exc:
         raise CliError(str(exc)) from None
-    except (NotADirectoryError, FileNotFoundError) as exc:
+    except (NotADirectoryError, FileNotFoundError, ValueError) as exc:  # bad mount point/-o
         raise CliError(str(exc)) from None
 
 

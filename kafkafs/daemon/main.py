@@ -18,6 +18,7 @@ import pyfuse3
 import trio
 
 from ..log.config import BrokerConfig
+from ..log.isolation import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
 from ..log.manager import LogManager
 from ..fs.operations import FsOptions, KafkaFS
 from . import malloc, notify, tasks
@@ -26,7 +27,7 @@ from .watcher import watch_log_dirs
 log = logging.getLogger(__name__)
 
 # -o options kafkafs interprets itself; everything else goes to FUSE
-OWN_OPTIONS = {"parse.key", "key.separator", "read_only", "ro", "rw"}
+OWN_OPTIONS = {"parse.key", "key.separator", "read_only", "ro", "rw", "isolation.level"}
 
 
 def split_options(options: list[str]) -> tuple[dict[str, str], set[str]]:
@@ -51,12 +52,18 @@ def split_options(options: list[str]) -> tuple[dict[str, str], set[str]]:
 
 
 def fs_options(own: dict[str, str]) -> FsOptions:
+    """FsOptions from kafkafs's own ``-o`` options. Raises ValueError on a bad value."""
+    isolation = own.get("isolation.level", DEFAULT_ISOLATION_LEVEL)
+    if isolation not in ISOLATION_LEVELS:
+        raise ValueError(f"isolation.level must be one of {', '.join(ISOLATION_LEVELS)}, "
+                         f"not {isolation!r}")
     sep = own.get("key.separator", "\t")
     sep = sep.encode("utf-8").decode("unicode_escape").encode("utf-8") if sep else b"\t"
     return FsOptions(
         parse_key=own.get("parse.key", "false").lower() in ("true", "1", "yes", ""),
         key_separator=sep,
         read_only="read_only" in own or "ro" in own,
+        isolation_level=isolation,
     )
 
 

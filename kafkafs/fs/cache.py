@@ -21,13 +21,16 @@ class _Entry:
     time on demand and kept (creating and freeing a whole batch of objects per miss would
     cost more than the read itself)."""
 
-    __slots__ = ("base", "last", "payload", "exact", "count", "base_timestamp", "fixed",
-                 "decoded", "size", "timestamp_type", "is_control")
+    __slots__ = ("base", "base_timestamp", "count", "decoded", "exact", "fixed",
+                 "is_control", "is_transactional", "last", "payload", "producer_id", "size",
+                 "timestamp_type")
 
     def __init__(self, batch):
         self.base = batch.base_offset
         self.last = batch.last_offset
         self.is_control = batch.is_control
+        self.is_transactional = batch.is_transactional
+        self.producer_id = batch.producer_id
         self.timestamp_type = batch.timestamp_type
         self.size = batch.size
         self.count = batch.records_count
@@ -39,6 +42,14 @@ class _Entry:
             self.decoded = {t[0]: t for t in batch.record_tuples()}
         else:
             self.payload, self.exact = (b"", True) if self.is_control else batch.payload()
+
+    @property
+    def base_offset(self) -> int:
+        return self.base
+
+    @property
+    def next_offset(self) -> int:
+        return self.last + 1
 
     def record(self, offset: int) -> tuple | None:
         if self.payload is None:

@@ -44,6 +44,7 @@ from .cache import BatchCache
 from .errors import fuse_errors
 from .timespec import parse_timestamp
 from .views import LineView, measure_messages, render_jsonl, render_messages
+from ..log.isolation import DEFAULT_ISOLATION_LEVEL
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +62,15 @@ class FsOptions:
 
     ``parse_key``/``key_separator``: split appended lines into key and value as
     kafka-console-producer's ``parse.key``/``key.separator`` do. ``read_only``: refuse every
-    write with EROFS. ``uid``/``gid``: owner reported for every node.
+    write with EROFS. ``uid``/``gid``: owner reported for every node. ``isolation_level``
+    (Kafka's consumer setting): ``read_committed`` (default) shows records up to the last
+    stable offset and hides aborted transactions; ``read_uncommitted`` shows every record.
     """
 
     parse_key: bool = False
     key_separator: bytes = b"\t"
     read_only: bool = False
+    isolation_level: str = DEFAULT_ISOLATION_LEVEL
     uid: int = field(default_factory=os.getuid)
     gid: int = field(default_factory=os.getgid)
 
@@ -146,11 +150,12 @@ class KafkaFS(pyfuse3.Operations):
         v = self._views.get(key)
         lg = self.manager.get_log(topic, partition)
         if v is None or v.log is not lg:
+            committed = self.committed
             if kind == T.MESSAGES:
-                v = LineView(lg, render_messages, measure_messages)
+                v = LineView(lg, render_messages, measure_messages, committed=committed)
             else:
-                v = LineView(lg, render_jsonl)
-            state = markstore.load(lg.dir, kind)
+                v = LineView(lg, render_jsonl, committed=committed)
+            state = markstore.load(lg.dir, self._mark_kind(kind))
             if state is not None:
                 v.import_state(state)
             self._views[key] = v
@@ -158,12 +163,20 @@ class KafkaFS(pyfuse3.Operations):
                 lg.on_change.append(self._log_changed)
         return v
 
+    @property
+    def committed(self) -> bool:
+        """Whether the tree reads as Kafka's ``isolation.level=read_committed``."""
+        return self.options.isolation_level == "read_committed"
+
+    def _mark_kind(self, kind: str) -> str:
+        return kind if self.committed else f"{kind}.read_uncommitted"
+
     def save_views(self) -> None:
         """Keep every built view's marks for the next daemon (called at unmount)."""
         for (topic, partition, kind), v in list(self._views.items()):
             state = v.export_state()
             if state is not None:
-                markstore.save(v.log.dir, kind, state)
+                markstore.save(v.log.dir, self._mark_kind(kind), state)
 
     def _log_changed(self, lg: Log) -> None:
         """A log grew, shrank or was rewritten: drop the kernel's cached attributes of its
@@ -187,10 +200,22 @@ class KafkaFS(pyfuse3.Operations):
 
     def _record(self, topic: str, partition: int, offset: int) -> Record:
         """The record at ``offset``; FUSEError(ENOENT) when there is none."""
-        found = self.cache.record(self.manager.get_log(topic, partition), offset)
+        return self._visible_record(self.manager.get_log(topic, partition), offset)[0]
+
+    def _visible_record(self, lg: Log, offset: int):
+        """``(record, batch entry)`` at ``offset`` as this mount's isolation level shows it;
+        FUSEError(ENOENT) for no record, a control record, and under read_committed an
+        offset at or past the last stable offset or in an aborted transaction."""
+        if self.committed and offset >= lg.last_stable_offset:
+            raise _err(errno.ENOENT)
+        found = self.cache.record(lg, offset)
         if found is None:
             raise _err(errno.ENOENT)
-        return found[0]
+        entry = found[1]
+        if self.committed and entry.is_transactional and \
+                lg.committed_filter(entry.base_offset, entry.next_offset).is_aborted(entry):
+            raise _err(errno.ENOENT)
+        return found
 
     def _attr(self, node: T.Node, size: int = 0, mtime_ns: int | None = None) -> pyfuse3.EntryAttributes:
         a = pyfuse3.EntryAttributes()
@@ -334,7 +359,8 @@ class KafkaFS(pyfuse3.Operations):
                 raise _err(errno.ENOENT) from None
             lg = self.manager.get_log(parent.topic, parent.partition)
             found = lg.offset_for_timestamp(ts)
-            if found is None:
+            # like ListOffsets under read_committed: nothing at or past the last stable offset
+            if found is None or (self.committed and found[0] >= lg.last_stable_offset):
                 raise _err(errno.ENOENT)
             node = self.inodes.get(T.BYTIME_LINK, parent.topic, parent.partition,
                                    name.decode("utf-8", "replace"))
@@ -437,8 +463,13 @@ class KafkaFS(pyfuse3.Operations):
     def _offset_entries(self, node: T.Node, start_id: int):
         lg = self._log(node)
         start = max(lg.log_start_offset, start_id)  # next_id is offset + 1
+        end = lg.last_stable_offset if self.committed else lg.log_end_offset
+        aborted = lg.committed_filter(start, end) if self.committed else None
         for batch in lg.batches(start):
-            if batch.is_control:
+            if batch.base_offset >= end:
+                break
+            if batch.is_control or (aborted is not None and batch.is_transactional
+                                    and aborted.is_aborted(batch)):
                 continue
             for r in batch.records():
                 if r.offset < start:
@@ -740,10 +771,7 @@ class KafkaFS(pyfuse3.Operations):
                     "user.kafkafs.log_dirs": ",".join(self.manager.log_dirs).encode()}
         if node.kind != T.OFFSET:
             return {}
-        found = self.cache.record(self._log(node), node.name)
-        if found is None:
-            raise _err(errno.ENOENT)
-        rec, entry = found
+        rec, entry = self._visible_record(self._log(node), node.name)
         ts_type = TIMESTAMP_TYPE_NAMES[entry.timestamp_type]
         headers = [{"key": k, "value": None if v is None else v.decode("utf-8", "replace")}
                    for k, v in rec.headers]

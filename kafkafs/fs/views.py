@@ -24,9 +24,10 @@ from array import array
 from collections import OrderedDict
 from typing import Callable
 
+from ..log.isolation import AbortedFilter
 from ..log.log import Log
 from ..log.segment import READ_CHUNK
-from ..record import fast
+from ..record import control, fast
 from ..record.batch import TIMESTAMP_TYPE_NAMES, RecordBatch, batch_values
 from ..record.errors import CorruptRecordError
 
@@ -73,13 +74,31 @@ def _text(b: bytes | None):
         return {"base64": base64.b64encode(b).decode("ascii")}
 
 
+def _control_json(batch: RecordBatch, ts_type: str) -> list[str]:
+    """Control records as flagged objects: ``offset``, ``timestamp``, ``timestamp_type``,
+    ``control`` (Kafka's ControlRecordType name: COMMIT, ABORT, LEADER_CHANGE, ...), and
+    ``coordinator_epoch`` for transaction markers."""
+    out = []
+    for r in batch.records():
+        obj = {"offset": r.offset, "timestamp": r.timestamp, "timestamp_type": ts_type}
+        _version, type_id = control.parse_control_key(r.key)
+        obj["control"] = control.control_type_name(type_id)
+        if type_id in (control.ABORT, control.COMMIT):
+            obj["coordinator_epoch"] = control.end_txn_marker(r.key, r.value).coordinator_epoch
+        out.append(json.dumps(obj, separators=(",", ":")))
+    return out
+
+
 def render_jsonl(batch: RecordBatch) -> bytes:
     """One JSON object per record: ``offset``, ``timestamp`` (ms), ``timestamp_type``,
     ``key``, ``value``, ``headers`` (list of ``{"key", "value"}``); bytes that are not UTF-8
-    appear as ``{"base64": "..."}``. Control batches render as nothing."""
-    if batch.is_control:
-        return b""
+    appear as ``{"base64": "..."}``. Control records (transaction markers, KRaft records)
+    appear flagged with ``control`` instead of key, value and headers. Raises
+    CorruptRecordError."""
     ts_type = TIMESTAMP_TYPE_NAMES[batch.timestamp_type]
+    if batch.is_control:
+        out = _control_json(batch, ts_type)
+        return ("\n".join(out) + "\n").encode() if out else b""
     out = []
     dumps = json.dumps
     for r in batch.records():
@@ -100,13 +119,19 @@ class LineView:
     length (defaults to ``len(render(batch))``). ``size`` is in bytes. ``generation`` grows
     whenever bytes already shown change (retention, rebuild), so the fs layer can drop the
     kernel's cached pages.
+
+    ``committed`` (Kafka's ``isolation.level=read_committed``): the view ends at the log's
+    last stable offset and batches of aborted transactions render as nothing, so what it
+    shows only ever grows at the end. Otherwise (read_uncommitted) it ends at the log end
+    offset and shows every data batch.
     """
 
     def __init__(self, log: Log, render: Callable[[RecordBatch], bytes],
-                 measure: Callable[[RecordBatch], int] | None = None):
+                 measure: Callable[[RecordBatch], int] | None = None, committed: bool = False):
         self.log = log
-        self.render = render
-        self.measure = measure or (lambda b: len(render(b)))
+        self.committed = committed
+        self._render = render
+        self._measure = measure or (lambda b: len(render(b)))
         self.lock = threading.RLock()
         self.generation = 0
         self._reset()
@@ -120,15 +145,44 @@ class LineView:
         self._since_mark = 0
         self._last_seg = None
         self.start_offset = None  # log start offset the view begins at
+        self._aborted: dict[tuple[int, int], object] = {}  # (pid, first) -> AbortedTxn
+        self._filter = None  # AbortedFilter over self._aborted (committed views)
         self.end_offset = None  # next offset not yet in the view
         self._cache: OrderedDict[tuple[int, int], bytes] = OrderedDict()
 
     # -- building --------------------------------------------------------------------
+    def _visible_end(self) -> int:
+        """The offset the view ends before: last stable or log end offset."""
+        return self.log.last_stable_offset if self.committed else self.log.log_end_offset
+
+    def _hidden(self, batch: RecordBatch) -> bool:
+        return self._filter is not None and batch.is_transactional and \
+            self._filter.is_aborted(batch)
+
+    def render(self, batch: RecordBatch) -> bytes:
+        """The batch's lines as this view shows them (nothing for an aborted batch)."""
+        return b"" if self._hidden(batch) else self._render(batch)
+
+    def measure(self, batch: RecordBatch) -> int:
+        """``len(self.render(batch))``, without building it when the renderer can."""
+        return 0 if self._hidden(batch) else self._measure(batch)
+
+    def _learn_aborted(self, start: int, end: int) -> None:
+        """Add the aborted transactions overlapping [start, end) to the view's filter."""
+        if not self.committed or end <= start:
+            return
+        new = [t for t in self.log.aborted_txns(start, end)
+               if (t.producer_id, t.first_offset) not in self._aborted]
+        if new:
+            for t in new:
+                self._aborted[(t.producer_id, t.first_offset)] = t
+            self._filter = AbortedFilter(list(self._aborted.values()))
+
     def is_current(self) -> bool:
         """Whether the view already covers the log exactly (``size`` is then right); cheap
         enough for every getattr."""
         lg = self.log
-        return (self.end_offset is not None and lg.log_end_offset == self.end_offset
+        return (self.end_offset is not None and self._visible_end() == self.end_offset
                 and lg.log_start_offset == self.start_offset)
 
     def refresh(self) -> int:
@@ -146,8 +200,9 @@ class LineView:
                 self._reset()
                 self.generation += 1
                 self.start_offset = self.end_offset = start
-            if lg.log_end_offset > self.end_offset:
-                self._extend()
+            end = self._visible_end()
+            if end > self.end_offset:
+                self._extend(end)
             return self.size
 
     # -- persistence (a remount skips the first scan) ------------------------------------
@@ -164,7 +219,8 @@ class LineView:
                     return None
                 st = os.stat(seg.log_path)
                 segments[str(base)] = [st.st_ino, st.st_size, st.st_mtime_ns]
-            return {"version": 1, "start_offset": self.start_offset,
+            return {"version": 1, "committed": self.committed,
+                    "start_offset": self.start_offset,
                     "end_offset": self.end_offset, "size": self.size,
                     "marks": [base64.b64encode(a.tobytes()).decode() for a in
                               (self._pos, self._offset, self._seg, self._filepos)],
@@ -175,7 +231,8 @@ class LineView:
         (same inode, size and mtime); the rest is rebuilt by :meth:`refresh`. Returns
         whether anything was adopted."""
         try:
-            if state.get("version") != 1 or state["start_offset"] != self.log.log_start_offset:
+            if state.get("version") != 1 or state["start_offset"] != self.log.log_start_offset \
+                    or state.get("committed", False) != self.committed:
                 return False
             arrays = []
             for text in state["marks"]:
@@ -213,12 +270,16 @@ class LineView:
                 self.end_offset, self.size = seg[keep], pos[keep]
             self._last_seg = self._seg[-1]
             self._since_mark = self.size - self._pos[-1]
+            self._learn_aborted(self.start_offset, self.end_offset)
         return True
 
-    def _extend(self) -> None:
+    def _extend(self, end: int) -> None:
+        self._learn_aborted(self.end_offset, end)
         for seg, batch in self.log.segment_batches(self.end_offset):
             if batch.last_offset < self.end_offset:
                 continue
+            if batch.base_offset >= end:
+                break
             if seg.base_offset != self._last_seg or self._since_mark >= MARK_BYTES:
                 self._pos.append(self.size)
                 self._offset.append(batch.base_offset)
