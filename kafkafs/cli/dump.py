@@ -7,7 +7,12 @@ needed; files are opened read-only, so a live broker's or daemon's dir is safe t
   batch (``baseOffset: ... isvalid: true``), with ``--deep-iteration`` one ``| offset: ...``
   line per record, with ``--print-data-log`` the key and payload (as UTF-8, invalid bytes
   replaced; Kafka's StringDecoder), then ``Found N invalid bytes at the end of NAME`` for a
-  torn tail.
+  torn tail. A legacy entry (message format v0/v1) prints Kafka's line for magic < 2,
+  ``offset: <last offset> position: P NoTimestampType: -1 size: S magic: 0 compresscodec: C
+  crc: CRC isvalid: B`` (``CreateTime``/``LogAppendTime: T`` for magic 1), and one record line
+  per message (a compressed wrapper's inner messages, offsets made absolute), ``| offset: N
+  <the entry's timestamp type>: T keySize: K valueSize: V isValid: B crc: CRC}`` with the
+  message's own CRC and the closing brace Kafka 3.0+ prints there.
 * ``.index``: ``offset: N position: P``, each entry checked against the ``.log`` beside it.
 * ``.timeindex``: ``timestamp: T offset: N``, each entry checked against the ``.log`` (via the
   ``.index``).
@@ -24,9 +29,7 @@ needed; files are opened read-only, so a live broker's or daemon's dir is safe t
   checks without the listing. Findings go to stderr after all files, in Kafka's words.
 
 Files are dispatched on their suffix (:data:`SUFFIX_DUMPERS`) and batches on their magic
-(:data:`BATCH_PRINTERS`): legacy message formats (magic 0/1) print a "not yet supported"
-line for now and slot in there later. Control records are decoded with
-:mod:`kafkafs.record.control`.
+(:data:`BATCH_PRINTERS`). Control records are decoded with :mod:`kafkafs.record.control`.
 
 Exit status: 0 when every file was dumped (findings such as index mismatches do not change
 it, as in Kafka), 1 when a file could not be read, was corrupt, or is not supported yet.
@@ -42,13 +45,15 @@ import json
 import os
 import struct
 import sys
+import zlib
 from dataclasses import dataclass
 
 from ..log.errors import CorruptIndexError
 from ..log.index import OffsetIndex, TimeIndex
 from ..log.producer_state import CorruptSnapshotError, read_snapshot
 from ..log.txnindex import TransactionIndex
-from ..record import LOG_APPEND_TIME, RecordBatch, control
+from ..record import LOG_APPEND_TIME, RecordBatch, compression, control, legacy
+from ..record.batch import TIMESTAMP_TYPE_NAMES
 from ..record.errors import CorruptRecordError
 
 INT_MAX = 0x7FFFFFFF
@@ -161,17 +166,19 @@ class _Entry:
 
     ``offset``: the first 8 bytes (a v2 batch's base offset; a legacy entry's offset, which
     for a compressed wrapper is its last inner offset); ``batch``: the decoded RecordBatch
-    header for magic 2, else None.
+    header for magic 2, else None; ``data``: a legacy entry's bytes (all ``size`` of them,
+    offset and size included), else None.
     """
 
-    __slots__ = ("batch", "magic", "offset", "position", "size")
+    __slots__ = ("batch", "data", "magic", "offset", "position", "size")
 
-    def __init__(self, position, offset, size, magic, batch):
+    def __init__(self, position, offset, size, magic, batch, data=None):
         self.position = position
         self.offset = offset
         self.size = size
         self.magic = magic
         self.batch = batch
+        self.data = data
 
     @property
     def last_offset(self) -> int:
@@ -244,7 +251,10 @@ class SegmentFile:
             batch = RecordBatch.from_buffer(data, 0, position=pos)
             return _Entry(pos, offset, size, magic, batch)
         if magic in (0, 1):
-            return _Entry(pos, offset, size, magic, None)
+            data = self._read(pos, size)
+            if len(data) < size:
+                return None
+            return _Entry(pos, offset, size, magic, None, data)
         raise CorruptRecordError(f"Found unknown magic {magic} at position {pos} in file "
                                  f"{self.path}.")
 
@@ -353,33 +363,212 @@ def _print_v2_records(dumper: LogDumper, entry: _Entry, file_key: str) -> None:
             if b.is_control:
                 parts.append(_control_text(r.key, r.value))
         if opts.print_data_log and not b.is_control:
-            if r.key is not None:
-                parts.append(f"{prefix}key: {_text(r.key)}")
-                prefix = " "
-            if r.value is not None:
-                # Kafka prints " payload:" whatever the prefix (so no "|" without metadata
-                # and key): kept for identical output
-                parts.append(f" payload: {_text(r.value)}")
+            _append_data(parts, prefix, r.key, r.value)
         parts.append("\n")
         out.write("".join(parts))
 
 
-def _print_unsupported_entry(dumper: LogDumper, entry: _Entry, position: int) -> None:
-    dumper.out.write(f"offset: {entry.offset} position: {position} size: {entry.size} "
-                     f"magic: {entry.magic} (message format v{entry.magic} is not yet "
-                     f"supported by kafkafs dump)\n")
-    dumper.unsupported = True
+def _append_data(parts: list, prefix: str, key, value) -> None:
+    """``key: K`` (after ``prefix``) and `` payload: V`` of a record, each when not null."""
+    if key is not None:
+        parts.append(f"{prefix}key: {_text(key)}")
+    if value is not None:
+        # Kafka prints " payload:" whatever the prefix (so no "|" without metadata and
+        # key): kept for identical output
+        parts.append(f" payload: {_text(value)}")
 
 
-def _skip_records(dumper: LogDumper, entry: _Entry, file_key: str) -> None:
-    pass
+# -- legacy message sets (magic 0 and 1) ---------------------------------------------------
+# Read here from the entry's bytes rather than through record.legacy.LegacyBatch, which has no
+# inner message CRCs or magics (both printed or used per record below), checks the key/value
+# layout before anything is printed (Kafka prints the entry line, isvalid false, of a damaged
+# message) and rejects a partial inner message at the end of a wrapper (Kafka's
+# DataLogInputStream stops there silently).
+
+#: Kafka 3.0+ prints ``crc: ${r.checksum}}`` for a legacy record (DumpLogSegments.scala, one
+#: brace too many); the Java port of the tool (KAFKA-14579) prints the number alone.
+LEGACY_RECORD_CRC_SUFFIX = "}"
+
+_LEGACY_HEAD = struct.Struct(">Ibb")  # crc, magic, attributes (at CRC_OFFSET)
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+@dataclass
+class _LegacyRecord:
+    """What DumpLogSegments prints of a legacy record (``AbstractLegacyRecordBatch`` as a
+    ``Record``): the outer message of an uncompressed entry, or one inner message of a
+    compressed wrapper."""
+
+    offset: int
+    timestamp: int
+    key_size: int
+    value_size: int
+    key: bytes | None
+    value: bytes | None
+    crc: int
+    valid: bool
+
+
+def _legacy_timestamp_type(magic: int, attributes: int) -> int:
+    """``LegacyRecord.timestampType`` of a message read on its own (no wrapper)."""
+    if magic == 0:
+        return legacy.NO_TIMESTAMP_TYPE
+    return legacy.LOG_APPEND_TIME if attributes & legacy.TIMESTAMP_TYPE_MASK else \
+        legacy.CREATE_TIME
+
+
+def _legacy_head(buf, start: int) -> tuple[int, int, int, int]:
+    """``(crc, magic, attributes, timestamp)`` of the message whose CRC is at ``buf[start]``
+    (timestamp -1 for magic 0). The caller guarantees RECORD_OVERHEAD_V0 bytes."""
+    crc, magic, attributes = _LEGACY_HEAD.unpack_from(buf, start)
+    attributes &= 0xFF
+    timestamp = legacy.NO_TIMESTAMP
+    if magic != 0:  # LegacyRecord.timestamp: only magic 0 has none
+        (timestamp,) = _I64.unpack_from(buf, start + legacy.TIMESTAMP_OFFSET - legacy.CRC_OFFSET)
+    return crc, magic, attributes, timestamp
+
+
+def _legacy_key_value(buf, start: int, end: int, magic: int):
+    """``(key size, value size, key, value)`` of the message in ``buf[start:end]`` (sizes -1
+    and None for null), read as ``LegacyRecord`` reads them. Raises CorruptRecordError when a
+    size points past the message."""
+    pos = start + (legacy.RECORD_OVERHEAD_V0 if magic == 0 else legacy.RECORD_OVERHEAD_V1) - 8
+    found = []
+    for what in ("key", "value"):
+        if pos + 4 > end:
+            raise CorruptRecordError(f"legacy message (magic {magic}) ends before its {what} "
+                                     "size")
+        (n,) = _I32.unpack_from(buf, pos)
+        pos += 4
+        if pos + max(n, 0) > end:  # (any negative size is null, as Utils.sizeDelimited)
+            raise CorruptRecordError(f"legacy message (magic {magic}) has {what} size {n}, "
+                                     f"past its end")
+        found.append((n, None if n < 0 else bytes(buf[pos:pos + n])))
+        pos += max(n, 0)
+    (key_size, key), (value_size, value) = found
+    return key_size, value_size, key, value
+
+
+def _legacy_record(buf, start: int, end: int, offset: int, timestamp: int) -> _LegacyRecord:
+    """The record of the message in ``buf[start:end]`` at ``offset`` with ``timestamp``."""
+    crc, magic, _attributes, _ts = _legacy_head(buf, start)
+    key_size, value_size, key, value = _legacy_key_value(buf, start, end, magic)
+    valid = zlib.crc32(buf[start + 4:end]) == crc
+    return _LegacyRecord(offset, timestamp, key_size, value_size, key, value, crc, valid)
+
+
+def _legacy_records(entry: _Entry):
+    """Yield the records of a legacy entry as Kafka iterates them (``AbstractLegacyRecordBatch
+    .iterator``): the entry itself when uncompressed, else the inner messages of the wrapper
+    (``DeepRecordsIterator``) with absolute offsets and their timestamps.
+
+    Raises CorruptRecordError where Kafka throws: before the first record of a wrapper that
+    cannot be decompressed or holds no message or a bad offset; at the record for an inner
+    message that is compressed or whose key/value sizes are out of bounds."""
+    data = entry.data
+    start, end = LOG_OVERHEAD, entry.size
+    try:
+        _crc, magic, attributes, timestamp = _legacy_head(data, start)
+        codec = attributes & legacy.COMPRESSION_MASK
+        if codec == compression.NONE:
+            yield _legacy_record(data, start, end, entry.offset, timestamp)
+            return
+        if codec not in (compression.GZIP, compression.SNAPPY, compression.LZ4):
+            name = COMPRESSION_NAMES.get(codec, f"unknown({codec})")
+            raise CorruptRecordError(f"legacy message (magic {magic}) has compression codec "
+                                     f"{name}, which message format v{magic} does not have")
+        _ks, _vs, _key, wrapped = _legacy_key_value(data, start, end, magic)
+        if wrapped is None:
+            raise CorruptRecordError(f"compressed legacy message (magic {magic}) has a null "
+                                     "value")
+        inner = compression.decompress(codec, wrapped)
+        # (offset, start, end, magic) of each whole inner message; a partial one at the end
+        # is ignored, as DataLogInputStream.nextBatch returns null for it
+        messages = []
+        pos, n = 0, len(inner)
+        while n - pos >= LOG_OVERHEAD:
+            offset, size = _OFFSET_SIZE.unpack_from(inner, pos)
+            if size < RECORD_OVERHEAD_V0:
+                raise CorruptRecordError(f"inner message size {size} of a compressed legacy "
+                                         f"message is smaller than the minimum record "
+                                         f"overhead ({RECORD_OVERHEAD_V0})")
+            if n - pos - LOG_OVERHEAD < size:
+                break
+            at = pos + LOG_OVERHEAD
+            messages.append((offset, at, at + size, inner[at + legacy.MAGIC_OFFSET
+                                                            - legacy.CRC_OFFSET]))
+            pos = at + size
+        if not messages:
+            raise CorruptRecordError("compressed legacy message holds no inner messages")
+        base = 0
+        if magic == 1 and entry.offset != 0:
+            # relative inner offsets (an outer offset 0, written by some producers, leaves
+            # them as they are)
+            last_inner = messages[-1][0]
+            if entry.offset < last_inner:
+                raise CorruptRecordError(
+                    f"wrapper offset {entry.offset} of a compressed v1 message is less than "
+                    f"its last inner offset {last_inner} and not zero")
+            base = entry.offset - last_inner
+        log_append = _legacy_timestamp_type(magic, attributes) == legacy.LOG_APPEND_TIME
+        for offset, at, stop, inner_magic in messages:
+            if inner_magic == 1 and log_append:
+                inner_ts = timestamp
+            else:
+                inner_ts = _legacy_head(inner, at)[3]
+            if inner[at + legacy.ATTRIBUTES_OFFSET - legacy.CRC_OFFSET] \
+                    & legacy.COMPRESSION_MASK:
+                raise CorruptRecordError("inner messages must not be compressed (offset "
+                                         f"{offset + base})")
+            yield _legacy_record(inner, at, stop, offset + base if magic == 1 else offset,
+                                 inner_ts)
+    except CorruptRecordError as exc:
+        raise exc.located(position=entry.position) from None
+
+
+def _print_legacy_entry(dumper: LogDumper, entry: _Entry, position: int) -> None:
+    """``printBatchLevel`` for magic < 2: ``offset: <lastOffset>`` then the fields every
+    entry has. The CRC check covers the whole message, the rest is its header."""
+    data = entry.data
+    crc, magic, attributes, timestamp = _legacy_head(data, LOG_OVERHEAD)
+    ts_name = TIMESTAMP_TYPE_NAMES[_legacy_timestamp_type(magic, attributes)]
+    codec = attributes & legacy.COMPRESSION_MASK
+    codec_name = COMPRESSION_NAMES.get(codec, f"unknown({codec})")
+    valid = zlib.crc32(data[LOG_OVERHEAD + 4:]) == crc
+    dumper.out.write(
+        f"offset: {entry.offset} position: {position} {ts_name}: {timestamp} "
+        f"size: {entry.size} magic: {magic} compresscodec: {codec_name} crc: {crc} "
+        f"isvalid: {_jbool(valid)}\n")
+
+
+def _print_legacy_records(dumper: LogDumper, entry: _Entry, file_key: str) -> None:
+    """One ``| offset: ...`` line per legacy record: the metadata Kafka prints for every
+    record (the entry's timestamp type) then `` isValid: B crc: C}``."""
+    opts = dumper.options
+    out = dumper.out
+    _crc, magic, attributes, _ts = _legacy_head(entry.data, LOG_OVERHEAD)
+    ts_name = TIMESTAMP_TYPE_NAMES[_legacy_timestamp_type(magic, attributes)]
+    for r in _legacy_records(entry):
+        dumper.track_offset(file_key, r.offset)
+        prefix = f"{RECORD_INDENT} "
+        parts = []
+        if not opts.skip_record_metadata:
+            parts.append(f"{prefix}offset: {r.offset} {ts_name}: {r.timestamp} "
+                         f"keySize: {r.key_size} valueSize: {r.value_size} "
+                         f"isValid: {_jbool(r.valid)} crc: {r.crc}{LEGACY_RECORD_CRC_SUFFIX}")
+            prefix = " "
+        if opts.print_data_log:
+            _append_data(parts, prefix, r.key, r.value)
+        parts.append("\n")
+        out.write("".join(parts))
 
 
 #: magic → (batch line printer, record lines printer)
 BATCH_PRINTERS = {
     2: (_print_v2_batch, _print_v2_records),
-    1: (_print_unsupported_entry, _skip_records),
-    0: (_print_unsupported_entry, _skip_records),
+    1: (_print_legacy_entry, _print_legacy_records),
+    0: (_print_legacy_entry, _print_legacy_records),
 }
 
 
@@ -578,12 +767,12 @@ class LogDumper:
                     elif found.last_offset != offset:
                         self.time_not_found.setdefault(key, []).append(
                             (offset, found.last_offset))
-                    elif found.batch is None:
-                        self.error(f"Timestamps of message format v{found.magic} are not yet "
-                                   f"supported by kafkafs dump (offset {offset})")
-                        self.unsupported = True
                     else:
-                        max_ts = max((r.timestamp for r in found.batch.records()), default=-1)
+                        records = (found.batch.records() if found.batch is not None
+                                   else _legacy_records(found))
+                        max_ts = -1  # RecordBatch.NO_TIMESTAMP, Kafka's starting value
+                        for r in records:
+                            max_ts = max(max_ts, r.timestamp)
                         if max_ts != ts:
                             self.time_mismatches.setdefault(key, []).append((ts, max_ts))
                         if prev_ts >= ts:
