@@ -244,18 +244,23 @@ def test_kraft_snapshot_header_and_control_records(tmp_path):
     assert out[1] == "KRaft bootstrap snapshot"
 
 
-def test_legacy_message_is_not_yet_supported_but_the_rest_is_dumped(tmp_path):
+def test_a_legacy_message_before_a_v2_batch(tmp_path):
+    """Each entry in its own format (test_dump_legacy.py covers the legacy lines in full)."""
     body = struct.pack(">bbq", 1, 0, 123) + struct.pack(">i", -1) + struct.pack(">i", 3) + b"abc"
-    legacy = struct.pack(">qiI", 5, 4 + len(body), zlib.crc32(body)) + body
+    crc = zlib.crc32(body)
+    legacy = struct.pack(">qiI", 5, 4 + len(body), crc) + body
     b = encode_batch([(1, None, b"x", ())], base_offset=6)
     log = tmp_path / f"{NAME}.log"
     log.write_bytes(legacy + b)
     status, out, _e = run_dump("--files", str(log), "--deep-iteration")
-    assert status == 1
-    assert out[2] == (f"offset: 5 position: 0 size: {len(legacy)} magic: 1 (message format v1 "
-                      "is not yet supported by kafkafs dump)")
-    assert out[3] == batch_line(b, base=6, last=6, count=1, position=len(legacy), ts=1)
-    assert out[4].startswith("| offset: 6 CreateTime: 1 ")
+    assert status == 0
+    assert out[2] == (f"offset: 5 position: 0 CreateTime: 123 size: {len(legacy)} magic: 1 "
+                      f"compresscodec: none crc: {crc} isvalid: true")
+    # Kafka 3.x's record line, stray brace included (DumpLogSegments.scala)
+    assert out[3] == (f"| offset: 5 CreateTime: 123 keySize: -1 valueSize: 3 isValid: true "
+                      f"crc: {crc}}}")
+    assert out[4] == batch_line(b, base=6, last=6, count=1, position=len(legacy), ts=1)
+    assert out[5].startswith("| offset: 6 CreateTime: 1 ")
 
 
 # -- .index ------------------------------------------------------------------------------

@@ -120,6 +120,15 @@ def test_v1_wrapper_offsets_and_log_append_time():
         one(wrapper(1, 1, codec.GZIP, TS, inner)).records()
 
 
+def test_v0_messages_in_a_log_append_time_wrapper_keep_no_timestamp():
+    """Kafka's LegacyRecord.timestamp(): a magic-0 message has none (-1), even inside a v1
+    wrapper whose LogAppendTime every v1 inner message takes (sarama writes such sets)."""
+    inner = message(0, 0, 0, None, None, b"old") + message(1, 1, 0, TS, None, b"new")
+    b = one(wrapper(11, 1, codec.GZIP, TS + 99, inner, log_append=True))
+    assert [(r.offset, r.timestamp, r.value) for r in b.records()] == \
+        [(10, -1, b"old"), (11, TS + 99, b"new")]
+
+
 def test_v0_lz4_with_old_kafka_header_checksum():
     data = bytearray(build(KafkaBuilder, 0, codec.LZ4, [7, 8], [(b"a", b"b"), (None, b"c")]))
     struct.pack_into(">q", data, 0, 8)

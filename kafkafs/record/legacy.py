@@ -10,7 +10,8 @@ An uncompressed entry is one record at the entry's offset. A compressed entry (a
 has a null key and holds, as its compressed value, inner entries in the same framing: v0
 inner offsets are absolute; v1 inner offsets are relative and ``absolute = wrapperOffset -
 lastInnerRelative + inner`` (a wrapper offset of 0 — data some producers wrote — means the
-inner offsets are taken as they are). Under LogAppendTime the wrapper's timestamp is every
+inner offsets are taken as they are; any other wrapper offset below the last inner one is
+corrupt, as in Kafka). Under LogAppendTime the wrapper's timestamp is every
 inner record's timestamp.
 
 :class:`LegacyBatch` has the read interface of :class:`~kafkafs.record.batch.RecordBatch`
@@ -301,22 +302,24 @@ class LegacyBatch:
             if size < RECORD_OVERHEAD_V0 or end > n:
                 raise CorruptRecordError(f"inner message size {size} is out of bounds in "
                                          f"compressed legacy message")
-            _i_magic, i_attr, i_ts, i_key, i_value = _parse_message(inner, start, end)
+            i_magic, i_attr, i_ts, i_key, i_value = _parse_message(inner, start, end)
             if i_attr & COMPRESSION_MASK:
                 raise CorruptRecordError("compressed legacy message holds a compressed "
                                          "inner message")
-            if log_append:
+            if log_append and i_magic > 0:  # a v0 message has no timestamp (LegacyRecord)
                 i_ts = timestamp
             entries.append((offset, i_ts, i_key, i_value, ()))
             pos = end
         if not entries:
             raise CorruptRecordError("compressed legacy message holds no inner messages")
+        # Kafka's AbstractLegacyRecordBatch.DeepRecordsIterator: v0 inner offsets are
+        # absolute; a v1 wrapper at offset 0 (librdkafka produce data) keeps them as they are
         if magic == 0 or self.offset == 0:
             return entries
         last_inner = entries[-1][0]
         if self.offset < last_inner:
             raise CorruptRecordError(f"wrapper offset {self.offset} is below its last inner "
-                                     f"relative offset {last_inner}")
+                                     f"relative offset {last_inner} and is not zero")
         base = self.offset - last_inner
         return [(base + e[0],) + e[1:] for e in entries]
 
