@@ -28,8 +28,47 @@ needed; files are opened read-only, so a live broker's or daemon's dir is safe t
 * ``--index-sanity-check``: the broker's startup check only; ``--verify-index-only``: the
   checks without the listing. Findings go to stderr after all files, in Kafka's words.
 
+``--json`` (kafkafs only) prints the same information as JSON Lines on stdout: one object
+per text line, in the same order, ``{"type": ..., <fields>}`` (UTF-8, non-ASCII unescaped).
+Fields are Kafka's labels in snake_case in the text's order, with JSON values: numbers,
+booleans, null for ``OptionalLong.empty``, a list for ``headerKeys``, Kafka's timestamp type
+label as ``timestamp_type`` beside ``timestamp``; a key or payload is a string when it is
+UTF-8, else ``{"base64": ...}``. Types (fields as printed, so --skip-record-metadata and
+--print-data-log decide a record's):
+
+* ``file`` (``Dumping F``): path. ``log_start``: offset. ``kraft_snapshot``: bootstrap,
+  end_offset, epoch. ``invalid_bytes`` (a torn tail): bytes, name, position.
+* ``batch``, magic 2: base_offset, last_offset, count, base_sequence, last_sequence,
+  producer_id, producer_epoch, partition_leader_epoch, is_transactional, is_control,
+  delete_horizon_ms, position, timestamp_type, timestamp, size, magic, compresscodec, crc,
+  isvalid; magic 0/1: offset (the entry's last), position, timestamp_type, timestamp, size,
+  magic, compresscodec, crc, isvalid.
+* ``record``: offset, timestamp_type, timestamp, key_size, value_size, then sequence and
+  header_keys (v2) or is_valid and crc (v0/v1); a control record adds control_type and
+  control_type_id, and coordinator_epoch (end markers) or control_data (Kafka's JSON of a
+  KRaft snapshot header/footer or kraft.version record); --print-data-log adds key and
+  payload (null when null).
+* ``index_entry``: offset, position. ``time_index_entry``: timestamp, offset.
+  ``index_empty``: path. ``producer_snapshot_entry``: producer_id, producer_epoch,
+  coordinator_epoch, current_txn_first_offset, last_timestamp [, first_sequence,
+  last_sequence, last_offset, offset_delta, timestamp]. ``aborted_txn``: version,
+  producer_id, first_offset, last_offset, last_stable_offset.
+* ``finding``: kind, path, the kind's values, message (Kafka's line) and, for those Kafka
+  prints on stderr under a heading line, heading: ``index_mismatch`` (index_offset,
+  log_offset), ``timestamp_mismatch`` (index_timestamp, log_timestamp),
+  ``timestamp_out_of_order`` (index_timestamp, previously_indexed_timestamp),
+  ``offset_not_found`` (indexed_offset, found_log_offset), ``non_consecutive_offsets``
+  (offset, next_offset), ``index_sanity_check`` (passed; a failed check is an error).
+* ``error``: path (the file being dumped), position (when the error names one), message
+  (the stderr line).
+
+stderr is the same with and without ``--json``; errors and findings are also objects on
+stdout, where they happen (findings at the end, as in the text). Every line is built as such
+an object first (:func:`render_text` makes Kafka's line of it, :func:`render_json` the JSON
+line), so the two outputs cannot disagree.
+
 Files are dispatched on their suffix (:data:`SUFFIX_DUMPERS`) and batches on their magic
-(:data:`BATCH_PRINTERS`). Control records are decoded with :mod:`kafkafs.record.control`.
+(:data:`BATCH_OBJECTS`). Control records are decoded with :mod:`kafkafs.record.control`.
 
 Exit status: 0 when every file was dumped (findings such as index mismatches do not change
 it, as in Kafka), 1 when a file could not be read, was corrupt, or is not supported yet.
@@ -41,6 +80,7 @@ dumped up to it and then reported as an error (Kafka skips the partial entry sil
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import struct
@@ -110,6 +150,12 @@ def register(subparsers) -> None:
                         "whole .log file(s). (default: 2147483647)")
     p.add_argument("--skip-record-metadata", action="store_true",
                    help="Whether to skip printing metadata for each record.")
+    p.add_argument("--json", action="store_true",
+                   help="kafkafs only: print the same information as JSON Lines, one object "
+                        "per line with a \"type\" (file, log_start, kraft_snapshot, batch, "
+                        "record, invalid_bytes, index_entry, time_index_entry, index_empty, "
+                        "producer_snapshot_entry, aborted_txn, finding, error); stderr stays "
+                        "as without it")
     for which in ("value", "key"):
         p.add_argument(f"--{which}-decoder-class", nargs="?", const=STRING_DECODERS[0],
                        default=None, metavar="class",
@@ -130,6 +176,7 @@ class DumpOptions:
     max_message_size: int = 5 * 1024 * 1024
     max_bytes: int = INT_MAX
     skip_record_metadata: bool = False
+    json: bool = False
 
     @classmethod
     def from_args(cls, args) -> DumpOptions:
@@ -142,7 +189,8 @@ class DumpOptions:
                    verify_only=bool(args.verify_index_only),
                    max_message_size=args.max_message_size,
                    max_bytes=args.max_bytes,
-                   skip_record_metadata=bool(args.skip_record_metadata))
+                   skip_record_metadata=bool(args.skip_record_metadata),
+                   json=bool(getattr(args, "json", False)))
 
 
 def run(args, out=None, err=None) -> int:
@@ -270,11 +318,193 @@ class SegmentFile:
             pos += entry.size
 
 
-# -- formatting helpers -----------------------------------------------------------------
-def _jbool(value: bool) -> str:
-    return "true" if value else "false"
+# -- output objects: one dict per line, rendered as Kafka's text or as JSON ---------------
+# Every line the dump prints is first built as a dict: "type" first, then its fields in the
+# order of Kafka's line, named after Kafka's labels in snake_case (baseOffset → base_offset)
+# with native values (bool, int, None for OptionalLong.empty, a list of header keys, bytes
+# for a key or payload). render_text() turns it into Kafka's line, render_json() into a JSON
+# line (--json); so both outputs come from the same code path and carry the same fields.
+
+#: keys whose value Kafka prints as an OptionalLong (None: ``OptionalLong.empty``)
+OPTIONAL_LONG_KEYS = frozenset({"delete_horizon_ms", "current_txn_first_offset"})
+
+#: a control record's decoded value: control type name → Kafka's label before the JSON
+CONTROL_DATA_LABELS = {"SNAPSHOT_HEADER": "SnapshotHeader", "SNAPSHOT_FOOTER": "SnapshotFooter",
+                       "KRAFT_VERSION": "KRaftVersion"}
+
+#: record keys that are not part of the generic ``label: value`` metadata
+_RECORD_NON_METADATA = frozenset({"control_type", "control_type_id", "coordinator_epoch",
+                                  "control_data", "key", "payload"})
+
+#: a finding's indentation under its heading line (Kafka's)
+FINDING_INDENT = {"index_mismatch": "  ", "timestamp_mismatch": "  ",
+                  "timestamp_out_of_order": "  ", "offset_not_found": "",
+                  "non_consecutive_offsets": "  ", "index_sanity_check": ""}
+
+_LABELS: dict[str, str] = {}
 
 
+def kafka_label(key: str) -> str:
+    """Kafka's camelCase label for a JSON key: ``base_offset`` → ``baseOffset``."""
+    label = _LABELS.get(key)
+    if label is None:
+        first, *rest = key.split("_")
+        label = _LABELS[key] = first + "".join(word.capitalize() for word in rest)
+    return label
+
+
+_JAVA_BOOLEAN = {True: "true", False: "false"}
+
+
+def _optional_long(value) -> str:
+    return "OptionalLong.empty" if value is None else f"OptionalLong[{value}]"
+
+
+def _text(data: bytes) -> str:
+    """Kafka's StringDecoder: ``new String(bytes, UTF_8)``."""
+    return data.decode("utf-8", "replace")
+
+
+def _control_text(obj: dict) -> str:
+    """What DumpLogSegments prints after a control record's metadata."""
+    name = obj["control_type"]
+    if "coordinator_epoch" in obj:
+        return f" endTxnMarker: {name} coordinatorEpoch: {obj['coordinator_epoch']}"
+    if "control_data" in obj:
+        doc = json.dumps(obj["control_data"], separators=(",", ":"))
+        return f" {CONTROL_DATA_LABELS[name]} {doc}"
+    # LEADER_CHANGE and UNKNOWN are printed like this by Kafka; KRAFT_VOTERS (a nested
+    # message) is not decoded yet
+    return f" controlType: {name}({obj['control_type_id']})"
+
+
+def _data_text(obj: dict, prefix: str) -> str:
+    """`` key: K`` (after ``prefix``) and `` payload: V`` of a record, each when not null."""
+    key = obj["key"]
+    line = "" if key is None else f"{prefix}key: {_text(key)}"
+    value = obj["payload"]
+    if value is not None:
+        # Kafka prints " payload:" whatever the prefix (so no "|" without metadata and
+        # key): kept for identical output
+        line += f" payload: {_text(value)}"
+    return line
+
+
+def _kraft_snapshot_text(obj: dict) -> str:
+    if obj["bootstrap"]:
+        return "KRaft bootstrap snapshot"
+    return f"Snapshot end offset: {obj['end_offset']}, epoch: {obj['epoch']}"
+
+
+#: object type → its text line, for the types that are not ``label: value`` pairs
+TEXT_RENDERERS = {
+    "file": lambda o: f"Dumping {o['path']}",
+    "log_start": lambda o: f"Log starting offset: {o['offset']}",
+    "kraft_snapshot": _kraft_snapshot_text,
+    "invalid_bytes": lambda o: f"Found {o['bytes']} invalid bytes at the end of {o['name']}",
+    "index_empty": lambda o: f"{o['path']} is empty.",
+    "finding": lambda o: FINDING_INDENT[o["kind"]] + o["message"],
+    "error": lambda o: o["message"],
+}
+
+#: object types Kafka prints as ``label: value`` pairs, in the order of their keys
+FIELD_TYPES = frozenset({"batch", "record", "index_entry", "time_index_entry",
+                         "producer_snapshot_entry", "aborted_txn"})
+
+
+def _literal(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _fields_template(keys: tuple, leave_out: frozenset, sample: dict) -> str:
+    """An f-string body printing the fields ``keys`` (but ``type`` and ``leave_out``) of an
+    object like ``sample`` as ``label: value`` (``true``, ``OptionalLong[N]``, ``[a,b]``;
+    ``timestamp_type`` and ``timestamp`` as Kafka's ``CreateTime: T``). A key's value type
+    is the same in every object (bool, int, str, list; None only for an OptionalLong)."""
+    pieces = []
+    typed = "timestamp_type" in keys
+    for key in keys:
+        if key == "type" or key in leave_out:
+            continue
+        ref = f"o[{key!r}]"
+        if key == "timestamp_type":
+            pieces.append(f"{{{ref}}}: {{o['timestamp']}}")
+            continue
+        if key == "timestamp" and typed:
+            continue
+        value = sample[key]
+        if key in OPTIONAL_LONG_KEYS:
+            text = f"{{_optional_long({ref})}}"
+        elif isinstance(value, bool):
+            text = f"{{_JAVA_BOOLEAN[{ref}]}}"
+        elif isinstance(value, list):
+            text = f"[{{','.join({ref})}}]"
+        else:
+            text = f"{{{ref}}}"
+        pieces.append(f"{_literal(kafka_label(key))}: {text}")
+    return " ".join(pieces)
+
+
+def _compile_text(keys: tuple, sample: dict):
+    """The text renderer of objects with ``keys`` (like ``sample``): for FIELD_TYPES one
+    f-string compiled per set of keys, as these lines are printed per batch and record."""
+    kind = sample["type"]
+    if kind not in FIELD_TYPES:
+        return TEXT_RENDERERS[kind]
+    if kind != "record":
+        template = _fields_template(keys, frozenset(), sample)
+    else:
+        # ``| offset: ...`` (metadata, then a control record's type) without
+        # --skip-record-metadata, `` key: K payload: V`` with --print-data-log
+        template, prefix = "", f"{RECORD_INDENT} "
+        if "offset" in keys:
+            template = _literal(prefix) + _fields_template(keys, _RECORD_NON_METADATA, sample)
+            if "crc" in keys:  # only a legacy record has a CRC of its own
+                template += _literal(LEGACY_RECORD_CRC_SUFFIX)
+            if "control_type" in keys:
+                template += "{_control_text(o)}"
+            prefix = " "
+        if "payload" in keys:
+            template += f"{{_data_text(o, {prefix!r})}}"
+    assert "\\" not in template and '"' not in template, template
+    return eval(f'lambda o: f"{template}"',  # built from our own keys only
+                {"_JAVA_BOOLEAN": _JAVA_BOOLEAN, "_optional_long": _optional_long,
+                 "_control_text": _control_text, "_data_text": _data_text})
+
+
+#: an object's type and keys → its text renderer
+_TEXT_RENDERER_CACHE: dict = {}
+
+
+def render_text(obj: dict) -> str:
+    """The line Kafka's kafka-dump-log.sh prints for ``obj`` (without the newline)."""
+    signature = (obj["type"], *obj)
+    render = _TEXT_RENDERER_CACHE.get(signature)
+    if render is None:
+        render = _TEXT_RENDERER_CACHE[signature] = _compile_text(signature[1:], obj)
+    return render(obj)
+
+
+def _json_default(value):
+    """A key or payload: text when it is UTF-8, else ``{"base64": ...}``."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return {"base64": base64.b64encode(value).decode("ascii")}
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+_JSON_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"),
+                                 default=_json_default)
+
+
+def render_json(obj: dict) -> str:
+    """``obj`` as one line of JSON (non-ASCII text as it is, not escaped)."""
+    return _JSON_ENCODER.encode(obj)
+
+
+# -- per-magic objects -------------------------------------------------------------------
 def _increment_sequence(sequence: int, increment: int) -> int:
     """``DefaultRecordBatch.incrementSequence``: wraps past Integer.MAX_VALUE to 0."""
     if sequence > INT_MAX - increment:
@@ -286,96 +516,75 @@ def _timestamp_type_name(batch: RecordBatch) -> str:
     return "LogAppendTime" if batch.timestamp_type == LOG_APPEND_TIME else "CreateTime"
 
 
-def _text(data: bytes) -> str:
-    """Kafka's StringDecoder: ``new String(bytes, UTF_8)``."""
-    return data.decode("utf-8", "replace")
-
-
-def _i16(data, pos: int) -> int:
-    return struct.unpack_from(">h", data, pos)[0]
-
-
-def _control_text(key, value) -> str:
-    """What DumpLogSegments prints after a control record's metadata."""
+def _control_fields(key, value) -> dict:
+    """A control record's type (``control_type``, ``control_type_id``) and what its value
+    holds: ``coordinator_epoch`` of an end marker, ``control_data`` (Kafka's JSON) of a
+    KRaft snapshot header/footer or kraft.version record. A value too short for its type
+    leaves that out (Kafka then prints the generic ``controlType: NAME(ID)``)."""
     try:
         _version, type_id = control.parse_control_key(key)
     except CorruptRecordError:
-        return " controlType: UNKNOWN(-1)"
-    name = control.control_type_name(type_id)
+        return {"control_type": "UNKNOWN", "control_type_id": -1}
+    fields = {"control_type": control.control_type_name(type_id), "control_type_id": type_id}
     try:
         if type_id in (control.ABORT, control.COMMIT):
             _version, epoch = control.parse_end_txn_marker(value)
-            return f" endTxnMarker: {name} coordinatorEpoch: {epoch}"
-        if type_id == control.SNAPSHOT_HEADER:
+            fields["coordinator_epoch"] = epoch
+        elif type_id == control.SNAPSHOT_HEADER:
             version, ts = struct.unpack_from(">hq", value)
-            doc = {"version": version, "lastContainedLogTimestamp": ts}
-            return f" SnapshotHeader {json.dumps(doc, separators=(',', ':'))}"
-        if type_id == control.SNAPSHOT_FOOTER:
-            doc = {"version": _i16(value, 0)}
-            return f" SnapshotFooter {json.dumps(doc, separators=(',', ':'))}"
-        if type_id == control.KRAFT_VERSION:
+            fields["control_data"] = {"version": version, "lastContainedLogTimestamp": ts}
+        elif type_id == control.SNAPSHOT_FOOTER:
+            fields["control_data"] = {"version": struct.unpack_from(">h", value)[0]}
+        elif type_id == control.KRAFT_VERSION:
             version, kraft = struct.unpack_from(">hh", value)
-            doc = {"version": version, "kRaftVersion": kraft}
-            return f" KRaftVersion {json.dumps(doc, separators=(',', ':'))}"
+            fields["control_data"] = {"version": version, "kRaftVersion": kraft}
     except (struct.error, TypeError, CorruptRecordError):
-        pass  # a value too short for its type: fall back to the generic line
-    # LEADER_CHANGE and UNKNOWN are printed like this by Kafka; KRAFT_VOTERS (a nested
-    # message) is not decoded yet
-    return f" controlType: {name}({type_id})"
+        pass  # a value too short for its type: the generic line
+    return fields
 
 
-# -- per-magic printers ------------------------------------------------------------------
-def _print_v2_batch(dumper: LogDumper, entry: _Entry, position: int) -> None:
+def _v2_batch(entry: _Entry, position: int) -> dict:
     b = entry.batch
-    dh = f"OptionalLong[{b.base_timestamp}]" if b.has_delete_horizon else "OptionalLong.empty"
     last_seq = -1 if b.base_sequence == -1 else _increment_sequence(b.base_sequence,
                                                                      b.last_offset_delta)
-    codec = COMPRESSION_NAMES.get(b.compression, f"unknown({b.compression})")
-    dumper.out.write(
-        f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.records_count} "
-        f"baseSequence: {b.base_sequence} lastSequence: {last_seq} producerId: {b.producer_id} "
-        f"producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch} "
-        f"isTransactional: {_jbool(b.is_transactional)} isControl: {_jbool(b.is_control)} "
-        f"deleteHorizonMs: {dh} position: {position} {_timestamp_type_name(b)}: "
-        f"{b.max_timestamp} size: {b.size} magic: {b.magic} compresscodec: {codec} "
-        f"crc: {b.crc} isvalid: {_jbool(b.is_valid())}\n")
+    return {
+        "type": "batch", "base_offset": b.base_offset, "last_offset": b.last_offset,
+        "count": b.records_count, "base_sequence": b.base_sequence, "last_sequence": last_seq,
+        "producer_id": b.producer_id, "producer_epoch": b.producer_epoch,
+        "partition_leader_epoch": b.partition_leader_epoch,
+        "is_transactional": b.is_transactional, "is_control": b.is_control,
+        "delete_horizon_ms": b.base_timestamp if b.has_delete_horizon else None,
+        "position": position, "timestamp_type": _timestamp_type_name(b),
+        "timestamp": b.max_timestamp, "size": b.size, "magic": b.magic,
+        "compresscodec": COMPRESSION_NAMES.get(b.compression, f"unknown({b.compression})"),
+        "crc": b.crc, "isvalid": b.is_valid(),
+    }
 
 
-def _print_v2_records(dumper: LogDumper, entry: _Entry, file_key: str) -> None:
+def _v2_records(dumper: LogDumper, entry: _Entry, file_key: str):
+    """Yield a ``record`` object per record of a v2 batch."""
     b = entry.batch
     opts = dumper.options
-    out = dumper.out
+    metadata = not opts.skip_record_metadata
+    data = opts.print_data_log and not b.is_control
     ts_name = _timestamp_type_name(b)
     for r in b.records():
         dumper.track_offset(file_key, r.offset)
-        prefix = f"{RECORD_INDENT} "
-        parts = []
-        if not opts.skip_record_metadata:
-            key_size = -1 if r.key is None else len(r.key)
-            value_size = -1 if r.value is None else len(r.value)
-            seq = (-1 if b.base_sequence < 0
-                   else _increment_sequence(b.base_sequence, r.offset - b.base_offset))
-            header_keys = ",".join(k for k, _v in r.headers)
-            parts.append(f"{prefix}offset: {r.offset} {ts_name}: {r.timestamp} "
-                         f"keySize: {key_size} valueSize: {value_size} "
-                         f"sequence: {seq} headerKeys: [{header_keys}]")
-            prefix = " "
+        if metadata:
+            obj = {"type": "record", "offset": r.offset, "timestamp_type": ts_name,
+                   "timestamp": r.timestamp, "key_size": -1 if r.key is None else len(r.key),
+                   "value_size": -1 if r.value is None else len(r.value),
+                   "sequence": (-1 if b.base_sequence < 0 else
+                                _increment_sequence(b.base_sequence, r.offset - b.base_offset)),
+                   "header_keys": [k for k, _v in r.headers]}
             if b.is_control:
-                parts.append(_control_text(r.key, r.value))
-        if opts.print_data_log and not b.is_control:
-            _append_data(parts, prefix, r.key, r.value)
-        parts.append("\n")
-        out.write("".join(parts))
-
-
-def _append_data(parts: list, prefix: str, key, value) -> None:
-    """``key: K`` (after ``prefix``) and `` payload: V`` of a record, each when not null."""
-    if key is not None:
-        parts.append(f"{prefix}key: {_text(key)}")
-    if value is not None:
-        # Kafka prints " payload:" whatever the prefix (so no "|" without metadata and
-        # key): kept for identical output
-        parts.append(f" payload: {_text(value)}")
+                obj.update(_control_fields(r.key, r.value))
+        else:
+            obj = {"type": "record"}
+        if data:
+            obj["key"] = r.key
+            obj["payload"] = r.value
+        yield obj
 
 
 # -- legacy message sets (magic 0 and 1) ---------------------------------------------------
@@ -527,48 +736,46 @@ def _legacy_records(entry: _Entry):
         raise exc.located(position=entry.position) from None
 
 
-def _print_legacy_entry(dumper: LogDumper, entry: _Entry, position: int) -> None:
+def _legacy_entry(entry: _Entry, position: int) -> dict:
     """``printBatchLevel`` for magic < 2: ``offset: <lastOffset>`` then the fields every
     entry has. The CRC check covers the whole message, the rest is its header."""
     data = entry.data
     crc, magic, attributes, timestamp = _legacy_head(data, LOG_OVERHEAD)
-    ts_name = TIMESTAMP_TYPE_NAMES[_legacy_timestamp_type(magic, attributes)]
     codec = attributes & legacy.COMPRESSION_MASK
-    codec_name = COMPRESSION_NAMES.get(codec, f"unknown({codec})")
-    valid = zlib.crc32(data[LOG_OVERHEAD + 4:]) == crc
-    dumper.out.write(
-        f"offset: {entry.offset} position: {position} {ts_name}: {timestamp} "
-        f"size: {entry.size} magic: {magic} compresscodec: {codec_name} crc: {crc} "
-        f"isvalid: {_jbool(valid)}\n")
+    return {
+        "type": "batch", "offset": entry.offset, "position": position,
+        "timestamp_type": TIMESTAMP_TYPE_NAMES[_legacy_timestamp_type(magic, attributes)],
+        "timestamp": timestamp, "size": entry.size, "magic": magic,
+        "compresscodec": COMPRESSION_NAMES.get(codec, f"unknown({codec})"), "crc": crc,
+        "isvalid": zlib.crc32(data[LOG_OVERHEAD + 4:]) == crc,
+    }
 
 
-def _print_legacy_records(dumper: LogDumper, entry: _Entry, file_key: str) -> None:
-    """One ``| offset: ...`` line per legacy record: the metadata Kafka prints for every
-    record (the entry's timestamp type) then `` isValid: B crc: C}``."""
+def _legacy_record_objects(dumper: LogDumper, entry: _Entry, file_key: str):
+    """A ``record`` object per legacy record: the metadata Kafka prints for every record
+    (the entry's timestamp type) then ``is_valid`` and ``crc`` (text: `` isValid: B crc:
+    C}``)."""
     opts = dumper.options
-    out = dumper.out
     _crc, magic, attributes, _ts = _legacy_head(entry.data, LOG_OVERHEAD)
     ts_name = TIMESTAMP_TYPE_NAMES[_legacy_timestamp_type(magic, attributes)]
     for r in _legacy_records(entry):
         dumper.track_offset(file_key, r.offset)
-        prefix = f"{RECORD_INDENT} "
-        parts = []
+        obj = {"type": "record"}
         if not opts.skip_record_metadata:
-            parts.append(f"{prefix}offset: {r.offset} {ts_name}: {r.timestamp} "
-                         f"keySize: {r.key_size} valueSize: {r.value_size} "
-                         f"isValid: {_jbool(r.valid)} crc: {r.crc}{LEGACY_RECORD_CRC_SUFFIX}")
-            prefix = " "
+            obj.update(offset=r.offset, timestamp_type=ts_name, timestamp=r.timestamp,
+                       key_size=r.key_size, value_size=r.value_size, is_valid=r.valid,
+                       crc=r.crc)
         if opts.print_data_log:
-            _append_data(parts, prefix, r.key, r.value)
-        parts.append("\n")
-        out.write("".join(parts))
+            obj["key"] = r.key
+            obj["payload"] = r.value
+        yield obj
 
 
-#: magic → (batch line printer, record lines printer)
-BATCH_PRINTERS = {
-    2: (_print_v2_batch, _print_v2_records),
-    1: (_print_legacy_entry, _print_legacy_records),
-    0: (_print_legacy_entry, _print_legacy_records),
+#: magic → (batch object, record objects)
+BATCH_OBJECTS = {
+    2: (_v2_batch, _v2_records),
+    1: (_legacy_entry, _legacy_record_objects),
+    0: (_legacy_entry, _legacy_record_objects),
 }
 
 
@@ -578,6 +785,7 @@ class LogDumper:
     printed at the end (index mismatches, time index errors, non-consecutive offsets).
 
     ``out``/``err``: text streams. ``unsupported`` is set when something could not be shown.
+    Every line goes through :meth:`emit` as an object (see :func:`render_text`).
     """
 
     def __init__(self, options: DumpOptions, out, err):
@@ -585,6 +793,7 @@ class LogDumper:
         self.out = out
         self.err = err
         self.unsupported = False
+        self.emit = self._emit_json if options.json else self._emit_text
         # file (absolute path) → findings, in discovery order
         self.index_mismatches: dict[str, list[tuple[int, int]]] = {}
         self.time_mismatches: dict[str, list[tuple[int, int]]] = {}
@@ -593,67 +802,112 @@ class LogDumper:
         self.non_consecutive: dict[str, list[tuple[int, int]]] = {}
         self._last_offsets: dict[str, int] = {}
 
+    # -- output ------------------------------------------------------------------------
+    def _emit_text(self, obj: dict, err: bool = False) -> None:
+        """Print ``obj`` as Kafka's line, on ``err`` when Kafka prints it on stderr."""
+        (self.err if err else self.out).write(render_text(obj) + "\n")
+
+    def _emit_json(self, obj: dict, err: bool = False) -> None:
+        """Print ``obj`` as a JSON line on ``out``; an ``err`` line also goes to ``err`` as
+        text, as without --json."""
+        self.out.write(render_json(obj) + "\n")
+        if err:
+            self.out.flush()
+            self.err.write(render_text(obj) + "\n")
+
     # -- driver ------------------------------------------------------------------------
     def dump_files(self, files) -> int:
         """Dump each file, then print the findings; returns the exit status."""
         failed = False
         for path in files:
-            self.out.write(f"Dumping {path}\n")
+            self.emit({"type": "file", "path": path})
             name = os.path.basename(path)
             dot = name.rfind(".")
             suffix = name[dot:] if dot >= 0 else ""
             handler = SUFFIX_DUMPERS.get(suffix)
             if handler is None:
-                self.error(f"Ignoring unknown file {path}")
+                self.error(f"Ignoring unknown file {path}", path)
                 continue
             try:
                 handler(self, path)
-            except (CorruptRecordError, CorruptIndexError, CorruptSnapshotError) as exc:
-                self.error(f"error: {exc}")
+            except CorruptRecordError as exc:
+                self.error(f"error: {exc}", path, exc.position)
+                failed = True
+            except (CorruptIndexError, CorruptSnapshotError) as exc:
+                self.error(f"error: {exc}", path)
                 failed = True
             except BrokenPipeError:
                 raise
             except OSError as exc:
-                self.error(f"error: {exc.filename or path}: {exc.strerror or exc}")
+                self.error(f"error: {exc.filename or path}: {exc.strerror or exc}", path)
                 failed = True
             except ValueError as exc:  # a file name that does not carry an offset
-                self.error(f"error: {path}: {exc}")
+                self.error(f"error: {path}: {exc}", path)
                 failed = True
         self.out.flush()
         self.print_findings()
         return 1 if failed or self.unsupported else 0
 
-    def error(self, line: str) -> None:
-        """Write ``line`` to ``err`` after what was printed so far (keeps terminal order)."""
+    def error(self, line: str, path: str, position: int | None = None) -> None:
+        """Write ``line`` to ``err`` after what was printed so far (keeps terminal order);
+        with --json also an ``error`` object on ``out``: ``path`` (the file being dumped),
+        ``position`` (a byte position in it, when the error names one), ``message``
+        (``line``)."""
         self.out.flush()
-        self.err.write(line + "\n")
+        obj = {"type": "error", "path": path}
+        if position is not None:
+            obj["position"] = position
+        obj["message"] = line
+        self.emit(obj, err=True)
         self.err.flush()
 
+    def _finding(self, kind: str, path: str, message: str, heading: str | None = None,
+                 **fields) -> None:
+        """Print a ``finding`` object: ``fields`` are its values, ``message`` Kafka's line
+        (without indentation) and ``heading`` the line Kafka prints above a group of them
+        on stderr (only there)."""
+        obj = {"type": "finding", "kind": kind, "path": path, **fields, "message": message}
+        if heading is not None:
+            obj["heading"] = heading
+        self.emit(obj, err=heading is not None)
+
     def print_findings(self) -> None:
-        """Print the collected findings to ``err`` in Kafka's words and order."""
+        """Print the collected findings to ``err`` in Kafka's words and order (with --json,
+        also a ``finding`` object per entry on ``out``; heading lines are text only)."""
         err = self.err
+        groups = []  # (kind, file, heading, [(message, fields)])
         # Kafka prepends to an immutable list, so these two come out newest first
         for name, pairs in self.index_mismatches.items():
-            err.write(f"Mismatches in :{name}\n")
-            for index_offset, log_offset in reversed(pairs):
-                err.write(f"  Index offset: {index_offset}, log offset: {log_offset}\n")
+            groups.append(("index_mismatch", name, f"Mismatches in :{name}", [
+                (f"Index offset: {index_offset}, log offset: {log_offset}",
+                 {"index_offset": index_offset, "log_offset": log_offset})
+                for index_offset, log_offset in reversed(pairs)]))
         for name, pairs in self.time_mismatches.items():
-            err.write(f"Found timestamp mismatch in :{name}\n")
-            for index_ts, log_ts in pairs:
-                err.write(f"  Index timestamp: {index_ts}, log timestamp: {log_ts}\n")
+            groups.append(("timestamp_mismatch", name, f"Found timestamp mismatch in :{name}", [
+                (f"Index timestamp: {index_ts}, log timestamp: {log_ts}",
+                 {"index_timestamp": index_ts, "log_timestamp": log_ts})
+                for index_ts, log_ts in pairs]))
         for name, pairs in self.time_out_of_order.items():
-            err.write(f"Found out of order timestamp in :{name}\n")
-            for index_ts, prev_ts in pairs:
-                err.write(f"  Index timestamp: {index_ts}, Previously indexed timestamp: "
-                          f"{prev_ts}\n")
-        for pairs in self.time_not_found.values():
-            err.write("The following indexed offsets are not found in the log.\n")
-            for index_offset, log_offset in pairs:
-                err.write(f"Indexed offset: {index_offset}, found log offset: {log_offset}\n")
+            groups.append(("timestamp_out_of_order", name,
+                           f"Found out of order timestamp in :{name}", [
+                (f"Index timestamp: {index_ts}, Previously indexed timestamp: {prev_ts}",
+                 {"index_timestamp": index_ts, "previously_indexed_timestamp": prev_ts})
+                for index_ts, prev_ts in pairs]))
+        for name, pairs in self.time_not_found.items():
+            groups.append(("offset_not_found", name,
+                           "The following indexed offsets are not found in the log.", [
+                (f"Indexed offset: {index_offset}, found log offset: {log_offset}",
+                 {"indexed_offset": index_offset, "found_log_offset": log_offset})
+                for index_offset, log_offset in pairs]))
         for name, pairs in self.non_consecutive.items():
-            err.write(f"Non-consecutive offsets in {name}\n")
-            for first, second in reversed(pairs):
-                err.write(f"  {first} is followed by {second}\n")
+            groups.append(("non_consecutive_offsets", name, f"Non-consecutive offsets in {name}", [
+                (f"{first} is followed by {second}", {"offset": first, "next_offset": second})
+                for first, second in reversed(pairs)]))
+        for kind, name, heading, entries in groups:
+            err.write(heading + "\n")
+            for message, fields in entries:
+                self._finding(kind, name, message, heading, **fields)
+        self.out.flush()
         err.flush()
 
     def track_offset(self, file_key: str, offset: int) -> None:
@@ -667,30 +921,33 @@ class LogDumper:
     # -- .log and KRaft snapshots ------------------------------------------------------
     def dump_log(self, path: str) -> None:
         """Batches (and with deep iteration, records) of a ``.log`` or ``.checkpoint``."""
+        emit = self.emit
         name = os.path.basename(path)
         if name.endswith(".log"):
-            start_offset = _offset_from_name(name)
-            self.out.write(f"Log starting offset: {start_offset}\n")
+            emit({"type": "log_start", "offset": _offset_from_name(name)})
         elif name.endswith(".checkpoint"):
             if name == "bootstrap.checkpoint":
-                self.out.write("KRaft bootstrap snapshot\n")
+                emit({"type": "kraft_snapshot", "bootstrap": True})
             else:
                 end_offset, epoch = _snapshot_id(name)
-                self.out.write(f"Snapshot end offset: {end_offset}, epoch: {epoch}\n")
+                emit({"type": "kraft_snapshot", "bootstrap": False, "end_offset": end_offset,
+                      "epoch": epoch})
         opts = self.options
         file_key = os.path.abspath(path)
         with SegmentFile(path) as log:
             end = min(log.size, opts.max_bytes)
             valid_bytes = 0
             for entry in log.entries(0, end):
-                print_batch, print_records = BATCH_PRINTERS[entry.magic]
-                print_batch(self, entry, valid_bytes)
+                batch_object, record_objects = BATCH_OBJECTS[entry.magic]
+                emit(batch_object(entry, valid_bytes))
                 if opts.deep_iteration:
-                    print_records(self, entry, file_key)
+                    for obj in record_objects(self, entry, file_key):
+                        emit(obj)
                 valid_bytes += entry.size
             trailing = end - valid_bytes
             if trailing > 0 and opts.max_bytes == INT_MAX:
-                self.out.write(f"Found {trailing} invalid bytes at the end of {name}\n")
+                emit({"type": "invalid_bytes", "bytes": trailing, "name": name,
+                      "position": valid_bytes})
 
     # -- .index ------------------------------------------------------------------------
     def dump_index(self, path: str) -> None:
@@ -702,11 +959,11 @@ class LogDumper:
         index = OffsetIndex(path, start_offset, writable=False)
         try:
             if index.entries == 0:
-                self.out.write(f"{path} is empty.\n")
+                self.emit({"type": "index_empty", "path": path})
                 return
             if self.options.index_sanity_only:
                 index.sanity_check()
-                self.out.write(f"{path} passed sanity check.\n")
+                self._sanity_check_passed(path)
                 return
             key = os.path.abspath(path)
             with SegmentFile(_sibling(path, ".log")) as log:
@@ -719,9 +976,13 @@ class LogDumper:
                     if log_offset != offset:
                         self.index_mismatches.setdefault(key, []).append((offset, log_offset))
                     if not self.options.verify_only:
-                        self.out.write(f"offset: {offset} position: {position}\n")
+                        self.emit({"type": "index_entry", "offset": offset,
+                                   "position": position})
         finally:
             index.close()
+
+    def _sanity_check_passed(self, path: str) -> None:
+        self._finding("index_sanity_check", path, f"{path} passed sanity check.", passed=True)
 
     def _first_batch_last_offset(self, log: SegmentFile, position: int) -> int:
         """Last offset of the entry at ``position`` (within ``max_message_size`` bytes), or
@@ -744,7 +1005,7 @@ class LogDumper:
         try:
             if self.options.index_sanity_only:
                 time_index.sanity_check()
-                self.out.write(f"{path} passed sanity check.\n")
+                self._sanity_check_passed(path)
                 return
             if time_index.entries == 0:
                 return
@@ -778,7 +1039,8 @@ class LogDumper:
                         if prev_ts >= ts:
                             self.time_out_of_order.setdefault(key, []).append((ts, prev_ts))
                     if not self.options.verify_only:
-                        self.out.write(f"timestamp: {ts} offset: {offset}\n")
+                        self.emit({"type": "time_index_entry", "timestamp": ts,
+                                   "offset": offset})
                     prev_ts = ts
         finally:
             time_index.close()
@@ -789,18 +1051,16 @@ class LogDumper:
     def dump_producer_snapshot(self, path: str) -> None:
         """One line per producer of a ``.snapshot`` (``DumpLogSegments.dumpProducerIdSnapshot``,
         Kafka 4.x). Raises CorruptSnapshotError, OSError."""
-        out = self.out
         for e in read_snapshot(path):
-            txn = ("OptionalLong.empty" if e.current_txn_first_offset is None
-                   else f"OptionalLong[{e.current_txn_first_offset}]")
-            line = (f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} "
-                    f"coordinatorEpoch: {e.coordinator_epoch} currentTxnFirstOffset: {txn} "
-                    f"lastTimestamp: {e.last_timestamp}")
+            obj = {"type": "producer_snapshot_entry", "producer_id": e.producer_id,
+                   "producer_epoch": e.producer_epoch, "coordinator_epoch": e.coordinator_epoch,
+                   "current_txn_first_offset": e.current_txn_first_offset,
+                   "last_timestamp": e.last_timestamp}
             if e.has_batch_metadata:
-                line += (f" firstSequence: {e.first_sequence} lastSequence: {e.last_sequence} "
-                         f"lastOffset: {e.last_offset} offsetDelta: {e.offset_delta} "
-                         f"timestamp: {e.last_timestamp}")
-            out.write(line + "\n")
+                obj.update(first_sequence=e.first_sequence, last_sequence=e.last_sequence,
+                           last_offset=e.last_offset, offset_delta=e.offset_delta,
+                           timestamp=e.last_timestamp)
+            self.emit(obj)
 
     def dump_txn_index(self, path: str) -> None:
         """One line per aborted transaction of a ``.txnindex`` (``DumpLogSegments.dumpTxnIndex``);
@@ -808,9 +1068,10 @@ class LogDumper:
         (before printing) or a partial last entry (after printing the whole ones)."""
         index = TransactionIndex(path, _offset_from_name(os.path.basename(path)), writable=False)
         for t in index.all_aborted_txns(allow_torn_tail=True):
-            self.out.write(f"version: {t.version} producerId: {t.producer_id} "
-                           f"firstOffset: {t.first_offset} lastOffset: {t.last_offset} "
-                           f"lastStableOffset: {t.last_stable_offset}\n")
+            self.emit({"type": "aborted_txn", "version": t.version,
+                       "producer_id": t.producer_id, "first_offset": t.first_offset,
+                       "last_offset": t.last_offset,
+                       "last_stable_offset": t.last_stable_offset})
         index.all_aborted_txns()  # a partial trailing entry: report it now
 
 
