@@ -325,6 +325,25 @@ def test_snapshots_on_roll_and_close_reload_identically(tmp_path):
     lg2.close()
 
 
+def test_roll_snapshots_are_fsynced_by_the_next_flush(tmp_path, monkeypatch):
+    from kafkafs.log import log as log_module
+
+    synced = []
+    real = log_module.fsync_snapshot
+    monkeypatch.setattr(log_module, "fsync_snapshot", lambda p: synced.append(p) or real(p))
+    lg = make_log(tmp_path)
+    lg.append_encoded(txn_batch(1))
+    for i in range(30):
+        lg.append([(i, None, b"x" * 40, ())])
+    rolled = [s.base_offset for s in lg.segments()][1:]
+    assert rolled and synced == []
+    lg.flush()
+    assert synced == [os.path.join(lg.dir, f"{b:020d}.snapshot") for b in rolled]
+    lg.flush()
+    assert len(synced) == len(rolled)
+    lg.close()
+
+
 def test_snapshot_of_a_roll_holds_the_state_at_its_base(tmp_path):
     lg = make_log(tmp_path)
     write_workload(lg, Model(), seed=9, steps=60)

@@ -373,6 +373,8 @@ def _remove_corrupt_snapshots(ops) -> None:
             continue
         try:
             read_snapshot(path)
+        except FileNotFoundError:
+            continue  # deleted meanwhile (beside a running daemon: retention)
         except CorruptSnapshotError as exc:
             ops.unlink(name, LoadAction(
                 "corrupt-snapshot", path,

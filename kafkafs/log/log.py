@@ -71,7 +71,11 @@ class Log:
     (:class:`LogConfig`), ``log_start_offset``, ``recovery_point`` (offsets below it are
     flushed), ``writable``. Offsets are Kafka offsets, sizes bytes, times ms.
     Listeners in ``on_change`` are called as ``fn(log)`` after every append, roll, truncation
-    or retention pass (under the lock: keep them cheap).
+    or retention pass, adoption and refresh. After an append or roll they run under the lock
+    (keep them cheap); after the changes that move the log start offset (retention,
+    truncation, adoption, :meth:`refresh_from_disk`) they run once the lock is released, so a
+    listener may wait for a reader that needs the lock (the FUSE layer dropping cached pages
+    waits for a read it has yet to answer).
 
     ``producer_state``: the partition's
     :class:`~kafkafs.log.producer_state.ProducerStateManager` (default: a new one, empty,
@@ -627,7 +631,7 @@ class Log:
             self._update_first_unstable_offset()
             log.info("Deleted %d segment(s) of %s by retention; log start offset is now %d",
                      len(deletable), self.name, self.log_start_offset)
-            self._notify()
+        self._notify()  # outside the lock (see the class docstring)
         return len(deletable)
 
     def remove_deleted_segments(self, now: int | None = None, force: bool = False) -> int:
@@ -657,7 +661,7 @@ class Log:
             self._log_end_offset = new_offset
             self.log_start_offset = new_offset
             self.recovery_point = new_offset
-            self._notify()
+        self._notify()  # outside the lock (see the class docstring)
 
     # -- external changes -----------------------------------------------------------
     def adopt_segment(self, base_offset: int) -> bool:
@@ -677,8 +681,9 @@ class Log:
                 self._txn_index_bases.add(base_offset)
             if self.log_start_offset == self._bases[1] or self.log_start_offset > base_offset:
                 self.log_start_offset = base_offset
-            self._notify()
-            return True
+            self._update_first_unstable_offset()
+        self._notify()  # outside the lock (see the class docstring)
+        return True
 
     def refresh_from_disk(self) -> bool:
         """Pick up what another process did to the directory (a live broker, or the daemon
@@ -738,9 +743,9 @@ class Log:
             self._update_first_unstable_offset()
             changed = before != (self.log_start_offset, self._log_end_offset,
                                  self.last_stable_offset)
-            if changed:
-                self._notify()
-            return changed
+        if changed:
+            self._notify()  # outside the lock (see the class docstring)
+        return changed
 
     def close(self, take_snapshot: bool = True) -> None:
         """Flush nothing (the caller flushes first); write the producer snapshot at the log
