@@ -277,6 +277,36 @@ def test_read_only_log_follows_a_writer(log_dir):
     lg.close()
 
 
+def test_read_only_log_follows_writes_into_a_preallocated_segment(log_dir):
+    """A broker with log.preallocate=true writes into a file already sized with zeros: the
+    zero tail ends the log (no error), and batches written over it are picked up."""
+    from kafkafs.record import encode_batch
+
+    part = os.path.join(log_dir, "t-0")
+    os.makedirs(part)
+    path = os.path.join(part, "00000000000000000000.log")
+    first = encode_batch([(1000, None, b"one", ()), (1001, None, b"two", ())], base_offset=0)
+    with open(path, "wb") as f:
+        f.write(first + bytes(64 * 1024))
+    ro = load_log(part, "t", 0, LogConfig(), writable=False)
+    assert ro.log_end_offset == 2
+    assert [r.value for r in ro.records()] == [b"one", b"two"]
+    later = encode_batch([(1002, None, b"three", ())], base_offset=2)
+    fd = os.open(path, os.O_WRONLY)
+    os.pwrite(fd, later, len(first))  # the file size does not change
+    os.close(fd)
+    assert ro.refresh_from_disk()
+    assert ro.log_end_offset == 3
+    assert [r.value for r in ro.records()] == [b"one", b"two", b"three"]
+    assert os.path.getsize(path) == len(first) + 64 * 1024  # never written by the reader
+    ro.close()
+    # a writable load (a broker restarted after a crash would do the same) cuts the tail
+    rw = load_log(part, "t", 0, LogConfig(), had_clean_shutdown=False)
+    assert rw.log_end_offset == 3
+    assert os.path.getsize(path) == len(first) + len(later)
+    rw.close()
+
+
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 

@@ -320,8 +320,9 @@ class LogSegment:
         """Yield batches from ``start_position`` (must be a batch start) to ``end_position``
         (default: the current size). ``RecordBatch.position`` is the position in the file.
 
-        Stops quietly at a torn tail. Raises CorruptRecordError (naming the file and
-        position) on a bad header, size or, with ``validate``, CRC.
+        Stops quietly at a torn tail and at a preallocated zero tail (``log.preallocate``:
+        an entry header of zeros). Raises CorruptRecordError (naming the file and position)
+        on a bad header, size or, with ``validate``, CRC.
         """
         end = self.size if end_position is None else min(end_position, self.size)
         pos = start_position
@@ -333,11 +334,13 @@ class LogSegment:
                 return
             consumed = 0
             for batch in iter_batches(buf, 0, len(buf), base_position=pos, validate=validate,
-                                      path=self.log_path):
+                                      path=self.log_path, zero_tail=True):
                 consumed = batch.position - pos + batch.size
                 yield batch
             if consumed == 0:
                 # the next batch is larger than the chunk: read exactly it
+                if not any(buf[:LOG_OVERHEAD]):
+                    return  # a preallocated zero tail: nothing written from here on
                 offset_len = buf[8:12]
                 size = int.from_bytes(offset_len, "big", signed=True) + LOG_OVERHEAD
                 if size < BATCH_OVERHEAD:

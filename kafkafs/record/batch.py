@@ -418,7 +418,8 @@ def peek_offset_and_size(buf, pos: int = 0) -> tuple[int, int, int]:
 
 
 def iter_batches(buf, start: int = 0, end: int | None = None, *, base_position: int = 0,
-                 validate: bool = False, path: str | None = None) -> Iterator[RecordBatch]:
+                 validate: bool = False, path: str | None = None,
+                 zero_tail: bool = False) -> Iterator[RecordBatch]:
     """Yield the batches in ``buf[start:end]`` in order: RecordBatch for magic 2,
     :class:`~kafkafs.record.legacy.LegacyBatch` for legacy (magic 0/1) entries.
 
@@ -426,13 +427,17 @@ def iter_batches(buf, start: int = 0, end: int | None = None, *, base_position: 
     past ``end``) — a torn tail is the caller's business. ``base_position`` is added to
     positions reported in batches and errors (the buffer's place in its file). With
     ``validate`` each batch's CRC is checked. Raises CorruptRecordError (with ``path`` and
-    position) on a bad size, magic or CRC.
+    position) on a bad size, magic or CRC. With ``zero_tail`` an entry header of zeros (offset
+    0, size 0: never written by anyone) also ends the scan quietly: the unwritten rest of a
+    preallocated segment (a live broker's active segment under ``log.preallocate=true``).
     """
     if end is None:
         end = len(buf)
     pos = start
     while end - pos >= HEADER_PEEK:
-        _off, length = _OFFSET_LENGTH.unpack_from(buf, pos)
+        off, length = _OFFSET_LENGTH.unpack_from(buf, pos)
+        if zero_tail and length == 0 and off == 0:
+            return
         size = length + LOG_OVERHEAD
         legacy = buf[pos + MAGIC_OFFSET] in (0, 1)  # magic 0/1: a legacy message-set entry
         minimum = _legacy.RECORD_OVERHEAD_V0 if legacy else BATCH_OVERHEAD - LOG_OVERHEAD
