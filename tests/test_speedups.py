@@ -753,3 +753,23 @@ def test_malloc_thresholds_take_on_glibc():
     if platform.libc_ver()[0] != "glibc":
         return
     assert malloc.tune() is True
+
+
+def test_decode_builds_a_tuple_subclass_in_both_implementations():
+    from kafkafs.record import fast
+    from kafkafs.record.batch import Record, RecordBatch, encode_batch
+
+    data = encode_batch([(5, b"k", b"v", (("h", b"x"),)), (6, None, None, ())], base_offset=9)
+    b = RecordBatch.from_buffer(data)
+    payload, exact = b.payload()
+    impls = [fast._py_decode] + ([fast._speedups.decode] if fast.HAVE_C else [])
+    for decode in impls:
+        got = decode(payload, 2, 9, 5, None, exact=exact, cls=Record)
+        assert [type(r) for r in got] == [Record, Record]
+        assert got == [(9, 5, b"k", b"v", (("h", b"x"),)), (10, 6, None, None, ())]
+        assert got[0].value == b"v" and got[1].offset == 10
+        one = decode(payload, 2, 9, 5, None, exact=exact, only=10, cls=Record)
+        assert type(one[0]) is Record and one[0].offset == 10
+        with pytest.raises(TypeError, match="subclass of tuple"):
+            decode(payload, 2, 9, 5, None, exact=exact, cls=list)
+    assert type(b.records()[0]) is Record

@@ -705,20 +705,22 @@ wrap_add(int64_t a, int64_t b)
 
 PyDoc_STRVAR(decode_doc,
 "decode(payload, count, base_offset, base_timestamp, fixed_timestamp, *, exact=True,"
-" only=None) -> list[tuple]\n\n"
+" only=None, cls=None) -> list[tuple]\n\n"
 "(offset, timestamp, key, value, headers) for each record. offset = base_offset +\n"
 "offsetDelta; timestamp = fixed_timestamp when not None (LogAppendTime), else\n"
 "base_timestamp + timestampDelta (64-bit arithmetic, wrapping as in Java). With only=N\n"
 "every record is still validated but only the one at offset N is built (a list of at\n"
-"most one tuple).");
+"most one tuple). cls: a tuple subclass of 5 fields (a namedtuple such as Record) to build\n"
+"instead of plain tuples.");
 
 static PyObject *
 sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"payload", "count", "base_offset", "base_timestamp",
-                             "fixed_timestamp", "exact", "only", NULL};
+                             "fixed_timestamp", "exact", "only", "cls", NULL};
     PyObject *payload, *fixed_obj, *only_obj = Py_None, *list = NULL, *empty = NULL,
-             *ts_obj = NULL;
+             *ts_obj = NULL, *cls_obj = Py_None;
+    PyTypeObject *cls = NULL;
     long long base_offset, base_ts, fixed_ts = 0, last_ts = 0, only = 0;
     Py_ssize_t count, cap, i, pos = 0;
     int exact = 1, rc, fixed, one;
@@ -726,9 +728,17 @@ sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
     const uint8_t *buf;
     perr e = {0};
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OnLLO|$pO:decode", kwlist, &payload, &count,
-                                     &base_offset, &base_ts, &fixed_obj, &exact, &only_obj))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OnLLO|$pOO:decode", kwlist, &payload, &count,
+                                     &base_offset, &base_ts, &fixed_obj, &exact, &only_obj,
+                                     &cls_obj))
         return NULL;
+    if (cls_obj != Py_None) {
+        if (!PyType_Check(cls_obj) || !PyType_IsSubtype((PyTypeObject *)cls_obj, &PyTuple_Type)) {
+            PyErr_SetString(PyExc_TypeError, "cls must be a subclass of tuple");
+            return NULL;
+        }
+        cls = (PyTypeObject *)cls_obj;
+    }
     one = only_obj != Py_None;
     if (one) {
         only = PyLong_AsLongLong(only_obj);
@@ -826,7 +836,8 @@ sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
             val = Py_None;
             Py_INCREF(val);
         }
-        tup = PyTuple_New(5);
+        /* a tuple subclass (namedtuple) is allocated as a 5-item tuple of that type */
+        tup = cls != NULL ? cls->tp_alloc(cls, 5) : PyTuple_New(5);
         if (off == NULL || key == NULL || val == NULL || tup == NULL) {
             Py_XDECREF(off);
             Py_XDECREF(key);

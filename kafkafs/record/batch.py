@@ -80,11 +80,6 @@ class Record(_namedtuple("Record", ("offset", "timestamp", "key", "value", "head
                 f"value={self[3]!r}, headers={self[4]!r})")
 
 
-def _make_record(t, _new=_new_tuple) -> Record:
-    """A Record from a decoded 5-tuple (headers already a tuple), without __new__ checks."""
-    return _new(Record, t)
-
-
 class RecordBatch:
     """A v2 batch over a buffer holding exactly its bytes.
 
@@ -212,16 +207,17 @@ class RecordBatch:
         bytes left after ``records_count`` records of an uncompressed batch), not the CRC
         (:meth:`ensure_valid`). Raises CorruptRecordError naming the batch's position.
         """
-        return list(map(_make_record, self.record_tuples()))
+        return self.record_tuples(Record)
 
-    def record_tuples(self) -> list[tuple]:
+    def record_tuples(self, cls=None) -> list[tuple]:
         """Like :meth:`records`, as plain ``(offset, timestamp, key, value, headers)``
-        tuples (cheaper when most records are not needed as objects)."""
+        tuples (cheaper when most records are not needed as objects); ``cls`` builds that
+        tuple subclass instead (the C decoder allocates it directly)."""
         try:
             payload, exact = self.payload()
             fixed = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
             return _fast.decode(payload, self.records_count, self.base_offset,
-                                self.base_timestamp, fixed, exact=exact)
+                                self.base_timestamp, fixed, exact=exact, cls=cls)
         except CorruptRecordError as exc:
             raise exc.located(position=self.position) from None
 

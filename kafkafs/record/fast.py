@@ -345,11 +345,19 @@ def _py_rendered_size(payload, count, null_len=4, separator_len=1, *, exact=True
 
 
 def _py_decode(payload, count, base_offset, base_timestamp, fixed_timestamp, *,
-               exact=True, only=None) -> list:
+               exact=True, only=None, cls=None) -> list:
     """``(offset, timestamp, key, value, headers)`` for each record: offset = base_offset +
     offsetDelta; timestamp = ``fixed_timestamp`` unless None (LogAppendTime), else
     base_timestamp + timestampDelta; headers a tuple of ``(str, bytes | None)``. With
-    ``only=N`` every record is validated but only the one at offset N is returned."""
+    ``only=N`` every record is validated but only the one at offset N is returned. ``cls``:
+    a tuple subclass (a namedtuple such as ``Record``) to build instead of plain tuples.
+    Raises TypeError for a ``cls`` that is not one."""
+    if cls is not None:
+        if not (isinstance(cls, type) and issubclass(cls, tuple)):
+            raise TypeError("cls must be a subclass of tuple")
+        new = tuple.__new__
+        return [new(cls, t) for t in _py_decode(payload, count, base_offset, base_timestamp,
+                                                fixed_timestamp, exact=exact, only=only)]
     if only is not None:
         return [r for r in _py_decode(payload, count, base_offset, base_timestamp,
                                       fixed_timestamp, exact=exact) if r[0] == only]

@@ -253,8 +253,9 @@ class LegacyBatch:
                 f"{computed})", position=self.position)
 
     # -- records --------------------------------------------------------------------------
-    def record_tuples(self) -> list[tuple]:
-        """Every record in offset order as ``(offset, timestamp, key, value, ())`` tuples.
+    def record_tuples(self, cls=None) -> list[tuple]:
+        """Every record in offset order as ``(offset, timestamp, key, value, ())`` tuples
+        (``cls``: that tuple subclass instead, as RecordBatch.record_tuples).
 
         Decompresses a wrapper and resolves its inner offsets and timestamps like Kafka's
         ``DeepRecordsIterator``. The CRC is not checked here (:meth:`ensure_valid`).
@@ -264,13 +265,15 @@ class LegacyBatch:
                 self._tuples = self._decode()
             except CorruptRecordError as exc:
                 raise exc.located(position=self.position) from None
+        if cls is not None:
+            return [_new_tuple(cls, t) for t in self._tuples]
         return self._tuples
 
     def records(self) -> list:
         """Like :meth:`record_tuples`, as :class:`~kafkafs.record.batch.Record` tuples."""
         from .batch import Record
 
-        return [_new_tuple(Record, t) for t in self.record_tuples()]
+        return self.record_tuples(Record)
 
     def values(self) -> list:
         """The value of every record in offset order (``bytes`` or None)."""
