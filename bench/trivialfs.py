@@ -1,8 +1,9 @@
 """A trivial pyfuse3 filesystem used as the reference in bench/: it serves, from memory,
 ``/data`` (a file of N bytes) and ``/small/<n>`` (N_SMALL files of a few bytes each), with the
 same kernel-facing choices kafkafs makes (page-cache reads, 128 KiB st_blksize, long
-timeouts for immutable files). Run: ``python trivialfs.py MOUNT SIZE_BYTES N_SMALL``;
-it stays in the foreground until unmounted."""
+timeouts for immutable files, the mount's read-ahead window). Run:
+``python trivialfs.py MOUNT SIZE_BYTES N_SMALL``; it stays in the foreground until
+unmounted."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import sys
 
 import pyfuse3
 import trio
+
+from kafkafs.daemon.readahead import set_read_ahead
 
 DATA_INODE = 2
 SMALL_DIR_INODE = 3
@@ -26,6 +29,10 @@ class TrivialFS(pyfuse3.Operations):
         self.data = (line * (size // len(line) + 1))[:size]
         self.n_small = n_small
         self.small_value = b"v" * 150
+        self.initialized = trio.Event()
+
+    def init(self):
+        self.initialized.set()
 
     def _attr(self, inode):
         a = pyfuse3.EntryAttributes()
@@ -70,12 +77,26 @@ class TrivialFS(pyfuse3.Operations):
         pass
 
 
+async def serve(fs: TrivialFS, mnt: str) -> None:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(widen_read_ahead, fs, mnt)
+        await pyfuse3.main()
+        nursery.cancel_scope.cancel()
+
+
+async def widen_read_ahead(fs: TrivialFS, mnt: str) -> None:
+    # the same read-ahead window kafkafs asks for its own mounts, once INIT is answered
+    await fs.initialized.wait()
+    await trio.sleep(0)
+    set_read_ahead(mnt)
+
+
 def main():
     mnt, size, n_small = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     fs = TrivialFS(size, n_small)
     pyfuse3.init(fs, mnt, {"fsname=trivialfs"})
     try:
-        trio.run(pyfuse3.main)
+        trio.run(serve, fs, os.path.abspath(mnt))
     finally:
         pyfuse3.close(unmount=True)
 

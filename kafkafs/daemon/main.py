@@ -21,13 +21,14 @@ from ..log.config import BrokerConfig
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
 from ..log.manager import LogManager
 from ..fs.operations import FsOptions, KafkaFS
-from . import malloc, notify, tasks
+from . import malloc, notify, readahead, tasks
 from .watcher import watch_log_dirs
 
 log = logging.getLogger(__name__)
 
 # -o options kafkafs interprets itself; everything else goes to FUSE
-OWN_OPTIONS = {"parse.key", "key.separator", "read_only", "ro", "rw", "isolation.level"}
+OWN_OPTIONS = {"parse.key", "key.separator", "read_only", "ro", "rw", "isolation.level",
+               "read_ahead_kb"}
 
 
 def split_options(options: list[str]) -> tuple[dict[str, str], set[str]]:
@@ -49,6 +50,14 @@ def split_options(options: list[str]) -> tuple[dict[str, str], set[str]]:
     if "allow_other" in fuse:
         fuse.add("default_permissions")
     return own, fuse
+
+
+def read_ahead_kb(own: dict[str, str]) -> int:
+    """The ``read_ahead_kb`` option (KiB; 0 keeps the kernel's window). Raises ValueError."""
+    text = own.get("read_ahead_kb", str(readahead.DEFAULT_READ_AHEAD_KB))
+    if not text.isdigit():
+        raise ValueError(f"read_ahead_kb must be a number of KiB, not {text!r}")
+    return int(text)
 
 
 def fs_options(own: dict[str, str]) -> FsOptions:
@@ -73,6 +82,7 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
     Returns the exit status (0 after a clean shutdown). Raises LogDirLockedError, OSError."""
     own, fuse_opts = split_options(options)
     fsopt = fs_options(own)
+    read_ahead_kb(own)  # a bad value fails before anything is mounted
     fsopt.read_only = fsopt.read_only or read_only
     manager = LogManager(config, read_only=fsopt.read_only)
     await trio.to_thread.run_sync(manager.startup)
@@ -92,6 +102,7 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
             async with trio.open_nursery() as nursery:
                 operations.nursery = nursery
                 nursery.start_soon(_on_signal, signals, nursery.cancel_scope)
+                nursery.start_soon(_widen_read_ahead, operations, mountpoint, read_ahead_kb(own))
                 if not fsopt.read_only:
                     nursery.start_soon(tasks.flush_scheduler, manager)
                     nursery.start_soon(tasks.retention_task, manager)
@@ -115,6 +126,14 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
             else:
                 log.error("Unmounted %s, but the shutdown was not clean (see above)", mountpoint)
     return 0 if clean else 1
+
+
+async def _widen_read_ahead(operations: KafkaFS, mountpoint: str, kb: int) -> None:
+    # the kernel narrows the window to what the INIT reply allows: widen it after that
+    await operations.initialized.wait()
+    await trio.sleep(0)
+    if readahead.set_read_ahead(mountpoint, kb):
+        log.debug("read_ahead_kb of %s set to %d", mountpoint, kb)
 
 
 async def _on_signal(signals, cancel_scope: trio.CancelScope) -> None:

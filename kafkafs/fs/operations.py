@@ -133,6 +133,12 @@ class KafkaFS(pyfuse3.Operations):
         self.cache = BatchCache()
         self.nursery: trio.Nursery | None = None  # set by the daemon: background work
         self.mount_time_ns = time.time_ns()
+        self.initialized = trio.Event()  # set when the kernel's INIT request is answered
+
+    def init(self):
+        """pyfuse3: the kernel's INIT request arrived; the reply goes out as this returns
+        (a task waiting on :attr:`initialized` runs after it)."""
+        self.initialized.set()
 
     # -- helpers ---------------------------------------------------------------------
     def _node(self, inode: int) -> T.Node:
