@@ -80,12 +80,13 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def atomic_write(path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically and durably.
+def atomic_write(path, data: bytes, sync: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically and (with ``sync``) durably.
 
-    Writes ``<path>.tmp``, fsyncs it, renames it over ``path`` and fsyncs the directory.
-    On any failure the temporary file is removed, the old content of ``path`` is untouched
-    and the OSError propagates.
+    Writes ``<path>.tmp``, fsyncs it, renames it over ``path`` and fsyncs the directory;
+    ``sync=False`` skips both fsyncs (the caller makes it durable later). On any failure
+    the temporary file is removed, the old content of ``path`` is untouched and the
+    OSError propagates.
     """
     path = os.fspath(path)
     tmp = path + TMP_SUFFIX
@@ -95,7 +96,8 @@ def atomic_write(path, data: bytes) -> None:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -105,7 +107,8 @@ def atomic_write(path, data: bytes) -> None:
         except OSError:
             pass
         raise
-    _fsync_dir(os.path.dirname(os.path.abspath(path)))
+    if sync:
+        _fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 # -- text helpers ---------------------------------------------------------------------

@@ -267,22 +267,7 @@ def write_snapshot(path, entries: Iterable[ProducerStateEntry], *, sync: bool = 
     ``takeSnapshot(false)`` on roll: the caller fsyncs the file later, see
     :func:`fsync_snapshot`). Raises ValueError (a field out of range) or OSError; on failure
     ``path`` is untouched."""
-    data = encode_snapshot(entries)
-    if sync:
-        atomic_write(path, data)
-        return
-    path = os.fspath(path)
-    tmp = path + ".tmp"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(path, encode_snapshot(entries), sync=sync)
 
 
 def fsync_snapshot(path) -> bool:
