@@ -143,3 +143,32 @@ def test_read_only_mount_follows_a_live_broker(mount_factory, tmp_path):
         if broker.poll() is None:
             broker.kill()
             broker.wait(10)
+
+
+def test_a_poll_refreshes_only_the_logs_that_changed(manager_factory, tmp_path):
+    from kafkafs.daemon.watcher import refresh_logs
+
+    writer = manager_factory()
+    for t in ("a", "b"):
+        writer.create_topic(t, 1)
+        writer.get_log(t, 0).append_lines([b"x"])
+    reader = manager_factory(read_only=True)
+    calls = []
+    for lg in reader.logs.values():
+        real = lg.refresh_from_disk
+        lg.refresh_from_disk = (lambda lg=lg, real=real: calls.append(lg.topic) or real())
+    seen = {}
+    refresh_logs(reader, None, seen)
+    assert sorted(calls) == ["a", "b"]  # the first poll looks at everything
+    calls.clear()
+    refresh_logs(reader, None, seen)
+    assert calls == []  # nothing changed: two stats each, no refresh
+    time.sleep(0.01)
+    writer.get_log("b", 0).append_lines([b"y"])
+    assert refresh_logs(reader, None, seen) == 1
+    assert calls == ["b"]
+    assert reader.get_log("b", 0).log_end_offset == 2
+    # an event names a dir: it is refreshed whatever the fingerprint says
+    calls.clear()
+    refresh_logs(reader, {os.path.abspath(reader.get_log("a", 0).dir)}, seen)
+    assert calls == ["a"]

@@ -103,6 +103,7 @@ async def _adopt_new(manager: LogManager, receive, settle_s: float) -> None:
 async def _follow(manager: LogManager, receive) -> None:
     """Refresh the logs whose dirs changed (gathered for ``FOLLOW_S``), and every log each
     ``POLL_S``."""
+    seen: dict[str, tuple] = {}
     next_poll = trio.current_time() + POLL_S
     while True:
         dirs: set[str] = set()
@@ -114,13 +115,29 @@ async def _follow(manager: LogManager, receive) -> None:
         if trio.current_time() >= next_poll:
             dirs = None  # everything
             next_poll = trio.current_time() + POLL_S
-        await trio.to_thread.run_sync(refresh_logs, manager, dirs)
+        await trio.to_thread.run_sync(refresh_logs, manager, dirs, seen)
 
 
-def refresh_logs(manager: LogManager, dirs: set[str] | None = None) -> int:
+def _fingerprint(lg) -> tuple | None:
+    """What changes when a writer touches a partition: the directory's mtime (segments
+    created, renamed, deleted) and the active segment's size and mtime (appends, also into
+    a preallocated file)."""
+    try:
+        d = os.stat(lg.dir)
+        f = os.stat(lg.active_segment.log_path)
+    except OSError:
+        return None
+    return (d.st_mtime_ns, f.st_size, f.st_mtime_ns)
+
+
+def refresh_logs(manager: LogManager, dirs: set[str] | None = None,
+                 seen: dict[str, tuple] | None = None) -> int:
     """Refresh the logs in ``dirs`` (partition dir paths; None: every log) from disk, and
-    load partitions that appeared. Returns how many logs moved. Errors are logged: a broker
-    may delete a file between our listing and our open."""
+    load partitions that appeared. Returns how many logs moved. With ``seen`` (dir ->
+    fingerprint, kept between calls) a poll of every log skips the ones whose directory and
+    active segment show no change since their last refresh: two stats instead of re-reading
+    the active segment's indexes. Errors are logged: a broker may delete a file between our
+    listing and our open."""
     logs = {os.path.abspath(lg.dir): lg for lg in list(manager.logs.values())}
     if dirs is None or not dirs <= logs.keys():
         manager.scan_for_new_partitions()
@@ -129,8 +146,14 @@ def refresh_logs(manager: LogManager, dirs: set[str] | None = None) -> int:
     for d, lg in logs.items():
         if dirs is not None and d not in dirs:
             continue
+        # taken before the refresh: a write after it shows at the next poll
+        mark = _fingerprint(lg) if seen is not None else None
+        if dirs is None and mark is not None and seen.get(d) == mark:
+            continue
         try:
             moved += bool(lg.refresh_from_disk())
+            if mark is not None:
+                seen[d] = mark
         except (OSError, ValueError) as exc:
             log.warning("Cannot follow %s: %s", lg.dir, exc)
     return moved
