@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -46,6 +47,22 @@ def manager_factory(tmp_path):
     for m in made:
         if m.started:
             m.shutdown()
+
+
+def tree_state(root) -> dict:
+    """Path -> state of every file and directory under ``root``: a directory's sorted names
+    and mtime, a file's (sha256, size, mtime_ns). Equal before and after means not a byte,
+    a name or an mtime changed."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        st = os.stat(dirpath)
+        out[dirpath] = ("dir", sorted(dirnames + filenames), st.st_mtime_ns)
+        for n in filenames:
+            p = os.path.join(dirpath, n)
+            st = os.lstat(p)
+            with open(p, "rb") as f:
+                out[p] = (hashlib.sha256(f.read()).hexdigest(), st.st_size, st.st_mtime_ns)
+    return out
 
 
 def fuse_available() -> bool:

@@ -4,7 +4,6 @@ check is clean, and every record before the damage still reads."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -14,7 +13,7 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, tree_state
 
 from kafkafs.cli.main import main
 from kafkafs.log.config import BrokerConfig, LogConfig
@@ -67,19 +66,6 @@ def read_records(pdir):
         lg.close()
 
 
-def snapshot(root):
-    """Path -> (sha256, size, mtime_ns) of every file and directory under ``root``."""
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        st = os.stat(dirpath)
-        out[dirpath] = ("dir", sorted(dirnames + filenames), st.st_mtime_ns)
-        for n in filenames:
-            p = os.path.join(dirpath, n)
-            st = os.lstat(p)
-            with open(p, "rb") as f:
-                digest = hashlib.sha256(f.read()).hexdigest()
-            out[p] = (digest, st.st_size, st.st_mtime_ns)
-    return out
 
 
 # the topic defaults the log dirs were written with: a rebuilt index is then byte-identical
@@ -108,9 +94,9 @@ def findings(doc, kind=None):
 def assert_reported_read_only(capsys, d, kind, **expect):
     """Check ``d``: exit 1, a finding of ``kind`` with the expected fields, no byte or mtime
     changed. Returns the matching findings."""
-    before = snapshot(d)
+    before = tree_state(d)
     rc, doc = check_json(capsys, d)
-    assert snapshot(d) == before
+    assert tree_state(d) == before
     assert rc == 1
     hits = [f for f in findings(doc, kind)
             if all(f[k] == v for k, v in expect.items())]
@@ -131,14 +117,14 @@ def repair_and_recheck(capsys, d):
 # -- a clean log dir ------------------------------------------------------------------------
 def test_clean_log_dir_exits_0_and_changes_nothing(tmp_path, capsys):
     d = make_log_dir(tmp_path, partitions=2)
-    before = snapshot(d)
+    before = tree_state(d)
     rc, out, err = check(capsys, d)
     assert rc == 0 and err == ""
     assert out == f"{d}: 2 partition(s), clean\n"
-    assert snapshot(d) == before
+    assert tree_state(d) == before
     rc, out, _ = check(capsys, d, "--repair")
     assert rc == 0 and "nothing to repair" in out
-    assert snapshot(d) == before
+    assert tree_state(d) == before
 
 
 def test_usage_errors_exit_2(tmp_path, capsys):
@@ -209,10 +195,10 @@ def test_offsets_that_go_back_are_reported_and_left_alone(tmp_path, capsys):
         f.write(first_batch)  # a valid batch (the CRC skips the offset) with offset 0 again
     hits = assert_reported_read_only(capsys, d, "offsets-out-of-order", path=log_path)
     assert hits[0]["position"] == len(data) and hits[0]["repairable"] is False
-    before = snapshot(p)
+    before = tree_state(p)
     rc, out, _ = check(capsys, d, "--repair")
     assert rc == 1 and "problem (not repairable)" in out
-    assert snapshot(p) == before
+    assert tree_state(p) == before
 
 
 # -- the indexes -------------------------------------------------------------------------------
@@ -306,9 +292,9 @@ def test_leftover_swap_cleaned_and_deleted_files(tmp_path, capsys):
     shutil.copyfile(logs[3][:-4] + ".index", invalid_swap)
     deleted = logs[0] + ".deleted"
     shutil.copyfile(logs[0], deleted)
-    before = snapshot(d)
+    before = tree_state(d)
     rc, doc = check_json(capsys, d)
-    assert rc == 1 and snapshot(d) == before
+    assert rc == 1 and tree_state(d) == before
     kinds = {(f["kind"], f["path"]) for f in findings(doc)}
     assert ("stray-file", deleted) in kinds and ("stray-file", cleaned) in kinds
     assert ("invalid-swap", invalid_swap) in kinds
@@ -329,9 +315,9 @@ def test_garbage_checkpoints(tmp_path, capsys):
                  "replication-offset-checkpoint"):
         with open(os.path.join(d, name), "w") as f:
             f.write("0\n3\nt 0 x\n")
-    before = snapshot(d)
+    before = tree_state(d)
     rc, doc = check_json(capsys, d)
-    assert rc == 1 and snapshot(d) == before
+    assert rc == 1 and tree_state(d) == before
     paths = {f["path"] for f in findings(doc, "checkpoint")}
     assert paths == {os.path.join(d, n) for n in (
         "recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
@@ -373,9 +359,9 @@ def test_meta_properties_problems(tmp_path, capsys):
     hits = assert_reported_read_only(capsys, d, "meta-properties", path=meta)
     assert hits[0]["message"] == "Unknown meta.properties version number 7"
     assert hits[0]["repairable"] is False
-    before = snapshot(d)
+    before = tree_state(d)
     rc, _out, _err = check(capsys, d, "--repair")
-    assert rc == 1 and snapshot(d) == before
+    assert rc == 1 and tree_state(d) == before
 
 
 def test_foreign_and_broker_dirs(tmp_path, capsys):
@@ -393,10 +379,10 @@ def test_foreign_and_broker_dirs(tmp_path, capsys):
     assert ignored["path"] == doomed and ignored["severity"] == "note"
     # --repair never touches either; the foreign dir keeps the exit status at 1
     os.unlink(os.path.join(d, ".kafka_cleanshutdown"))
-    before = snapshot(doomed)
+    before = tree_state(doomed)
     rc, _out, _ = check(capsys, d, "--repair")
     assert rc == 1
-    assert snapshot(doomed) == before and os.path.isdir(os.path.join(d, "lost+found"))
+    assert tree_state(doomed) == before and os.path.isdir(os.path.join(d, "lost+found"))
     assert os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))
 
 
@@ -415,7 +401,7 @@ def test_repair_refuses_while_another_process_holds_the_lock(tmp_path):
         stdout=subprocess.PIPE)
     try:
         assert holder.stdout.readline() == b"locked\n"
-        before = snapshot(d)
+        before = tree_state(d)
         exe = os.path.join(os.path.dirname(sys.executable), "kafkafs")
         if not os.path.exists(exe):
             exe = shutil.which("kafkafs")
@@ -425,13 +411,13 @@ def test_repair_refuses_while_another_process_holds_the_lock(tmp_path):
         err = r.stderr.decode()
         assert "Failed to acquire lock on file .lock" in err
         assert f"held by pid {holder.pid}" in err
-        assert snapshot(d) == before
+        assert tree_state(d) == before
         # without --repair it runs beside the holder, says so, and changes nothing
         r = subprocess.run([exe, "check", d], capture_output=True, cwd=ROOT, timeout=60,
                            check=False)
         assert r.returncode == 1
         assert f"pid {holder.pid}" in r.stdout.decode()
-        assert snapshot(d) == before
+        assert tree_state(d) == before
     finally:
         holder.kill()
         holder.wait()
@@ -465,9 +451,9 @@ def test_plan_is_what_the_loader_then_does(tmp_path):
     os.unlink(logs[0][:-4] + ".timeindex")
     open(logs[0] + ".deleted", "wb").close()
     cfg = LogConfig(segment_bytes=SEGMENT_BYTES, index_interval_bytes=INTERVAL)
-    before = snapshot(p)
+    before = tree_state(p)
     planned = plan_load(p, cfg, recovery_point=0, had_clean_shutdown=False)
-    assert snapshot(p) == before
+    assert tree_state(p) == before
     done: list[LoadAction] = []
     lg = load_log(p, "t", 0, cfg, recovery_point=0, had_clean_shutdown=False,
                   on_action=done.append)
@@ -482,10 +468,10 @@ def test_check_beside_a_writer_reads_only(tmp_path, capsys):
     """A read-only check takes no lock and never creates a file (not even .lock)."""
     d = make_log_dir(tmp_path)
     os.unlink(os.path.join(d, ".lock"))
-    before = snapshot(d)
+    before = tree_state(d)
     time.sleep(0.01)
     rc, _out, _err = check(capsys, d)
-    assert rc == 0 and snapshot(d) == before
+    assert rc == 0 and tree_state(d) == before
 
 
 def test_beside_a_running_daemon(mount, tmp_path, capsys):
@@ -521,10 +507,10 @@ def test_plan_matches_the_loader_on_swaps_and_leftovers(tmp_path, clean):
     shutil.copyfile(logs[3][:-4] + ".index", os.path.join(p, "00000000000000099995.index.swap"))
     cfg = LogConfig(segment_bytes=SEGMENT_BYTES, index_interval_bytes=INTERVAL)
     for thorough in (False, True):
-        before = snapshot(p)
+        before = tree_state(p)
         planned = plan_load(p, cfg, recovery_point=60, had_clean_shutdown=clean,
                             thorough=thorough)
-        assert snapshot(p) == before
+        assert tree_state(p) == before
     done: list[LoadAction] = []
     lg = load_log(p, "t", 0, cfg, recovery_point=60, had_clean_shutdown=clean, thorough=True,
                   on_action=done.append)

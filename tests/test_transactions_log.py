@@ -4,13 +4,13 @@ and ``kafkafs check`` (Kafka ``UnifiedLog``/``LogSegment``/``LogLoader``)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
 import struct
 
 import pytest
+from conftest import tree_state
 
 from kafkafs.cli.main import main
 from kafkafs.log.config import BrokerConfig, LogConfig
@@ -170,17 +170,6 @@ def state(lg):
     return (dict(pm.producers), pm.ongoing_txns(), lg.last_stable_offset, lg.log_end_offset)
 
 
-def snapshot(root):
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        st = os.stat(dirpath)
-        out[dirpath] = ("dir", sorted(dirnames + filenames), st.st_mtime_ns)
-        for n in filenames:
-            p = os.path.join(dirpath, n)
-            st = os.lstat(p)
-            with open(p, "rb") as f:
-                out[p] = (hashlib.sha256(f.read()).hexdigest(), st.st_size, st.st_mtime_ns)
-    return out
 
 
 # -- appends, LSO, aborted transactions ----------------------------------------------------------
@@ -562,7 +551,7 @@ def test_read_only_load_never_writes_a_byte(tmp_path):
     lg.flush()
     # a live writer's view: no close, so no snapshot at the log end offset
     for clean in (False, True):
-        before = snapshot(str(tmp_path))
+        before = tree_state(str(tmp_path))
         ro = load_log(lg.dir, "t", 0, LogConfig(**CFG), writable=False,
                       had_clean_shutdown=clean)
         assert ro.last_stable_offset == model.lso
@@ -570,16 +559,16 @@ def test_read_only_load_never_writes_a_byte(tmp_path):
         assert committed_values(ro) == model.committed_values()
         assert ro.take_producer_snapshot() is None
         ro.close()
-        assert snapshot(str(tmp_path)) == before
+        assert tree_state(str(tmp_path)) == before
     # with a snapshot broken and no snapshot at all
     path = list_snapshot_files(lg.dir)[-1][1]
     with open(path, "r+b") as f:
         f.write(b"\0\0")
-    before = snapshot(str(tmp_path))
+    before = tree_state(str(tmp_path))
     ro = load_log(lg.dir, "t", 0, LogConfig(**CFG), writable=False)
     assert ro.last_stable_offset == model.lso
     ro.close()
-    assert snapshot(str(tmp_path)) == before
+    assert tree_state(str(tmp_path)) == before
     lg.close()
 
 
@@ -612,10 +601,10 @@ def test_refresh_from_disk_follows_a_writers_transactions(tmp_path):
     assert not ro.refresh_from_disk()
     lg.close()
     # the reader writes nothing: with the writer gone, refreshing and closing change no byte
-    disk = snapshot(str(tmp_path))
+    disk = tree_state(str(tmp_path))
     ro.refresh_from_disk()
     ro.close()
-    assert snapshot(str(tmp_path)) == disk
+    assert tree_state(str(tmp_path)) == disk
 
 
 # -- kafkafs check ------------------------------------------------------------------------------
@@ -659,9 +648,9 @@ def test_check_reports_a_corrupt_snapshot_and_repair_rebuilds(tmp_path, capsys):
     with open(bad, "r+b") as f:
         f.seek(6)
         f.write(b"\x7f\xff\xff\xff")  # an entry count far past the file
-    disk = snapshot(d)
+    disk = tree_state(d)
     rc, doc = check_json(capsys, d)
-    assert snapshot(d) == disk
+    assert tree_state(d) == disk
     assert rc == 1
     hits = [f for f in findings(doc) if f["kind"] == "corrupt-snapshot"]
     assert [h["path"] for h in hits] == [bad]
@@ -689,9 +678,9 @@ def test_check_reports_a_txnindex_and_repair_rebuilds_it(tmp_path, capsys):
     second = os.path.join(p, names[0])
     with open(second, "ab") as f:
         f.write(struct.pack(">hqqqq", 0, 11, 10**6, 10**6 + 5, 10**6))
-    disk = snapshot(d)
+    disk = tree_state(d)
     rc, doc = check_json(capsys, d)
-    assert snapshot(d) == disk and rc == 1
+    assert tree_state(d) == disk and rc == 1
     hits = {f["path"]: f for f in findings(doc) if f["kind"] == "corrupt-index"}
     seg_log = {n: os.path.join(p, n[:20] + ".log") for n in names}
     assert hits[seg_log[names[-1]]]["at_startup"]
