@@ -189,10 +189,11 @@ def best_rates(funcs, arg, n_records: int, rounds: int) -> list[float]:
     return [n_records / t if t > 0 else float("inf") for t in best]
 
 
-def human(rate: float) -> str:
-    """812k, 1.9M: records/s the way the issue writes them."""
+def human(rate: float, digits: int = 1) -> str:
+    """812k, 1.9M: records/s the way the issue writes them (``digits`` after the point of
+    millions)."""
     if rate >= 1e6:
-        return f"{rate / 1e6:.1f}M"
+        return f"{rate / 1e6:.{digits}f}M"
     if rate >= 1e3:
         return f"{rate / 1e3:.0f}k"
     return f"{rate:.0f}"

@@ -51,7 +51,7 @@ import kafka
 from aiokafka import codec as aio_codec
 from aiokafka.record import _crecords
 from aiokafka.record._crecords import MemoryRecords as AIOMemoryRecords
-from bench_codec import make_records
+from bench_codec import human, make_records
 from kafka.record.memory_records import MemoryRecords as KPMemoryRecords
 
 from kafkafs.record import compression as codecs
@@ -154,18 +154,10 @@ def best_times(funcs, args, rounds: int) -> list[float]:
     return best
 
 
-def human(rate: float) -> str:
-    if rate >= 1e6:
-        return f"{rate / 1e6:.2f}M"
-    if rate >= 1e3:
-        return f"{rate / 1e3:.0f}k"
-    return f"{rate:.0f}"
-
-
 def line(label: str, n: int, nbytes: int, times: list[float], target: float) -> str:
     """``label: kafkafs R rec/s M MB/s | ... | kafkafs/aiokafka X (target >= T) ok``."""
     names = [name for name, _f in DECODERS]
-    parts = [f"{name} {human(n / t)} rec/s {nbytes / t / 1e6:.0f} MB/s"
+    parts = [f"{name} {human(n / t, 2)} rec/s {nbytes / t / 1e6:.0f} MB/s"
              for name, t in zip(names, times, strict=True)]
     aio = times[2]
     verdict = []

@@ -82,7 +82,7 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
     Returns the exit status (0 after a clean shutdown). Raises LogDirLockedError, OSError."""
     own, fuse_opts = split_options(options)
     fsopt = fs_options(own)
-    read_ahead_kb(own)  # a bad value fails before anything is mounted
+    ra_kb = read_ahead_kb(own)  # a bad value fails before anything is mounted
     fsopt.read_only = fsopt.read_only or read_only
     manager = LogManager(config, read_only=fsopt.read_only)
     await trio.to_thread.run_sync(manager.startup)
@@ -102,7 +102,7 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
             async with trio.open_nursery() as nursery:
                 operations.nursery = nursery
                 nursery.start_soon(_on_signal, signals, nursery.cancel_scope)
-                nursery.start_soon(_widen_read_ahead, operations, mountpoint, read_ahead_kb(own))
+                nursery.start_soon(_widen_read_ahead, operations, mountpoint, ra_kb)
                 if not fsopt.read_only:
                     nursery.start_soon(tasks.flush_scheduler, manager)
                     nursery.start_soon(tasks.retention_task, manager)
