@@ -4,7 +4,11 @@
 append file writes), cut into batch payloads of about 1 MiB (Kafka's message.max.bytes).
 For each function prints MB/s and records/s of both implementations and their ratio.
 MB/s counts the payload bytes read (values, render_values, rendered_size, decode) or the
-record bytes written (encode, encode_lines).
+record bytes written (encode, encode_lines). ``render_file_values`` (kafkafs.record.plain,
+built with ISA-L) reads the batches from a file in 1 MiB windows, checks their CRC-32C and
+renders them in one native pass; its "python" column is the twin that does the same with
+``os.pread``, the crc32c package and ``render_values`` (the C one when built): the
+``messages`` view's general path.
 
     python bench/bench_speedups.py [--records N] [--repeat R] [--batch-bytes B]
 """
@@ -19,7 +23,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from kafkafs.record import fast
+from kafkafs.daemon import malloc
+from kafkafs.record import fast, plain
+from kafkafs.record.batch import encode_batch
 
 
 def make_batches(n_records: int, batch_bytes: int, seed: int = 1):
@@ -40,6 +46,27 @@ def make_batches(n_records: int, batch_bytes: int, seed: int = 1):
     return batches
 
 
+def file_renderer(record_batches):
+    """A run over a segment file of the batches in windows of at least 1 MiB, as the
+    messages view reads them; ``impl`` C takes the native render_file_values, PYTHON its
+    twin."""
+    import tempfile
+    f = tempfile.TemporaryFile()
+    for b in record_batches:
+        f.write(encode_batch(b))
+    f.flush()
+    fd, size = f.fileno(), f.tell()
+
+    def run(impl):
+        fn = plain._c_render_file_values if impl is fast.C else plain._py_render_file_values
+        pos = 0
+        while pos < size:
+            batch_size = int.from_bytes(os.pread(fd, 12, pos)[8:12], "big") + 12
+            _data, pos, _stopped = fn(fd, pos, max(1 << 20, batch_size), 1 << 62)
+    run.file = f  # keep it open
+    return run
+
+
 def best_of(fn, repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
@@ -56,6 +83,7 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-bytes", type=int, default=1 << 20)
     args = ap.parse_args(argv)
 
+    malloc.tune()  # as the daemon does: 1 MiB buffers reuse heap pages, no fresh mmaps
     if fast.C is None:
         print("the C extension is not built (pip install -e . or "
               "python setup.py build_ext --inplace): nothing to compare")
@@ -93,6 +121,8 @@ def main(argv=None) -> int:
              for name in ("values", "render_values", "rendered_size", "decode")]
     cases += [("encode", run_encode, encoded_bytes),
               ("encode_lines", run_encode_lines, encoded_bytes)]
+    if plain.NATIVE:
+        cases.append(("render_file", file_renderer(record_batches), encoded_bytes))
 
     print(f"{n_records} records, values {value_bytes / n_records:.0f} bytes on average, "
           f"{len(payloads)} payloads of ~{payload_bytes / len(payloads) / 1e6:.2f} MB "

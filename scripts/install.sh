@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(fuse3 libfuse3-dev pkg-config attr rsync nginx-light apache2-utils procps)
+APT_PACKAGES=(fuse3 libfuse3-dev pkg-config attr rsync nginx-light apache2-utils procps libisal-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -23,7 +23,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 EXTRAS=${KAFKAFS_EXTRAS:-dev}
 if ! .venv/bin/python -c "import kafkafs, pyfuse3, kafka, aiokafka, hypothesis" 2>/dev/null \
-   || [ pyproject.toml -nt .venv/.installed ]; then
+   || [ pyproject.toml -nt .venv/.installed ] || [ setup.py -nt .venv/.installed ] \
+   || [ kafkafs/record/_speedups.c -nt .venv/.installed ]; then
   .venv/bin/pip install -q --disable-pip-version-check -e ".[${EXTRAS}]" 2>&1 | grep -v "^WARNING: Location" || true
   .venv/bin/python -c "import kafkafs, pyfuse3" 
   touch .venv/.installed

@@ -10,6 +10,8 @@ from kafkafs.fs import views
 from kafkafs.fs.views import LineView, measure_messages, render_jsonl, render_messages
 from kafkafs.log.config import LogConfig
 from kafkafs.log.loader import load_log
+from kafkafs.record import control
+from kafkafs.record.batch import encode_batch
 
 
 def make_log(d, **cfg):
@@ -134,4 +136,27 @@ def test_zero_copy_reads_are_views_of_the_cached_chunk(log_dir, monkeypatch):
     # cached chunks serve reads without rendering again
     monkeypatch.setattr(v, "_render_chunk", None)
     assert v.read(0, 1000, zero_copy=True) == want[:1000]
+    lg.close()
+
+
+def test_a_read_goes_on_past_a_chunk_that_renders_as_nothing(log_dir):
+    """read_committed: a chunk holding only an aborted transaction (or only control
+    records) renders as nothing; a read across it must go on to the next chunk, not come
+    back short (a short read in the middle of ``messages`` ends ``cat`` there)."""
+    lg = make_log(log_dir)
+    lg.append([(1000, None, b"before", ())])
+    lg.roll()  # a segment starts a chunk: this one holds the transaction and its marker
+    lg.append_encoded(bytearray(encode_batch(
+        [(1001, None, b"aborted %d" % i, ()) for i in range(50)], producer_id=9,
+        producer_epoch=0, base_sequence=0, is_transactional=True)))
+    lg.append_encoded(bytearray(control.encode_end_txn_marker_batch(
+        control.ABORT, base_offset=0, timestamp=1002, producer_id=9, producer_epoch=0,
+        coordinator_epoch=0)))
+    lg.roll()
+    lg.append([(1003, None, b"after", ())])
+    v = LineView(lg, render_messages, measure_messages, committed=True)
+    assert v.refresh() == len(b"before\nafter\n")
+    assert len(v._pos) == 3  # the aborted transaction has a chunk of its own
+    assert v.read(0, 4096) == b"before\nafter\n"
+    assert v.read(3, 4096) == b"ore\nafter\n"
     lg.close()

@@ -27,7 +27,7 @@ from typing import Callable
 from ..log.isolation import AbortedFilter
 from ..log.log import Log
 from ..log.segment import READ_CHUNK
-from ..record import control, fast
+from ..record import control, fast, plain
 from ..record.batch import TIMESTAMP_TYPE_NAMES, RecordBatch, batch_values
 from ..record.errors import CorruptRecordError
 
@@ -112,6 +112,11 @@ def render_jsonl(batch: RecordBatch) -> bytes:
     return ("\n".join(out) + "\n").encode("utf-8")
 
 
+def _is_plain(batch) -> bool:
+    """Whether ``render_file_values`` takes the batch (bar its CRC and records)."""
+    return batch.magic >= 2 and not batch.attributes & plain.NOT_PLAIN
+
+
 class LineView:
     """A growing text file rendered from ``log`` one batch at a time.
 
@@ -124,14 +129,22 @@ class LineView:
     last stable offset and batches of aborted transactions render as nothing, so what it
     shows only ever grows at the end. Otherwise (read_uncommitted) it ends at the log end
     offset and shows every data batch.
+
+    ``render_run(fd, position, length, stop_offset) -> (bytes, next_position, stopped)``
+    (optional) renders a run of batches straight from a segment file as ``render`` would,
+    and stops at the first batch it does not take, which ``render`` then gets:
+    :func:`kafkafs.record.plain.render_file_values` for ``messages`` (plain batches in one
+    native pass). Aborted transactions stay hidden: it never takes a transactional batch.
     """
 
     def __init__(self, log: Log, render: Callable[[RecordBatch], bytes],
-                 measure: Callable[[RecordBatch], int] | None = None, committed: bool = False):
+                 measure: Callable[[RecordBatch], int] | None = None, committed: bool = False,
+                 render_run: Callable | None = None):
         self.log = log
         self.committed = committed
         self._render = render
         self._measure = measure or (lambda b: len(render(b)))
+        self._render_run = render_run
         self.lock = threading.RLock()
         self.generation = 0
         self._reset()
@@ -329,13 +342,32 @@ class LineView:
         seg = self.log.segment_at(seg_base)
         if seg is None:
             return b""
+        end = filepos + known if known is not None else seg.size
+        window = max(known or 0, READ_CHUNK)
+        run = self._render_run
         parts = []
-        want = known if known is not None else READ_CHUNK
-        end = filepos + known if known is not None else None
-        for batch in seg.batches(filepos, end, validate=True, chunk_size=max(want, 4096)):
-            if batch.base_offset >= stop:
-                break
-            parts.append(self.render(batch))
+        pos = filepos
+        while pos < end:
+            if run is not None:
+                data, pos, stopped = run(seg.fileno(), pos, min(end - pos, window), stop)
+                if data:
+                    parts.append(data)
+                if stopped or pos >= end:
+                    break
+            # the general path: every batch, or from the one render_run stopped at until
+            # the next plain batch (render_run takes over again there)
+            first = True
+            for batch in seg.batches(pos, end, validate=True, chunk_size=window):
+                if run is not None and not first and _is_plain(batch):
+                    pos = batch.position
+                    break
+                first = False
+                if batch.base_offset >= stop:
+                    return b"".join(parts)
+                parts.append(self.render(batch))
+                pos = batch.position + batch.size
+            else:
+                break  # the end of the bytes, a torn or a zero tail
         return b"".join(parts)
 
     def _chunk(self, i: int, render: bool | int = True) -> bytes | None:
@@ -383,6 +415,9 @@ class LineView:
                 start = off - self._pos[i]
                 piece = memoryview(chunk)[start:start + need]
                 if not piece:
+                    if not chunk and start == 0:  # renders as nothing (all aborted, control)
+                        i += 1
+                        continue
                     break
                 out.append(piece)
                 need -= len(piece)

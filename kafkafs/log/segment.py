@@ -181,6 +181,11 @@ class LogSegment:
     def closed(self) -> bool:
         return self._fd < 0
 
+    def fileno(self) -> int:
+        """The ``.log``'s file descriptor, for readers that ``pread`` it themselves
+        (-1 once closed; never write through it)."""
+        return self._fd
+
     def reload_size(self) -> int:
         """Re-read the ``.log`` size (a file grown by another process); returns it."""
         self.size = os.fstat(self._fd).st_size

@@ -15,9 +15,14 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#ifdef KAFKAFS_HAVE_ISAL
+#include <isa-l/crc.h>
+#endif
 
 /* payloads at least this long are scanned with the GIL released */
 #define NOGIL_THRESHOLD (64 * 1024)
@@ -181,6 +186,12 @@ rd_varlong(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, int64_t *out, p
     uint64_t r = 0, b;
     int shift;
 
+    if (pos < end && buf[pos] < 0x80) {  /* one byte: the common timestampDelta */
+        b = buf[pos];
+        *out = (int64_t)((b >> 1) ^ ((uint64_t)0 - (b & 1u)));
+        *ppos = pos + 1;
+        return E_OK;
+    }
     for (shift = 0; shift < 70; shift += 7) {
         if (pos >= end)
             return E_TRUNC;
@@ -1474,6 +1485,335 @@ done:
     return result;
 }
 
+
+/* ------------------------------------------------------------------------------------ */
+/* render_file_values: plain batches read, checked and rendered without the GIL          */
+
+#ifdef KAFKAFS_HAVE_ISAL
+
+/* RecordBatch v2 header (DefaultRecordBatch): field offsets and sizes */
+#define RB_LENGTH_OFFSET 8
+#define RB_MAGIC_OFFSET 16
+#define RB_CRC_OFFSET 17
+#define RB_ATTRIBUTES_OFFSET 21
+#define RB_COUNT_OFFSET 57
+#define RB_OVERHEAD 61
+#define RB_LOG_OVERHEAD 12
+/* attribute bits that take a batch off the plain path: codec, transactional, control */
+#define RB_NOT_PLAIN 0x37
+
+static inline uint32_t
+be32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+static inline int64_t
+be64(const uint8_t *p)
+{
+    return (int64_t)(((uint64_t)be32(p) << 32) | be32(p + 4));
+}
+
+/* CRC-32C (Castagnoli) as Kafka's Crc32C computes it, by ISA-L's crc32_iscsi (which takes
+ * and returns the register without the final inversion). */
+static inline uint32_t
+crc32c_of(const uint8_t *buf, Py_ssize_t len)
+{
+    return ~crc32_iscsi((unsigned char *)buf, (int)len, 0xFFFFFFFFu);
+}
+
+/* The render loop's record parser: the record at *ppos, validated as parse_one does (it
+ * accepts exactly the records parse_one accepts) but bounded by the record's own length,
+ * which spares the general case's work. Returns 0 (*ppos moved past the record, value
+ * at *vpos and *vlen, -1 for null), 1 when the record has headers (parse_one must judge
+ * them), -1 when it is malformed. */
+static inline int
+skip_record(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, Py_ssize_t *vpos,
+            int32_t *vlen)
+{
+    Py_ssize_t pos = *ppos, rend;
+    int32_t length, n;
+    int64_t ts;
+    perr e;
+
+    if (rd_varint(buf, end, &pos, &length, &e) || length < 0 || end - pos < length)
+        return -1;
+    rend = pos + length;  /* a field past it fails parse_one's length check anyway */
+    if (pos >= rend)
+        return -1;
+    pos++;  /* attributes */
+    if (rd_varlong(buf, rend, &pos, &ts, &e) || rd_varint(buf, rend, &pos, &n, &e) ||
+            rd_varint(buf, rend, &pos, &n, &e))
+        return -1;
+    if (n >= 0) {  /* the key */
+        if (rend - pos < n)
+            return -1;
+        pos += n;
+    }
+    else if (n != -1)
+        return -1;
+    if (rd_varint(buf, rend, &pos, vlen, &e))
+        return -1;
+    if (*vlen >= 0) {
+        if (rend - pos < *vlen)
+            return -1;
+        *vpos = pos;
+        pos += *vlen;
+    }
+    else if (*vlen != -1)
+        return -1;
+    if (rd_varint(buf, rend, &pos, &n, &e))
+        return -1;
+    if (n != 0)
+        return 1;
+    if (pos != rend)
+        return -1;
+    *ppos = pos;
+    return 0;
+}
+
+/* Render the records of one plain batch (records section `buf[0:len)`, `count` records)
+ * into `out`, which may lie in `buf` before the section (rendering in place: a record
+ * renders to no more bytes than it takes, see parse_literals, so what is written never
+ * reaches a byte not yet parsed). Returns the bytes written, or -1 when a record is
+ * malformed (nothing counts then: the caller drops what was written). */
+static Py_ssize_t
+render_batch_records(const uint8_t *buf, Py_ssize_t len, int32_t count, char *out,
+                     const char *nl, Py_ssize_t nlen, const char *sep, Py_ssize_t slen)
+{
+    Py_ssize_t pos = 0;
+    char *o = out;
+    rec_t r;
+    perr e = {0};
+    int32_t i;
+
+    for (i = 0; i < count; i++) {
+        int rc = skip_record(buf, len, &pos, &r.val_pos, &r.val_len);
+        if (rc > 0 && parse_one(buf, len, &pos, &r, NULL, &e))
+            return -1;
+        if (rc < 0)
+            return -1;
+        if (r.val_len >= 0) {
+            memmove(o, buf + r.val_pos, (size_t)r.val_len);
+            o += r.val_len;
+        }
+        else {
+            memcpy(o, nl, (size_t)nlen);
+            o += nlen;
+        }
+        if (slen == 1)
+            *o++ = sep[0];
+        else {
+            memcpy(o, sep, (size_t)slen);
+            o += slen;
+        }
+    }
+    if (pos != len)
+        return -1;  /* bytes after the last record of an uncompressed batch */
+    return o - out;
+}
+
+/* The loop of render_file_values over `buf[0:len)` (read from the file), rendering in
+ * place: the output starts at buf[0] (each batch's CRC is checked before its bytes are
+ * overwritten). No Python objects. Returns the bytes of output; *consumed: bytes of whole
+ * batches rendered; *stopped: 1 when it stopped at a batch at or past stop_offset. */
+static Py_ssize_t
+render_plain_run(uint8_t *buf, Py_ssize_t len, int64_t stop_offset,
+                 const char *nl, Py_ssize_t nlen, const char *sep, Py_ssize_t slen,
+                 Py_ssize_t *consumed, int *stopped)
+{
+    char *out = (char *)buf;
+    Py_ssize_t pos = 0, written = 0;
+
+    *stopped = 0;
+    while (len - pos >= RB_OVERHEAD) {
+        const uint8_t *b = buf + pos;
+        int32_t length = (int32_t)be32(b + RB_LENGTH_OFFSET);
+        int32_t count;
+        Py_ssize_t size, n;
+
+        if (be64(b) >= stop_offset) {
+            *stopped = 1;
+            break;
+        }
+        if (b[RB_MAGIC_OFFSET] != 2 || length < RB_OVERHEAD - RB_LOG_OVERHEAD)
+            break;  /* legacy entry, zero tail or a bad size: the general path decides */
+        size = (Py_ssize_t)length + RB_LOG_OVERHEAD;
+        if (size > len - pos)
+            break;  /* runs past what was read */
+        if (((b[RB_ATTRIBUTES_OFFSET] << 8) | b[RB_ATTRIBUTES_OFFSET + 1]) & RB_NOT_PLAIN)
+            break;
+        count = (int32_t)be32(b + RB_COUNT_OFFSET);
+        if (count < 0)
+            break;
+        if (crc32c_of(b + RB_ATTRIBUTES_OFFSET, size - RB_ATTRIBUTES_OFFSET) !=
+                be32(b + RB_CRC_OFFSET))
+            break;
+        n = render_batch_records(b + RB_OVERHEAD, size - RB_OVERHEAD, count, out + written,
+                                 nl, nlen, sep, slen);
+        if (n < 0)
+            break;
+        written += n;
+        pos += size;
+    }
+    *consumed = pos;
+    return written;
+}
+
+/* Whether the batch header at `b` (RB_OVERHEAD bytes) is worth reading on: a plain
+ * batch below stop_offset (render_plain_run checks the rest). */
+static int
+first_is_plain(const uint8_t *b, int64_t stop_offset)
+{
+    return be64(b) < stop_offset && b[RB_MAGIC_OFFSET] == 2 &&
+        (int32_t)be32(b + RB_LENGTH_OFFSET) >= RB_OVERHEAD - RB_LOG_OVERHEAD &&
+        !(((b[RB_ATTRIBUTES_OFFSET] << 8) | b[RB_ATTRIBUTES_OFFSET + 1]) & RB_NOT_PLAIN);
+}
+
+/* pread until `len` bytes or end of file; -1 with errno set on an error */
+static Py_ssize_t
+pread_full(int fd, uint8_t *buf, Py_ssize_t len, long long position)
+{
+    Py_ssize_t got = 0;
+
+    while (got < len) {
+        ssize_t n = pread(fd, buf + got, (size_t)(len - got), (off_t)(position + got));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0)
+            break;
+        got += n;
+    }
+    return got;
+}
+
+/* the null literal and separator of a render, copied (at most 7 bytes together) */
+typedef struct {
+    char nl[MIN_RECORD_SIZE + 1], sep[MIN_RECORD_SIZE + 1];
+    Py_ssize_t nlen, slen;
+} lits_t;
+
+/* Fill `l` from the optional null_literal and separator arguments; -1 with ValueError
+ * when together they could outgrow the input (a record takes >= MIN_RECORD_SIZE bytes plus
+ * its value, so with these bounds the output never needs more room than the bytes read). */
+static int
+parse_literals(PyObject *null_obj, PyObject *sep_obj, lits_t *l)
+{
+    Py_buffer v;
+
+    memcpy(l->nl, "null", 4);
+    l->nlen = 4;
+    l->sep[0] = '\n';
+    l->slen = 1;
+    if (null_obj != NULL) {
+        if (get_buffer(null_obj, &v) < 0)
+            return -1;
+        l->nlen = v.len;
+        if (v.len <= MIN_RECORD_SIZE)
+            memcpy(l->nl, v.buf, (size_t)v.len);
+        PyBuffer_Release(&v);
+    }
+    if (sep_obj != NULL) {
+        if (get_buffer(sep_obj, &v) < 0)
+            return -1;
+        l->slen = v.len;
+        if (v.len <= MIN_RECORD_SIZE)
+            memcpy(l->sep, v.buf, (size_t)v.len);
+        PyBuffer_Release(&v);
+    }
+    if (l->nlen + l->slen > MIN_RECORD_SIZE || l->slen > MIN_RECORD_SIZE - 1) {
+        PyErr_SetString(PyExc_ValueError,
+                        "null literal + separator must be <= 7 bytes, separator <= 6");
+        return -1;
+    }
+    return 0;
+}
+
+/* The whole render without Python objects: read `length` bytes of `fd` at `position` into
+ * `buf` (room for `length`) and render them there in place. The first header is read
+ * alone first, so a run of other batches (a compressed topic) costs one small read.
+ * Returns the bytes of output at `buf`, or -1 with *err set (errno of the read). */
+static Py_ssize_t
+render_from_file(int fd, long long position, Py_ssize_t length, int64_t stop_offset,
+                 uint8_t *buf, const lits_t *l, Py_ssize_t *consumed, int *stopped, int *err)
+{
+    Py_ssize_t got = pread_full(fd, buf, length < RB_OVERHEAD ? length : RB_OVERHEAD,
+                                position);
+
+    if (got == RB_OVERHEAD && first_is_plain(buf, stop_offset) && length > RB_OVERHEAD) {
+        Py_ssize_t more = pread_full(fd, buf + RB_OVERHEAD, length - RB_OVERHEAD,
+                                     position + RB_OVERHEAD);
+        got = more < 0 ? more : got + more;
+    }
+    if (got < 0) {
+        *err = errno;
+        return -1;
+    }
+    return render_plain_run(buf, got, stop_offset, l->nl, l->nlen, l->sep, l->slen,
+                            consumed, stopped);
+}
+
+PyDoc_STRVAR(render_file_values_doc,
+"render_file_values(fd, position, length, stop_offset, null_literal=b'null',"
+" separator=b'\\n') -> (bytes, next_position, stopped)\n\n"
+"Read `length` bytes of a segment file at `position` (a batch start) and render, as\n"
+"render_values does, every value of each whole plain batch there: magic 2, uncompressed,\n"
+"neither transactional nor control, with a valid CRC-32C and well-formed records. Stops\n"
+"before the first batch that is not, that runs past the bytes read, or whose base offset\n"
+"is >= stop_offset (stopped is then True). next_position is the file position it stopped\n"
+"at: the general (Python) path takes over there. The read, the CRC and the rendering run\n"
+"with the GIL released. Raises OSError from pread; ValueError when a null literal plus\n"
+"separator is over 7 bytes or a separator over 6 (the output would outgrow the input).");
+
+static PyObject *
+sp_render_file_values(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"fd", "position", "length", "stop_offset", "null_literal",
+                             "separator", NULL};
+    int fd, stopped = 0, err = 0;
+    long long position, stop_offset;
+    Py_ssize_t length, consumed = 0, written;
+    PyObject *null_obj = NULL, *sep_obj = NULL, *out, *result;
+    lits_t l;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iLnL|OO:render_file_values", kwlist,
+                                     &fd, &position, &length, &stop_offset, &null_obj,
+                                     &sep_obj))
+        return NULL;
+    if (position < 0 || length < 0) {
+        PyErr_SetString(PyExc_ValueError, "position and length must be >= 0");
+        return NULL;
+    }
+    if (parse_literals(null_obj, sep_obj, &l) < 0)
+        return NULL;
+    out = PyBytes_FromStringAndSize(NULL, length);
+    if (out == NULL)
+        return NULL;
+    {
+        uint8_t *o = (uint8_t *)PyBytes_AS_STRING(out);
+        Py_BEGIN_ALLOW_THREADS
+        written = render_from_file(fd, position, length, stop_offset, o, &l, &consumed,
+                                   &stopped, &err);
+        Py_END_ALLOW_THREADS
+    }
+    if (written < 0) {
+        Py_DECREF(out);
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    if (_PyBytes_Resize(&out, written) < 0)
+        return NULL;
+    result = Py_BuildValue("(OLO)", out, position + (long long)consumed,
+                           stopped ? Py_True : Py_False);
+    Py_DECREF(out);
+    return result;
+}
+
+#endif  /* KAFKAFS_HAVE_ISAL */
+
 /* ------------------------------------------------------------------------------------ */
 
 static PyMethodDef methods[] = {
@@ -1491,6 +1831,10 @@ static PyMethodDef methods[] = {
      METH_VARARGS | METH_KEYWORDS, encode_lines_doc},
     {"encode_text", (PyCFunction)(void (*)(void))sp_encode_text,
      METH_VARARGS | METH_KEYWORDS, encode_text_doc},
+#ifdef KAFKAFS_HAVE_ISAL
+    {"render_file_values", (PyCFunction)(void (*)(void))sp_render_file_values,
+     METH_VARARGS | METH_KEYWORDS, render_file_values_doc},
+#endif
     {NULL, NULL, 0, NULL}
 };
 

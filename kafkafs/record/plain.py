@@ -1,0 +1,105 @@
+"""Values of *plain* batches rendered straight from a segment file: the hot path of the
+``messages`` view.
+
+A plain batch is what a producer without transactions or compression writes: magic 2, no
+codec, neither transactional nor control. For a run of them ``render_file_values`` reads
+the file, checks each CRC-32C and renders every value (as
+:func:`kafkafs.record.fast.render_values`) in one call. Its C version
+(``_speedups.render_file_values``, built when Intel's ISA-L is installed for the CRC)
+does all of it in one pass with the GIL released: about 0.3 ms per MB here against about
+0.45 ms for the general path (a pread, the CRC by the crc32c package, then
+``render_values``). It stops, without raising, before the
+first batch it does not take — any other kind, a bad CRC or size, damaged records, a batch
+running past the bytes read, the zero tail of a preallocated segment — and reports where:
+the caller's general path (``LogSegment.batches`` + ``RecordBatch``) takes that batch and
+raises the located error when it is corrupt. Both versions give identical results
+(``tests/test_plain.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+from . import fast
+from .batch import (
+    ATTRIBUTES_OFFSET,
+    BATCH_OVERHEAD,
+    COMPRESSION_MASK,
+    CONTROL_MASK,
+    CRC_OFFSET,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    TRANSACTIONAL_MASK,
+)
+from .errors import CorruptRecordError
+
+try:
+    from crc32c import crc32c as _crc32c
+except ImportError:  # pragma: no cover - crc32c is a dependency
+    _crc32c = None
+
+NOT_PLAIN = COMPRESSION_MASK | TRANSACTIONAL_MASK | CONTROL_MASK
+MIN_RECORD_SIZE = 7  # the smallest record: 7 one-byte fields
+_HEAD = struct.Struct(">qi")
+_U32 = struct.Struct(">I")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_COUNT_OFFSET = 57
+
+
+def _check_literals(null_literal, separator) -> None:
+    if len(null_literal) + len(separator) > MIN_RECORD_SIZE or \
+            len(separator) > MIN_RECORD_SIZE - 1:
+        raise ValueError("null literal + separator must be <= 7 bytes, separator <= 6")
+
+
+def _py_render_file_values(fd: int, position: int, length: int, stop_offset: int,
+                           null_literal: bytes = b"null",
+                           separator: bytes = b"\n") -> tuple[bytes, int, bool]:
+    """``(rendered, next_position, stopped)`` for the plain batches in the ``length`` bytes
+    of file ``fd`` at ``position`` (a batch start); ``stopped`` is True when it stopped at a
+    batch whose base offset is >= ``stop_offset``. Raises OSError from the read, ValueError
+    for literals that could outgrow the input (null literal + separator over 7 bytes)."""
+    if position < 0 or length < 0:
+        raise ValueError("position and length must be >= 0")
+    null_literal, separator = bytes(null_literal), bytes(separator)
+    _check_literals(null_literal, separator)
+    buf = os.pread(fd, length, position)
+    view = memoryview(buf)
+    parts = []
+    pos = 0
+    stopped = False
+    while len(buf) - pos >= BATCH_OVERHEAD:
+        base_offset, batch_length = _HEAD.unpack_from(buf, pos)
+        if base_offset >= stop_offset:
+            stopped = True
+            break
+        size = batch_length + LOG_OVERHEAD
+        if buf[pos + MAGIC_OFFSET] != 2 or size < BATCH_OVERHEAD or size > len(buf) - pos:
+            break
+        if _I16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)[0] & NOT_PLAIN:
+            break
+        count = _I32.unpack_from(buf, pos + _COUNT_OFFSET)[0]
+        if count < 0:
+            break
+        if _crc32c(view[pos + ATTRIBUTES_OFFSET:pos + size]) != \
+                _U32.unpack_from(buf, pos + CRC_OFFSET)[0]:
+            break
+        try:
+            parts.append(fast.render_values(view[pos + BATCH_OVERHEAD:pos + size], count,
+                                            null_literal, separator, exact=True))
+        except CorruptRecordError:
+            break
+        pos += size
+    return b"".join(parts), position + pos, stopped
+
+
+try:
+    from ._speedups import render_file_values as _c_render_file_values
+except ImportError:  # not built, or built without ISA-L
+    _c_render_file_values = None
+
+#: whether the C version (the read, CRC and render with the GIL released) is in use
+NATIVE: bool = _c_render_file_values is not None and fast.HAVE_C
+render_file_values = _c_render_file_values if NATIVE else _py_render_file_values
