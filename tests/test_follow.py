@@ -172,3 +172,46 @@ def test_a_poll_refreshes_only_the_logs_that_changed(manager_factory, tmp_path):
     calls.clear()
     refresh_logs(reader, {os.path.abspath(reader.get_log("a", 0).dir)}, seen)
     assert calls == ["a"]
+
+
+def test_a_topic_the_broker_deletes_leaves_the_mount(manager_factory, mount_factory):
+    """The broker deletes a topic (renames its dirs ``-delete``, then removes them): within
+    a poll the read-only mount stops listing it and its files are gone. The broker
+    re-creates it with other records: the mount shows those, never what it had cached."""
+    broker = manager_factory()
+    for t in ("keep", "doomed"):
+        broker.create_topic(t, 1)
+        broker.get_log(t, 0).append_lines([b"%s old %d" % (t.encode(), i) for i in range(3)])
+        broker.get_log(t, 0).flush()
+    m = mount_factory(extra_args=["--read-only"])
+    assert sorted(os.listdir(m.path())) == ["doomed", "keep"]
+    assert open(m.path("doomed", "0", "offset", "1"), "rb").read() == b"doomed old 1"
+    assert open(m.path("doomed", "0", "messages"), "rb").read().startswith(b"doomed old 0")
+    held = open(m.path("doomed", "0", "records.jsonl"), "rb")  # open, nothing read yet
+    broker.delete_topic("doomed")
+    deadline = time.monotonic() + 15
+    while "doomed" in os.listdir(m.path()):
+        assert time.monotonic() < deadline, "the deleted topic stayed in the mount"
+        time.sleep(0.1)
+    with pytest.raises(FileNotFoundError):
+        open(m.path("doomed", "0", "messages"), "rb")
+    with pytest.raises(OSError) as stale:  # a file of it left open: ESTALE, not garbage
+        os.pread(held.fileno(), 100, 0)
+    assert stale.value.errno == errno.ESTALE
+    held.close()
+    broker.create_topic("doomed", 1)
+    broker.get_log("doomed", 0).append_lines([b"new %d" % i for i in range(5)])
+    broker.get_log("doomed", 0).flush()
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            if open(m.path("doomed", "0", "messages"), "rb").read() == \
+                    b"".join(b"new %d\n" % i for i in range(5)):
+                break
+        except FileNotFoundError:
+            pass
+        assert time.monotonic() < deadline, "the re-created topic never showed"
+        time.sleep(0.1)
+    assert open(m.path("doomed", "0", "offset", "1"), "rb").read() == b"new 1"
+    assert open(m.path("keep", "0", "messages"), "rb").read().startswith(b"keep old 0")
+    assert m.umount() == 0

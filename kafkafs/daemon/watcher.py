@@ -4,7 +4,7 @@
   loads). The adoption runs once the log dirs have been quiet for ``settle_s`` seconds, so a
   copy in progress is not loaded half-written.
 * ``follow=True`` (read-only mounts beside a live broker): also follow the broker's appends,
-  rolls and deletions. A change to a partition dir refreshes that log within ``FOLLOW_S``
+  rolls and deletions, and forget partitions whose dir went away (a deleted topic). A change to a partition dir refreshes that log within ``FOLLOW_S``
   seconds (:meth:`Log.refresh_from_disk`; the log tells its listeners, so ``tail -f`` sees
   the growth and retention under the mount shifts ``messages``); every log is also polled
   each ``POLL_S`` seconds in case inotify misses a change (network filesystems).
@@ -115,7 +115,10 @@ async def _follow(manager: LogManager, receive) -> None:
         if trio.current_time() >= next_poll:
             dirs = None  # everything
             next_poll = trio.current_time() + POLL_S
-        await trio.to_thread.run_sync(refresh_logs, manager, dirs, seen)
+        gone: list[tuple[str, int]] = []
+        await trio.to_thread.run_sync(refresh_logs, manager, dirs, seen, gone)
+        for topic, partition in gone:  # here, on the loop: the fs drops what it kept of them
+            manager.forget_partition(topic, partition)
 
 
 def _fingerprint(lg) -> tuple | None:
@@ -131,13 +134,16 @@ def _fingerprint(lg) -> tuple | None:
 
 
 def refresh_logs(manager: LogManager, dirs: set[str] | None = None,
-                 seen: dict[str, tuple] | None = None) -> int:
+                 seen: dict[str, tuple] | None = None,
+                 gone: list[tuple[str, int]] | None = None) -> int:
     """Refresh the logs in ``dirs`` (partition dir paths; None: every log) from disk, and
     load partitions that appeared. Returns how many logs moved. With ``seen`` (dir ->
     fingerprint, kept between calls) a poll of every log skips the ones whose directory and
     active segment show no change since their last refresh: two stats instead of re-reading
-    the active segment's indexes. Errors are logged: a broker may delete a file between our
-    listing and our open."""
+    the active segment's indexes. Partitions whose dir is no longer there (a topic the
+    broker deleted) are added to ``gone`` as (topic, partition), for
+    :meth:`LogManager.forget_partition`. Errors are logged: a broker may delete a file
+    between our listing and our open."""
     logs = {os.path.abspath(lg.dir): lg for lg in list(manager.logs.values())}
     if dirs is None or not dirs <= logs.keys():
         manager.scan_for_new_partitions()
@@ -148,6 +154,12 @@ def refresh_logs(manager: LogManager, dirs: set[str] | None = None,
             continue
         # taken before the refresh: a write after it shows at the next poll
         mark = _fingerprint(lg) if seen is not None else None
+        if mark is None and not os.path.isdir(d):
+            if gone is not None:
+                gone.append((lg.topic, lg.partition))
+            if seen is not None:
+                seen.pop(d, None)
+            continue
         if dirs is None and mark is not None and seen.get(d) == mark:
             continue
         try:

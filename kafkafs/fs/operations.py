@@ -135,6 +135,7 @@ class KafkaFS(pyfuse3.Operations):
         self.nursery: trio.Nursery | None = None  # set by the daemon: background work
         self.mount_time_ns = time.time_ns()
         self.initialized = trio.Event()  # set when the kernel's INIT request is answered
+        manager.on_forget.append(self._partition_gone)
 
     def init(self):
         """pyfuse3: the kernel's INIT request arrived; the reply goes out as this returns
@@ -185,6 +186,15 @@ class KafkaFS(pyfuse3.Operations):
             state = v.export_state()
             if state is not None:
                 markstore.save(v.log.dir, self._mark_kind(kind), state)
+
+    def _partition_gone(self, topic: str, partition: int) -> None:
+        """The manager forgot a partition (its dir went away under a read-only mount): drop
+        its views, cached batches and nodes, so a topic re-created under the same name
+        shows its new records, not ours. Runs on the loop (daemon.watcher)."""
+        for key in [k for k in self._views if k[:2] == (topic, partition)]:
+            del self._views[key]
+        self.cache.drop(topic, partition)
+        self.inodes.drop_partition(topic, partition)
 
     def _log_changed(self, lg: Log) -> None:
         """A log grew, shrank or was rewritten: drop the kernel's cached attributes of its
@@ -605,6 +615,8 @@ class KafkaFS(pyfuse3.Operations):
             return (data or b"")[off:off + size]
         if h.view is not None:
             v = h.view
+            if self.manager.logs.get((v.log.topic, v.log.partition)) is not v.log:
+                raise _err(errno.ESTALE)  # the partition went away (a topic deleted under ro)
             # chunks of bounded size render right here (a pread, a CRC and a C loop over at
             # most INLINE_RENDER_BYTES): a hop to a worker thread costs more than the work.
             # Rendering the next chunks ahead in another thread was measured no faster on

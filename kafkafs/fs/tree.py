@@ -103,6 +103,14 @@ class InodeTable:
         if self.by_key.get(node.key) is node:
             del self.by_key[node.key]
 
+    def drop_partition(self, topic: str, partition: int) -> list[Node]:
+        """Forget every node of one partition (gone). Returns the nodes removed."""
+        gone = [n for n in self.by_inode.values()
+                if n.topic == topic and n.partition == partition]
+        for n in gone:
+            self._drop(n)
+        return gone
+
     def drop_topic(self, topic: str) -> list[Node]:
         """Forget every node of ``topic`` (deleted). Returns the nodes removed."""
         gone = [n for n in self.by_inode.values() if n.topic == topic]

@@ -67,6 +67,8 @@ class LogManager:
         self._overrides: dict[str, dict[str, str]] = {}
         self.lock = threading.RLock()
         self.started = False
+        # called with (topic, partition) after forget_partition, in the caller's thread
+        self.on_forget: list = []
 
     # -- startup / shutdown ----------------------------------------------------------
     def startup(self) -> None:
@@ -414,6 +416,24 @@ class LogManager:
                     except (OSError, ValueError) as exc:
                         log.warning("Cannot adopt %s yet: %s", path, exc)
         return new
+
+    def forget_partition(self, topic: str, partition: int) -> bool:
+        """Close and drop a partition whose dir another process took away: a broker deleting
+        the topic (it renames the dir ``<topic>-<p>.<uuid>-delete``), or moving the replica to
+        another log dir (where :meth:`scan_for_new_partitions` finds it again). Nothing on disk
+        is touched. Tells the ``on_forget`` listeners. Returns whether it was known."""
+        with self.lock:
+            lg = self.logs.pop((topic, partition), None)
+        if lg is None:
+            return False
+        try:
+            lg.close(take_snapshot=False)
+        except OSError as exc:  # its files are going: nothing to keep
+            log.debug("closing forgotten %s: %s", lg.dir, exc)
+        log.info("Partition %s-%d is gone from %s", topic, partition, lg.dir)
+        for listener in list(self.on_forget):
+            listener(topic, partition)
+        return True
 
     def dir_of(self, topic: str, partition: int) -> str:
         return self.get_log(topic, partition).dir
