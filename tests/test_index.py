@@ -289,6 +289,70 @@ def test_reload_follows_a_live_writer(ipath):
     assert w.reload() is False  # a writable index owns its file
 
 
+def _reads(monkeypatch):
+    """Count the bytes the index module preads."""
+    from kafkafs.log import index as index_mod
+    counted = [0]
+    real = os.pread
+
+    def pread(fd, n, pos):
+        data = real(fd, n, pos)
+        counted[0] += len(data)
+        return data
+    monkeypatch.setattr(index_mod.os, "pread", pread)
+    return counted
+
+
+@pytest.mark.parametrize("kind", ["offset", "time"])
+def test_reload_reads_only_what_the_writer_appended(ipath, tpath, monkeypatch, kind):
+    """A broker's active index is preallocated (10 MiB by default) and grows by an entry
+    every index.interval.bytes: a follower's reload reads the new entries, not the file
+    (it used to scan the whole zero tail each time, up to 20 times a second). After a
+    truncation, a rewrite or a trim the result is what a fresh load gives."""
+    cls, path = (OffsetIndex, ipath) if kind == "offset" else (TimeIndex, tpath)
+    w = cls(path, 100)  # 10 MiB preallocated, as Kafka's segment.index.bytes
+
+    def add(i):
+        if kind == "offset":
+            w.append(100 + i, 4096 * i)
+        else:
+            w.maybe_append(1_700_000_000_000 + i, 100 + i)
+    for i in range(1, 2001):
+        add(i)
+    ro = cls(path, 100, writable=False)
+    assert ro.entries == 2000
+    counted = _reads(monkeypatch)
+    for i in range(2001, 2101):
+        add(i)
+        w.flush()
+        assert ro.reload() is True
+        assert ro.entries == i and ro.entry(i - 1) == w.entry(i - 1)
+    assert ro.reload() is False
+    assert counted[0] < 100 * 2 * 64 * 1024  # a chunk per reload at most, not 10 MiB each
+    monkeypatch.undo()
+
+    def fresh():
+        f = cls(path, 100, writable=False)
+        try:
+            return [f.entry(n) for n in range(f.entries)]
+        finally:
+            f.close()
+    # truncation (a broker truncating its log): the last known entry changed
+    w.truncate_to(100 + 1500 if kind == "offset" else 100 + 1500)
+    w.flush()
+    ro.reload()
+    assert [ro.entry(n) for n in range(ro.entries)] == fresh()
+    add(3000)
+    w.flush()
+    ro.reload()
+    assert [ro.entry(n) for n in range(ro.entries)] == fresh()
+    w.close()  # trimmed on roll
+    ro.reload()
+    assert [ro.entry(n) for n in range(ro.entries)] == fresh() and ro.length == ro.entries * (
+        8 if kind == "offset" else 12)
+    ro.close()
+
+
 # -- OffsetIndex sanity ------------------------------------------------------------------
 def test_offset_index_sanity_check(ipath):
     with open(ipath, "wb") as f:

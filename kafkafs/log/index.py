@@ -92,10 +92,11 @@ class _Index:
         self._max_index_size = int(max_index_size)
         self._writable = bool(writable)
         self._lock = threading.RLock()
-        self._buf = None  # mmap (writable) or bytes snapshot (read-only); None if empty
+        self._buf = None  # mmap (writable) or bytearray snapshot (read-only); None if empty
         self._length = 0
         self._entries = 0
         self._closed = False
+        self._snapshot_ino = None  # (read-only) inode the snapshot was read from
         if self._writable:
             self._open_writable()
         else:
@@ -142,7 +143,9 @@ class _Index:
             self._length, self._entries, self._buf = 0, 0, None
             return
         try:
-            length = os.fstat(fd).st_size
+            st = os.fstat(fd)
+            length = st.st_size
+            self._snapshot_ino = st.st_ino
             entries = self._count_entries(lambda a, b: os.pread(fd, b - a, a), length)
             want = entries * self.ENTRY_SIZE
             parts, got = [], 0
@@ -154,7 +157,7 @@ class _Index:
                 got += len(part)
         finally:
             os.close(fd)
-        data = b"".join(parts)
+        data = bytearray().join(parts)  # a bytearray: _load_appended extends it in place
         self._length = length
         self._entries = len(data) // self.ENTRY_SIZE
         self._buf = data or None
@@ -396,8 +399,55 @@ class _Index:
             if self._writable or self._closed:
                 return False
             before = (self._entries, self._length)
-            self._load_snapshot()
+            if not self._load_appended():
+                self._load_snapshot()
             return before != (self._entries, self._length)
+
+    def _load_appended(self) -> bool:
+        """(read-only) Extend the snapshot with the entries a writer appended since it was
+        read, reading only those: the same file (inode) at the same length (a broker's
+        preallocated active index), its last known entry unchanged. They end at the first
+        all-zero entry (none is ever written: Kafka indexes a batch only after
+        ``index.interval.bytes``, so relative offset and position are never both 0).
+        Returns False when that does not hold (a resize, a truncation, a new file): the
+        caller reads the whole file again, which also finds the zero tail by scanning it."""
+        size = self.ENTRY_SIZE
+        n = self._entries
+        if n == 0 or self._buf is None:
+            return False
+        try:
+            fd = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            st = os.fstat(fd)
+            if (st.st_ino, st.st_size) != (self._snapshot_ino, self._length) or \
+                    os.pread(fd, size, (n - 1) * size) != self._buf[(n - 1) * size:n * size]:
+                return False
+            zero = bytes(size)
+            parts = []
+            pos = n * size
+            while pos + size <= st.st_size:
+                chunk = os.pread(fd, min(_SCAN_CHUNK, _round_down(st.st_size - pos, size)), pos)
+                lo, hi = 0, len(chunk) // size  # the first all-zero entry (entries, then zeros)
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if chunk[mid * size:(mid + 1) * size] == zero:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                parts.append(chunk[:lo * size])
+                if lo * size < len(chunk) or not chunk:
+                    break
+                pos += len(chunk)
+        finally:
+            os.close(fd)
+        new = b"".join(parts)
+        if new:
+            del self._buf[n * size:]  # a partial last entry, if one was read
+            self._buf += new  # in place (readers hold no buffer export across calls)
+            self._entries = len(self._buf) // size
+        return True
 
     def sanity_check(self) -> None:
         """Raise CorruptIndexError on obvious damage (Kafka's messages). Subclasses."""
