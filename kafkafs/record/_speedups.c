@@ -315,10 +315,10 @@ parse_one(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, rec_t *r,
     }
     if ((rc = rd_varint(buf, end, &pos, &r->val_len, e)))
         return rc;
+    r->val_pos = pos;  /* where the value starts (set for a null value too) */
     if (r->val_len >= 0) {
         if (end - pos < r->val_len)
             return E_TRUNC;
-        r->val_pos = pos;
         pos += r->val_len;
     }
     else if (r->val_len != -1) {
@@ -490,6 +490,31 @@ span_capacity(Py_ssize_t count, Py_ssize_t len)
 /* ------------------------------------------------------------------------------------ */
 /* values / render_values / rendered_size                                               */
 
+/* Write one rendered record at `o`: the value (`len` bytes at `src`; len -1: the null
+ * literal) and the separator. `src` may overlap `o` (rendering in place moves values
+ * down). Returns the end of what was written. */
+static inline char *
+put_value(char *o, const uint8_t *src, Py_ssize_t len, const char *nl, Py_ssize_t nlen,
+          const char *sep, Py_ssize_t slen)
+{
+    if (len >= 0) {
+        memmove(o, src, (size_t)len);
+        o += len;
+    }
+    else {
+        memcpy(o, nl, (size_t)nlen);
+        o += nlen;
+    }
+    if (slen == 1)
+        *o++ = sep[0];
+    else {
+        memcpy(o, sep, (size_t)slen);
+        o += slen;
+    }
+    return o;
+}
+
+
 PyDoc_STRVAR(values_doc,
 "values(payload, count, *, exact=True) -> list[bytes | None]\n\n"
 "The value of each of the `count` records in `payload` (the uncompressed records section\n"
@@ -629,22 +654,9 @@ sp_render_values(PyObject *self, PyObject *args, PyObject *kwds)
         char *o = PyBytes_AS_STRING(out);
         const char *src = view.buf;
         Py_BEGIN_ALLOW_THREADS
-        for (i = 0; i < count; i++) {
-            if (spans[i].len >= 0) {
-                memcpy(o, src + spans[i].pos, (size_t)spans[i].len);
-                o += spans[i].len;
-            }
-            else {
-                memcpy(o, nl, (size_t)nlen);
-                o += nlen;
-            }
-            if (slen == 1)
-                *o++ = sep[0];
-            else {
-                memcpy(o, sep, (size_t)slen);
-                o += slen;
-            }
-        }
+        for (i = 0; i < count; i++)
+            o = put_value(o, (const uint8_t *)src + spans[i].pos, spans[i].len, nl, nlen,
+                          sep, slen);
         Py_END_ALLOW_THREADS
     }
 done:
@@ -1554,10 +1566,10 @@ skip_record(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, Py_ssize_t *vp
         return -1;
     if (rd_varint(buf, rend, &pos, vlen, &e))
         return -1;
+    *vpos = pos;
     if (*vlen >= 0) {
         if (rend - pos < *vlen)
             return -1;
-        *vpos = pos;
         pos += *vlen;
     }
     else if (*vlen != -1)
@@ -1593,20 +1605,7 @@ render_batch_records(const uint8_t *buf, Py_ssize_t len, int32_t count, char *ou
             return -1;
         if (rc < 0)
             return -1;
-        if (r.val_len >= 0) {
-            memmove(o, buf + r.val_pos, (size_t)r.val_len);
-            o += r.val_len;
-        }
-        else {
-            memcpy(o, nl, (size_t)nlen);
-            o += nlen;
-        }
-        if (slen == 1)
-            *o++ = sep[0];
-        else {
-            memcpy(o, sep, (size_t)slen);
-            o += slen;
-        }
+        o = put_value(o, buf + r.val_pos, r.val_len, nl, nlen, sep, slen);
     }
     if (pos != len)
         return -1;  /* bytes after the last record of an uncompressed batch */
