@@ -307,6 +307,25 @@ def test_leftover_swap_cleaned_and_deleted_files(tmp_path, capsys):
     assert read_records(p) == good
 
 
+def test_unfinished_snapshot_write_is_a_stray_file(tmp_path, capsys):
+    """A daemon killed inside write_snapshot leaves ``<offset>.snapshot.tmp`` (it writes,
+    fsyncs, then renames): reported, removed by --repair (and by a writable load), and
+    nothing else changes."""
+    d = make_log_dir(tmp_path)
+    p = part(d)
+    good = read_records(p)
+    tmp = os.path.join(p, "00000000000000000007.snapshot.tmp")
+    with open(tmp, "wb") as f:
+        f.write(b"\x00\x01half a snapshot")
+    before = tree_state(d)
+    rc, doc = check_json(capsys, d)
+    assert rc == 1 and tree_state(d) == before
+    assert ("stray-file", tmp) in {(f["kind"], f["path"]) for f in findings(doc)}
+    repair_and_recheck(capsys, d)
+    assert not os.path.exists(tmp)
+    assert read_records(p) == good
+
+
 # -- checkpoints, marker, meta.properties, foreign dirs ------------------------------------
 def test_garbage_checkpoints(tmp_path, capsys):
     d = make_log_dir(tmp_path)

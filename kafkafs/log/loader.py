@@ -6,7 +6,8 @@ Order, as Kafka does it:
    smallest ``.cleaned`` offset (an interrupted clean); for every other ``.swap`` segment,
    delete the segments it replaces and strip the suffix (the swap had completed).
 2. Delete index files whose ``.log`` is gone, and producer snapshots that cannot be read
-   (Kafka deletes a snapshot it fails to load and rebuilds the state from the log).
+   (Kafka deletes a snapshot it fails to load and rebuilds the state from the log), and
+   ``<offset>.snapshot.tmp`` files (a snapshot kafkafs was writing when it died).
 3. Open every ``.log`` in offset order; a segment whose index files are missing or fail the
    sanity check (the active segment's offset and time indexes, every segment's
    ``.txnindex``: Kafka's ``TransactionIndex.sanityCheck``) is recovered on its own.
@@ -41,6 +42,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .checkpoint import TMP_SUFFIX
 from .config import LogConfig
 from .errors import CorruptIndexError, LogError
 from .log import Log, rebuild_producer_state, try_take_snapshot
@@ -367,6 +369,14 @@ def _remove_corrupt_snapshots(ops) -> None:
     for name in sorted(ops.names()):
         offset = parse_snapshot_filename(name)
         if offset is None:
+            tmp_of = parse_snapshot_filename(name[:-len(TMP_SUFFIX)]) \
+                if name.endswith(TMP_SUFFIX) else None
+            if tmp_of is not None:  # our write_snapshot died before its rename
+                path = os.path.join(ops.dir, name)
+                ops.unlink(name, LoadAction(
+                    "stray-file", path, f"Deleting stray temporary file {path}",
+                    "delete the unfinished snapshot (kafkafs writes <name>.tmp, then renames "
+                    "it)", base_offset=tmp_of))
             continue
         path = os.path.join(ops.dir, name)
         if not os.path.isfile(path):
