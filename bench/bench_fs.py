@@ -7,7 +7,8 @@ the same run:
   filesystem serving as many bytes from memory; read warm: a second ``cat messages`` vs
   ``cat`` of a plain file in the page cache;
 * point reads: open+read+close of random ``offset/N`` per second vs the same loop over the
-  trivial filesystem's small files; and the per-read cost on a log of many records vs few;
+  trivial filesystem's small files; and the per-read cost on a log of many records vs few
+  (both pairs mounted together and measured in alternating rounds);
 * memory: the daemon's peak RSS (VmHWM) while appending and with many partitions open.
 
 Run as root (FUSE): ``python bench/bench_fs.py [--mb 200] [--big-records 10000000]``.
@@ -257,22 +258,36 @@ def main():
             build_log(big_logs, "p", args.big_records)
             print(f"#   built a log of {args.big_records} records in "
                   f"{time.perf_counter() - t0:.1f}s", flush=True)
+            # all three mounted at once and measured in alternating rounds, so that a
+            # slower minute of this shared machine falls on both sides of each ratio
             rnd = random.Random(5)
-            d = Daemon(mnt, small_logs).start()
-            small_first = first_reads(f"{mnt}/p/0/offset",
-                                      [str(i) for i in rnd.sample(range(10_000), 3000)])
-            small_rate = point_reads(f"{mnt}/p/0/offset", [str(i) for i in range(10_000)])
-            d.stop()
-            d = Daemon(mnt, big_logs).start()
-            big_first = first_reads(f"{mnt}/p/0/offset",
-                                    [str(i) for i in rnd.sample(range(args.big_records), 3000)])
-            d.stop()
+            small_mnt, big_mnt = os.path.join(work, "mnt-small"), os.path.join(work, "mnt-big")
             tmnt = os.path.join(work, "trivial2")
-            os.makedirs(tmnt)
+            for m in (small_mnt, big_mnt, tmnt):
+                os.makedirs(m)
+            small_d = Daemon(small_mnt, small_logs).start()
+            big_d = Daemon(big_mnt, big_logs).start()
             tp = subprocess.Popen([sys.executable, os.path.join(HERE, "trivialfs.py"), tmnt,
                                    "1", "10000"])
             wait_mount(tmnt, tp)
-            triv_rate = point_reads(f"{tmnt}/small", [str(i) for i in range(10_000)])
+            small_names = [str(i) for i in rnd.sample(range(10_000), 3000)]
+            big_names = [str(i) for i in rnd.sample(range(args.big_records), 3000)]
+            t_small = t_big = 0.0
+            for r in range(0, 3000, 250):  # 12 rounds of 250 first reads each
+                t_small += len(small_names[r:r + 250]) / first_reads(
+                    f"{small_mnt}/p/0/offset", small_names[r:r + 250])
+                t_big += len(big_names[r:r + 250]) / first_reads(
+                    f"{big_mnt}/p/0/offset", big_names[r:r + 250])
+            small_first, big_first = 3000 / t_small, 3000 / t_big
+            all_names = [str(i) for i in range(10_000)]
+            rates_small, rates_triv = [], []
+            for _ in range(6):  # 6 rounds of 0.5 s each side
+                rates_small.append(point_reads(f"{small_mnt}/p/0/offset", all_names, 0.5))
+                rates_triv.append(point_reads(f"{tmnt}/small", all_names, 0.5))
+            small_rate = sum(rates_small) / len(rates_small)
+            triv_rate = sum(rates_triv) / len(rates_triv)
+            small_d.stop()
+            big_d.stop()
             subprocess.run(["fusermount3", "-u", tmnt], check=True)
             tp.wait(30)
             results["point"] = line("point reads (open+read+close)", small_rate, triv_rate,
