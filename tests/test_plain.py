@@ -155,8 +155,8 @@ def _bad_record(rnd) -> bytes:
 
 
 @need_c
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.function_scoped_fixture])
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), damage=st.integers(-1, 4000),
        window=st.integers(0, 6000), start=st.integers(0, 5), stop=st.integers(0, 80),
        literals=st.sampled_from([(b"null", b"\n"), (b"", b""), (b"NUL", b"\r\n"),

@@ -4,10 +4,11 @@
   loads). The adoption runs once the log dirs have been quiet for ``settle_s`` seconds, so a
   copy in progress is not loaded half-written.
 * ``follow=True`` (read-only mounts beside a live broker): also follow the broker's appends,
-  rolls and deletions, and forget partitions whose dir went away (a deleted topic). A change to a partition dir refreshes that log within ``FOLLOW_S``
+  rolls and deletions. A change to a partition dir refreshes that log within ``FOLLOW_S``
   seconds (:meth:`Log.refresh_from_disk`; the log tells its listeners, so ``tail -f`` sees
   the growth and retention under the mount shifts ``messages``); every log is also polled
-  each ``POLL_S`` seconds in case inotify misses a change (network filesystems).
+  each ``POLL_S`` seconds in case inotify misses a change (network filesystems), and a
+  partition whose dir went away (a deleted topic) is forgotten then.
 
 Events arrive on watchdog's thread and are handed to trio through a memory channel; the work
 itself runs in worker threads.
