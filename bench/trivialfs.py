@@ -2,18 +2,26 @@
 ``/data`` (a file of N bytes) and ``/small/<n>`` (N_SMALL files of a few bytes each), with the
 same kernel-facing choices kafkafs makes (page-cache reads, 128 KiB st_blksize, long
 timeouts for immutable files, the mount's read-ahead window). Run:
-``python trivialfs.py MOUNT SIZE_BYTES N_SMALL``; it stays in the foreground until
-unmounted."""
+``python trivialfs.py MOUNT SIZE_BYTES N_SMALL [--crc-of FILE [--mmap]]``; it stays in the
+foreground until unmounted.
+
+``--crc-of FILE`` makes each read of ``/data`` also read the same range of FILE (a
+segment) and compute its CRC-32C before answering: the least work a filesystem that serves
+Kafka's records faithfully must add (bench/bench_bounds.py). ``--mmap`` reads it through
+a mapping instead of ``pread`` (no copy)."""
 
 from __future__ import annotations
 
+import argparse
 import errno
+import mmap
 import os
 import stat
 import sys
 
 import pyfuse3
 import trio
+from crc32c import crc32c
 
 from kafkafs.daemon.readahead import set_read_ahead
 
@@ -23,10 +31,14 @@ SMALL_BASE = 10
 
 
 class TrivialFS(pyfuse3.Operations):
-    def __init__(self, size: int, n_small: int):
+    def __init__(self, size: int, n_small: int, crc_of: str | None = None,
+                 use_mmap: bool = False):
         super().__init__()
         line = b"x" * 149 + b"\n"
         self.data = (line * (size // len(line) + 1))[:size]
+        self.crc_fd = os.open(crc_of, os.O_RDONLY) if crc_of else -1
+        self.crc_map = memoryview(mmap.mmap(self.crc_fd, 0, prot=mmap.PROT_READ)) \
+            if crc_of and use_mmap else None
         self.n_small = n_small
         self.small_value = b"v" * 150
         self.initialized = trio.Event()
@@ -70,6 +82,10 @@ class TrivialFS(pyfuse3.Operations):
 
     async def read(self, fh, off, size):
         if fh == DATA_INODE:
+            if self.crc_map is not None:
+                crc32c(self.crc_map[off:off + size])
+            elif self.crc_fd >= 0:
+                crc32c(os.pread(self.crc_fd, size, off))
             return self.data[off:off + size]
         return self.small_value[off:off + size]
 
@@ -92,8 +108,15 @@ async def widen_read_ahead(fs: TrivialFS, mnt: str) -> None:
 
 
 def main():
-    mnt, size, n_small = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    fs = TrivialFS(size, n_small)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mount")
+    ap.add_argument("size", type=int)
+    ap.add_argument("n_small", type=int)
+    ap.add_argument("--crc-of")
+    ap.add_argument("--mmap", action="store_true")
+    args = ap.parse_args()
+    mnt = args.mount
+    fs = TrivialFS(args.size, args.n_small, args.crc_of, args.mmap)
     pyfuse3.init(fs, mnt, {"fsname=trivialfs"})
     try:
         trio.run(serve, fs, os.path.abspath(mnt))
