@@ -105,15 +105,14 @@ class InodeTable:
 
     def drop_partition(self, topic: str, partition: int) -> list[Node]:
         """Forget every node of one partition (gone). Returns the nodes removed."""
-        gone = [n for n in self.by_inode.values()
-                if n.topic == topic and n.partition == partition]
-        for n in gone:
-            self._drop(n)
-        return gone
+        return self._drop_where(lambda n: n.topic == topic and n.partition == partition)
 
     def drop_topic(self, topic: str) -> list[Node]:
         """Forget every node of ``topic`` (deleted). Returns the nodes removed."""
-        gone = [n for n in self.by_inode.values() if n.topic == topic]
+        return self._drop_where(lambda n: n.topic == topic)
+
+    def _drop_where(self, matches) -> list[Node]:
+        gone = [n for n in self.by_inode.values() if matches(n)]
         for n in gone:
             self._drop(n)
         return gone

@@ -362,10 +362,11 @@ def _remove_leftovers(ops) -> None:
 
 
 def _remove_corrupt_snapshots(ops) -> None:
-    """Delete the producer snapshots that cannot be read. Kafka deletes one when it fails to
-    load it (``ProducerStateManager.loadFromSnapshot``) and falls back to an older snapshot
-    or the log; doing it for every snapshot up front leaves the same state and lets a
-    planned load name each one."""
+    """Delete the producer snapshots that cannot be read, and unfinished ones
+    (``<offset>.snapshot.tmp``). Kafka deletes one when it fails to load it
+    (``ProducerStateManager.loadFromSnapshot``) and falls back to an older snapshot or the
+    log; doing it for every snapshot up front leaves the same state and lets a planned load
+    name each one."""
     for name in sorted(ops.names()):
         offset = parse_snapshot_filename(name)
         if offset is None:

@@ -11,16 +11,17 @@ into (``bench/bench_speedups.py``: 4.7 GB/s against 3.5 GB/s for the Python twin
 preads, checks the CRC with the crc32c package and calls the C ``render_values``). It
 stops, without raising, before the first batch it does not take — any other kind, a bad
 CRC or size, damaged records, a batch running past the bytes read, the zero tail of a
-preallocated segment — and reports where:
-the caller's general path (``LogSegment.batches`` + ``RecordBatch``) takes that batch and
-raises the located error when it is corrupt. Both versions give identical results
-(``tests/test_plain.py``).
+preallocated segment — and reports where: the caller's general path
+(``LogSegment.batches`` + ``RecordBatch``) takes that batch and raises the located error
+when it is corrupt. Both versions give identical results (``tests/test_plain.py``).
 """
 
 from __future__ import annotations
 
 import os
 import struct
+
+from crc32c import crc32c as _crc32c
 
 from . import fast
 from .batch import (
@@ -34,11 +35,6 @@ from .batch import (
     TRANSACTIONAL_MASK,
 )
 from .errors import CorruptRecordError
-
-try:
-    from crc32c import crc32c as _crc32c
-except ImportError:  # pragma: no cover - crc32c is a dependency
-    _crc32c = None
 
 NOT_PLAIN = COMPRESSION_MASK | TRANSACTIONAL_MASK | CONTROL_MASK
 MIN_RECORD_SIZE = 7  # the smallest record: 7 one-byte fields
