@@ -504,3 +504,23 @@ def test_property_aborted_txns_and_snapshot_replay_match_a_model(tmp_path_factor
         again.update(b)
     assert dict(again.producers) == dict(psm.producers)
     assert again.ongoing_txns() == psm.ongoing_txns()
+
+
+def test_idle_producers_expire_unless_in_a_transaction(tmp_path):
+    """``removeExpiredProducers``: a producer whose last timestamp is at least
+    producer.id.expiration.ms old goes, unless a transaction of it is open; the next
+    snapshot leaves it out."""
+    psm = ProducerStateManager(tmp_path)
+    psm.update(data_batch(0, 1, pid=1, txn=False, ts=1000))  # idle since 1000
+    psm.update(data_batch(1, 1, pid=2, ts=1000))             # open transaction since 1000
+    psm.update(data_batch(2, 1, pid=3, txn=False, ts=9000))  # recent
+    psm.update_map_end_offset(3)
+    assert psm.remove_expired_producers(now_ms=10_999, expiration_ms=10_000) == []
+    assert psm.remove_expired_producers(now_ms=11_000, expiration_ms=10_000) == [1]  # >=
+    assert sorted(psm.producers) == [2, 3]
+    assert psm.first_undecided_offset() == 1  # the open transaction is untouched
+    path = psm.take_snapshot()
+    assert sorted(e.producer_id for e in read_snapshot(path)) == [2, 3]
+    psm.update(marker(3, pid=2, kind=control.COMMIT, ts=1500))
+    assert psm.remove_expired_producers(now_ms=20_000, expiration_ms=10_000) == [2, 3]
+    assert psm.is_empty()

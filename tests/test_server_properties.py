@@ -35,6 +35,8 @@ BROKER_DEFAULTS = {
     "log.retention.hours": "168",
     "log.retention.bytes": "-1",
     "log.retention.check.interval.ms": "300000",
+    "producer.id.expiration.ms": "86400000",
+    "producer.id.expiration.check.interval.ms": "600000",
     "log.flush.interval.messages": LONG_MAX,
     "log.flush.interval.ms": "",
     "log.flush.scheduler.interval.ms": LONG_MAX,
@@ -265,6 +267,7 @@ def test_agrees_with_kafkafs_config():
     assert loaded.mount_point == "/srv/kafkafs"
     assert loaded.mount_options == ()
     for attr in ("num_partitions", "log_retention_check_interval_ms",
+                 "producer_id_expiration_ms", "producer_id_expiration_check_interval_ms",
                  "log_flush_scheduler_interval_ms", "log_flush_offset_checkpoint_interval_ms",
                  "log_flush_start_offset_checkpoint_interval_ms", "log_cleaner_enable",
                  "log_cleaner_backoff_ms", "log_cleaner_dedupe_buffer_size",

@@ -8,10 +8,13 @@ import errno
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
 from conftest import kafkafs
+from kafkafs.log.log import now_ms
+from kafkafs.log.producer_state import read_snapshot
 from kafkafs.record import control, encode_batch
 
 T0 = 1_700_000_000_000
@@ -161,3 +164,30 @@ def test_cat_reads_past_a_segment_of_aborted_records(manager_factory, mount_fact
     assert out.splitlines() == [b"before %d" % i for i in range(100)] + \
         [b"after %d" % i for i in range(100)]
     assert mnt.umount() == 0
+
+
+@pytest.mark.parametrize("expiration_ms, kept", [("1", False), ("86400000", True)])
+def test_the_daemon_expires_idle_producer_ids(manager_factory, mount_factory, expiration_ms,
+                                              kept):
+    """producer.id.expiration.ms, checked every producer.id.expiration.check.interval.ms:
+    an idle idempotent producer is left out of the next snapshot the daemon takes (at
+    unmount, the log having grown); with the default (a day) it stays."""
+    m = manager_factory()
+    m.create_topic("idem", 1)
+    lg = m.get_log("idem", 0)
+    lg.append_encoded(bytearray(encode_batch([(now_ms(), None, b"once", ())], producer_id=77,
+                                             producer_epoch=0, base_sequence=0)))
+    assert 77 in lg.producer_state.producers
+    part = lg.dir
+    m.shutdown()
+    mnt = mount_factory(extra_args=[
+        "--override", f"producer.id.expiration.ms={expiration_ms}",
+        "--override", "producer.id.expiration.check.interval.ms=100"])
+    time.sleep(0.5)  # a few checks
+    subprocess.run(f"echo later >> {mnt.path('idem', '0', 'append')}", shell=True, check=True)
+    assert open(mnt.path("idem", "0", "messages"), "rb").read() == b"once\nlater\n"
+    assert mnt.umount() == 0
+    newest = max(n for n in os.listdir(part) if n.endswith(".snapshot"))
+    assert newest == "00000000000000000002.snapshot"
+    pids = [e.producer_id for e in read_snapshot(os.path.join(part, newest))]
+    assert (77 in pids) is kept

@@ -455,8 +455,10 @@ def test_segment_truncation_drops_txn_entries_past_the_offset(tmp_path):
 
 # -- recovery -----------------------------------------------------------------------------------
 def manager(d, **props):
+    # the workloads' timestamps are from 1970: keep their producers from expiring at startup
     cfg = BrokerConfig.from_properties({"log.segment.bytes": str(SEGMENT_BYTES),
                                         "log.index.interval.bytes": str(INTERVAL),
+                                        "producer.id.expiration.ms": str(2**62),
                                         **props}).with_log_dirs([d])
     m = LogManager(cfg)
     m.startup()

@@ -107,6 +107,7 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
                     nursery.start_soon(tasks.flush_scheduler, manager)
                     nursery.start_soon(tasks.retention_task, manager)
                     nursery.start_soon(tasks.checkpoint_task, manager)
+                    nursery.start_soon(tasks.producer_expiration_task, manager)
                 # a read-only mount may sit beside a live broker: follow its appends,
                 # rolls and retention
                 await nursery.start(partial(watch_log_dirs, manager, follow=fsopt.read_only))

@@ -6,6 +6,8 @@
 * :func:`retention_task` — ``retention.ms`` / ``retention.bytes`` every
   ``log.retention.check.interval.ms``; ``.deleted`` files removed after
   ``file.delete.delay.ms``.
+* :func:`producer_expiration_task` — producer ids idle for ``producer.id.expiration.ms``
+  forgotten every ``producer.id.expiration.check.interval.ms``.
 * :func:`checkpoint_task` — ``recovery-point-offset-checkpoint`` every
   ``log.flush.offset.checkpoint.interval.ms`` and ``log-start-offset-checkpoint`` every
   ``log.flush.start.offset.checkpoint.interval.ms``.
@@ -64,6 +66,21 @@ async def retention_task(manager: LogManager) -> None:
             for lg in list(manager.logs.values()):
                 if lg.pending_deletes:
                     await trio.to_thread.run_sync(lg.remove_deleted_segments, now)
+
+
+async def producer_expiration_task(manager: LogManager) -> None:
+    """Expire idle producer ids every ``producer.id.expiration.check.interval.ms`` (Kafka's
+    ``PRODUCER_EXPIRATION_CHECK`` job)."""
+    interval_ms = manager.config.producer_id_expiration_check_interval_ms
+    next_check = now_ms() + interval_ms
+    while True:
+        await trio.sleep(_interval_s(max(0, next_check - now_ms())))
+        now = now_ms()
+        if now >= next_check:
+            next_check = now + interval_ms
+            n = await trio.to_thread.run_sync(manager.remove_expired_producers, now)
+            if n:
+                log.info("expired %d producer id(s)", n)
 
 
 async def checkpoint_task(manager: LogManager) -> None:

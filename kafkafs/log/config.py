@@ -130,6 +130,9 @@ _BROKER_KEYS: dict[str, tuple[str, object, object]] = {
                                                 _int_at_least(0), 60000),
     "log.flush.start.offset.checkpoint.interval.ms": (
         "log_flush_start_offset_checkpoint_interval_ms", _int_at_least(0), 60000),
+    "producer.id.expiration.ms": ("producer_id_expiration_ms", _int_at_least(1), 86400000),
+    "producer.id.expiration.check.interval.ms": ("producer_id_expiration_check_interval_ms",
+                                                 _int_at_least(1), 600000),
     "log.cleaner.enable": ("log_cleaner_enable", _parse_bool, True),
     "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", _int_at_least(0), 15000),
     "log.cleaner.dedupe.buffer.size": ("log_cleaner_dedupe_buffer_size", _int_at_least(0),
@@ -241,6 +244,8 @@ class BrokerConfig:
     log_flush_scheduler_interval_ms: int = LONG_MAX
     log_flush_offset_checkpoint_interval_ms: int = 60000
     log_flush_start_offset_checkpoint_interval_ms: int = 60000
+    producer_id_expiration_ms: int = 86400000
+    producer_id_expiration_check_interval_ms: int = 600000
     log_cleaner_enable: bool = True
     log_cleaner_backoff_ms: int = 15000
     log_cleaner_dedupe_buffer_size: int = 128 * 1024 * 1024

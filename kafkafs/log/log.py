@@ -216,6 +216,12 @@ class Log:
         with self.lock:
             return self.producer_state.take_snapshot()
 
+    def remove_expired_producers(self, now: int, expiration_ms: int) -> list[int]:
+        """Forget the producers idle for ``expiration_ms`` without an ongoing transaction
+        (``UnifiedLog.removeExpiredProducers``, under the log's lock). Returns their ids."""
+        with self.lock:
+            return self.producer_state.remove_expired_producers(now, expiration_ms)
+
     @property
     def active_segment(self) -> LogSegment:
         return self._segments[self._bases[-1]]

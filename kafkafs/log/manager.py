@@ -72,7 +72,8 @@ class LogManager:
 
     # -- startup / shutdown ----------------------------------------------------------
     def startup(self) -> None:
-        """Lock and load every log dir. Raises LogDirLockedError, OSError."""
+        """Lock and load every log dir; producer ids already expired are dropped (Kafka
+        skips them when it loads a snapshot). Raises LogDirLockedError, OSError."""
         try:
             for d in self.log_dirs:
                 if not self.read_only:
@@ -87,6 +88,7 @@ class LogManager:
         except BaseException:
             self._release_locks()
             raise
+        self.remove_expired_producers()
         self.started = True
 
     def _lock_dir(self, d: str) -> None:
@@ -449,6 +451,19 @@ class LogManager:
             n += lg.delete_old_segments(now)
             lg.remove_deleted_segments(now)
         return n
+
+
+    def remove_expired_producers(self, now: int | None = None) -> int:
+        """Expire idle producer ids in every log (``producer.id.expiration.ms``; Kafka's
+        ``LogManager`` runs it every ``producer.id.expiration.check.interval.ms``). Returns
+        how many were removed; nothing on a read-only manager (the broker's state is
+        followed, not kept)."""
+        if self.read_only:
+            return 0
+        now = int(time.time() * 1000) if now is None else now
+        expiration = self.config.producer_id_expiration_ms
+        return sum(len(lg.remove_expired_producers(now, expiration))
+                   for lg in list(self.logs.values()))
 
 
 def _read_ckpt(path: str) -> dict:

@@ -22,8 +22,14 @@ tracks ongoing transactions, and on a COMMIT/ABORT marker completes the transact
 aborted one becomes the :class:`~kafkafs.log.txnindex.AbortedTxn` for the segment's
 transaction index, with Kafka's last stable offset.
 
-Not here (kafkafs has no network, replication or coordinator): producer id expiration
-(``producer.id.expiration.ms``), duplicate detection over the last 5 batches, client-side
+Producer ids expire as in Kafka (:meth:`ProducerStateManager.remove_expired_producers`,
+``producer.id.expiration.ms``): the daemon runs it every
+``producer.id.expiration.check.interval.ms``, and ``LogManager.startup`` right after loading
+(where Kafka skips the expired entries of the snapshot it loads). As in Kafka, a snapshot
+file keeps them until one is taken at a later offset.
+
+Not here (kafkafs has no network, replication or coordinator): duplicate detection over the
+last 5 batches, client-side
 validation, transaction verification state, and the high-watermark bookkeeping of completed
 but unreplicated transactions (the last stable offset here is the first undecided offset).
 
@@ -427,6 +433,18 @@ class ProducerStateManager:
         self._producers.clear()
         self._ongoing.clear()
         self._ongoing_offsets.clear()
+
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> list[int]:
+        """Forget the producers idle for at least ``expiration_ms`` (their last timestamp at
+        least that long before ``now_ms``) that have no ongoing transaction
+        (``removeExpiredProducers``, broker setting ``producer.id.expiration.ms``). Returns
+        the producer ids removed; the next snapshot leaves them out."""
+        gone = [pid for pid, e in self._producers.items()
+                if e.current_txn_first_offset is None
+                and now_ms - e.last_timestamp >= expiration_ms]
+        for pid in gone:
+            del self._producers[pid]
+        return gone
 
     def load_producer_entry(self, entry: ProducerStateEntry) -> None:
         """Install ``entry`` (from a snapshot), registering its ongoing transaction
