@@ -452,7 +452,6 @@ class LogManager:
             lg.remove_deleted_segments(now)
         return n
 
-
     def remove_expired_producers(self, now: int | None = None) -> int:
         """Expire idle producer ids in every log (``producer.id.expiration.ms``; Kafka's
         ``LogManager`` runs it every ``producer.id.expiration.check.interval.ms``). Returns

@@ -29,9 +29,9 @@ Producer ids expire as in Kafka (:meth:`ProducerStateManager.remove_expired_prod
 file keeps them until one is taken at a later offset.
 
 Not here (kafkafs has no network, replication or coordinator): duplicate detection over the
-last 5 batches, client-side
-validation, transaction verification state, and the high-watermark bookkeeping of completed
-but unreplicated transactions (the last stable offset here is the first undecided offset).
+last 5 batches, client-side validation, transaction verification state, and the
+high-watermark bookkeeping of completed but unreplicated transactions (the last stable
+offset here is the first undecided offset).
 
 Where this differs from Kafka, on purpose: :func:`write_snapshot` writes ``<file>.tmp``,
 fsyncs it, renames it over the file and fsyncs the directory (Kafka writes the file in place),
