@@ -514,7 +514,6 @@ put_value(char *o, const uint8_t *src, Py_ssize_t len, const char *nl, Py_ssize_
     return o;
 }
 
-
 PyDoc_STRVAR(values_doc,
 "values(payload, count, *, exact=True) -> list[bytes | None]\n\n"
 "The value of each of the `count` records in `payload` (the uncompressed records section\n"
