@@ -1697,31 +1697,34 @@ typedef struct {
 /* Fill `l` from the optional null_literal and separator arguments; -1 with ValueError
  * when together they could outgrow the input (a record takes >= MIN_RECORD_SIZE bytes plus
  * its value, so with these bounds the output never needs more room than the bytes read). */
+/* Copy the bytes of `obj` (when given) into `dst` (room for MIN_RECORD_SIZE + 1) and set
+ * *len; a longer value only sets *len (parse_literals refuses it). -1 on a buffer error. */
 static int
-parse_literals(PyObject *null_obj, PyObject *sep_obj, lits_t *l)
+take_literal(PyObject *obj, char *dst, Py_ssize_t *len)
 {
     Py_buffer v;
 
+    if (obj == NULL)
+        return 0;
+    if (get_buffer(obj, &v) < 0)
+        return -1;
+    *len = v.len;
+    if (v.len <= MIN_RECORD_SIZE)
+        memcpy(dst, v.buf, (size_t)v.len);
+    PyBuffer_Release(&v);
+    return 0;
+}
+
+static int
+parse_literals(PyObject *null_obj, PyObject *sep_obj, lits_t *l)
+{
     memcpy(l->nl, "null", 4);
     l->nlen = 4;
     l->sep[0] = '\n';
     l->slen = 1;
-    if (null_obj != NULL) {
-        if (get_buffer(null_obj, &v) < 0)
-            return -1;
-        l->nlen = v.len;
-        if (v.len <= MIN_RECORD_SIZE)
-            memcpy(l->nl, v.buf, (size_t)v.len);
-        PyBuffer_Release(&v);
-    }
-    if (sep_obj != NULL) {
-        if (get_buffer(sep_obj, &v) < 0)
-            return -1;
-        l->slen = v.len;
-        if (v.len <= MIN_RECORD_SIZE)
-            memcpy(l->sep, v.buf, (size_t)v.len);
-        PyBuffer_Release(&v);
-    }
+    if (take_literal(null_obj, l->nl, &l->nlen) < 0 ||
+            take_literal(sep_obj, l->sep, &l->slen) < 0)
+        return -1;
     if (l->nlen + l->slen > MIN_RECORD_SIZE || l->slen > MIN_RECORD_SIZE - 1) {
         PyErr_SetString(PyExc_ValueError,
                         "null literal + separator must be <= 7 bytes, separator <= 6");
