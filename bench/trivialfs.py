@@ -17,7 +17,6 @@ import errno
 import mmap
 import os
 import stat
-import sys
 
 import pyfuse3
 import trio
