@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(fuse3 libfuse3-dev pkg-config attr rsync nginx-light apache2-utils procps libisal-dev)
+APT_PACKAGES=(fuse3 libfuse3-dev pkg-config attr rsync nginx-light apache2-utils procps libisal-dev systemd less)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
