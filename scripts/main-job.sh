@@ -38,7 +38,10 @@ mkdir -p "$LOGS" "$MNT" "$NGX/html" "$NGX/tmp"
 # -- a local nginx whose access log is the real input ----------------------------------
 echo "<h1>kafkafs demo</h1>" > "$NGX/html/index.html"
 head -c 20000 /usr/share/common-licenses/GPL-3 > "$NGX/html/license.txt" 2>/dev/null || echo license > "$NGX/html/license.txt"
+# the workers run as this user: a demo dir inside a private directory (a pytest tmp dir,
+# a 0700 home) stays readable to them
 cat > "$NGX/nginx.conf" <<CONF
+user $(id -un) $(id -gn);
 worker_processes 1;
 pid $NGX/nginx.pid;
 error_log $NGX/error.log;
