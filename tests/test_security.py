@@ -8,12 +8,12 @@ import errno
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 
 import pytest
-
-from conftest import Mount, fuse_available, kafkafs
+from conftest import ROOT, Mount, fuse_available, kafkafs
 
 pytestmark = pytest.mark.skipif(not fuse_available(), reason="FUSE is not available")
 
@@ -211,3 +211,72 @@ def test_corrupt_batch_is_eio_naming_file_and_position(mount_factory):
                 "--timeout-ms", "200", check=False)
     assert r.returncode == 1 and b"00000000000000000000.log: position" in r.stderr
     assert b"\nerror: " in r.stderr and b"Traceback" not in r.stderr
+
+
+def _mounted(mnt: str) -> bool:
+    """Whether ``mnt`` is a mount point, from mountinfo: a mount private to another user
+    cannot even be stat'ed by root."""
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == mnt for line in f)
+
+
+@pytest.fixture
+def fuse_for_users():
+    """/dev/fuse open to every user, as udev makes it on a normal machine (this container
+    leaves it 0600); the original mode comes back afterwards."""
+    mode = os.stat("/dev/fuse").st_mode & 0o777
+    os.chmod("/dev/fuse", 0o666)
+    yield
+    os.chmod("/dev/fuse", mode)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv(1)")
+@pytest.mark.parametrize("how", ["ambient CAP_SYS_ADMIN", "setuid fusermount3"])
+def test_daemon_runs_as_a_dedicated_unprivileged_user(public_tmp, fuse_for_users, how):
+    """The daemon as the systemd unit runs it: a user of its own (User=kafkafs), mounting
+    either with the ambient CAP_SYS_ADMIN the unit grants or, without any capability,
+    through the setuid fusermount3 (docs/systemd.md). It owns what it writes, its mount is
+    private to it (root gets EACCES without allow_other), and it unmounts and exits 0."""
+    py = sys.executable
+    nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    if subprocess.run([*nobody, py, "-c", "import kafkafs, pyfuse3"], cwd=ROOT,
+                      capture_output=True).returncode != 0:
+        pytest.skip("the checkout is not readable by other users")
+    mnt, logs = os.path.join(public_tmp, "mnt"), os.path.join(public_tmp, "logs")
+    os.makedirs(mnt)
+    os.makedirs(logs)
+    os.chown(mnt, NOBODY, NOBODY)
+    os.chown(logs, NOBODY, NOBODY)
+    caps = ["--inh-caps=+sys_admin", "--ambient-caps=+sys_admin"] \
+        if how.startswith("ambient") else []
+    err = open(os.path.join(public_tmp, "daemon.log"), "wb")
+    proc = subprocess.Popen([*nobody, *caps, py, "-m", "kafkafs", "mount", mnt,
+                             "--log-dirs", logs], stdout=err, stderr=err, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 20
+        while not _mounted(mnt):
+            assert proc.poll() is None and time.monotonic() < deadline, \
+                open(os.path.join(public_tmp, "daemon.log")).read()
+            time.sleep(0.05)
+        with open(f"/proc/{proc.pid}/status") as f:
+            uids = next(line for line in f if line.startswith("Uid:")).split()[1:]
+        assert uids == [str(NOBODY)] * 4
+        r = as_nobody(f"mkdir {mnt}/t && echo one >> {mnt}/t/0/append && "
+                      f"echo two >> {mnt}/t/0/append && cat {mnt}/t/0/messages")
+        assert r.returncode == 0 and r.stdout == b"one\ntwo\n", r.stderr
+        with pytest.raises(PermissionError):
+            os.listdir(mnt)  # private to its user: not even root may look
+        r = subprocess.run([*nobody, py, "-m", "kafkafs", "umount", mnt], cwd=ROOT,
+                           capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        err.close()
+    owned = {os.stat(os.path.join(d, n)).st_uid
+             for d, _dirs, files in os.walk(logs) for n in files}
+    assert owned == {NOBODY}
+    assert os.path.exists(os.path.join(logs, ".kafka_cleanshutdown"))
