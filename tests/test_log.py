@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
+import shutil
 import struct
 
 import pytest
+from conftest import tree_state
 
 from kafkafs.log.config import LogConfig
 from kafkafs.log.errors import OffsetOutOfRangeError, RecordTooLargeError
 from kafkafs.log.loader import load_log
 from kafkafs.log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
-from kafkafs.record.batch import iter_batches
+from kafkafs.log.names import parse_segment_filename
+from kafkafs.record.batch import encode_batch, iter_batches
+from kafkafs.record.control import ABORT, encode_end_txn_marker_batch
 
 
 def make_log(d, **cfg):
@@ -345,3 +349,160 @@ def test_roll_on_segment_ms_by_record_timestamps(log_dir):
     lg.append([(11_500, None, b"d", ())])  # ages from the new segment's first batch
     assert [s.base_offset for s in lg.segments()] == [0, 2]
     lg.close()
+
+
+def read_bytes(path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def segment_files(d, suffix=""):
+    """Names of the segment files (.log/.index/.timeindex/.txnindex) in ``d`` ending with
+    ``suffix`` exactly ("" : the live ones, ".deleted": those awaiting removal)."""
+    out = set()
+    for n in os.listdir(d):
+        p = parse_segment_filename(n)
+        if p and p[1] in (".log", ".index", ".timeindex", ".txnindex") and p[2] == suffix:
+            out.add(n)
+    return out
+
+
+def test_deleted_segments_wait_for_file_delete_delay(log_dir):
+    """Retention with file.delete.delay.ms=300 (Kafka ``LocalLog.deleteSegmentFiles``): the
+    old segments leave the log at once -- log start offset moved, reads and lookups start
+    there, their aborted transaction is gone -- while their .log/.index/.timeindex/.txnindex
+    are only renamed ``.deleted`` (same bytes). ``remove_deleted_segments(now)`` removes each
+    pass's files exactly when its own delay is over, and no earlier."""
+    cfg = {"segment_bytes": 500, "retention_bytes": 1000, "file_delete_delay_ms": 300}
+    lg = make_log(log_dir, **cfg)
+    # an aborted transaction in the first segment gives it a .txnindex
+    lg.append_encoded(bytearray(encode_batch([(1000, b"k", b"aborted", ())], producer_id=7,
+                                             producer_epoch=0, base_sequence=0,
+                                             is_transactional=True)))
+    lg.append_encoded(bytearray(encode_end_txn_marker_batch(
+        ABORT, base_offset=0, timestamp=1001, producer_id=7, producer_epoch=0,
+        coordinator_epoch=1)))
+    values = {}
+    for i in range(20):
+        first, _ = lg.append([(2000 + i, None, b"v%02d" % i + b"x" * 60, ())])
+        values[first] = b"v%02d" % i + b"x" * 60
+    assert lg.aborted_txns(0, lg.log_end_offset) != []
+    assert [s.base_offset for s in lg.segments()] == [0, 4, 7, 10, 13, 16, 19]
+    before = {n: read_bytes(os.path.join(lg.dir, n)) for n in segment_files(lg.dir)}
+    assert "00000000000000000000.txnindex" in before
+
+    t = 1_000_000
+    assert lg.delete_old_segments(now=t) == 4
+    gone = {n for n in before if int(n[:20]) < 13}
+    assert segment_files(lg.dir, ".deleted") == {n + ".deleted" for n in gone}
+    assert "00000000000000000000.txnindex.deleted" in segment_files(lg.dir, ".deleted")
+    assert segment_files(lg.dir) == set(before) - gone
+    for n in gone:  # renamed, not rewritten
+        assert read_bytes(os.path.join(lg.dir, n + ".deleted")) == before[n]
+    # ... but gone from the log right away
+    assert lg.log_start_offset == 13
+    assert [s.base_offset for s in lg.segments()] == [13, 16, 19]
+    assert [(r.offset, r.value) for r in lg.records()] == \
+        [(o, v) for o, v in sorted(values.items()) if o >= 13]
+    with pytest.raises(OffsetOutOfRangeError):
+        lg.read_record(5)
+    assert lg.offset_for_timestamp(EARLIEST_TIMESTAMP) == (13, -1)
+    assert lg.offset_for_timestamp(0) == (13, 2011)
+    assert lg.aborted_txns(0, lg.log_end_offset) == []
+
+    # a second pass 100 ms later deletes more: its files get their own delay (t + 400)
+    for i in range(20, 26):
+        lg.append([(2000 + i, None, b"v%02d" % i + b"x" * 60, ())])
+    assert lg.delete_old_segments(now=t + 100) == 2
+    assert not {n for n in segment_files(lg.dir) if int(n[:20]) in (13, 16)}  # renamed too
+    pending_second = {n for n in segment_files(lg.dir, ".deleted") if int(n[:20]) in (13, 16)}
+    assert len(pending_second) == 6
+    assert lg.log_start_offset == 19
+
+    assert lg.remove_deleted_segments(now=t + 299) == 0
+    assert segment_files(lg.dir, ".deleted") == {n + ".deleted" for n in gone} | pending_second
+    assert lg.remove_deleted_segments(now=t + 300) == 4
+    assert segment_files(lg.dir, ".deleted") == pending_second
+    assert lg.remove_deleted_segments(now=t + 399) == 0
+    assert lg.remove_deleted_segments(now=t + 400) == 2
+    assert segment_files(lg.dir, ".deleted") == set()
+    assert [r.offset for r in lg.records()] == list(range(19, lg.log_end_offset))
+    lg.close()
+
+
+def backup_segment(root, name, start, values):
+    """A segment written by another log (a backup of the partition): ``values`` at offsets
+    ``start``..., sealed by a roll. Returns its partition dir."""
+    part = os.path.join(root, name, "t-0")
+    os.makedirs(part)
+    lg = load_log(part, "t", 0, LogConfig(index_interval_bytes=30), had_clean_shutdown=True)
+    if start:
+        lg.truncate_fully_and_start_at(start)
+    for i, v in enumerate(values):
+        lg.append([(5000 + start + i, None, v, ())])
+    lg.roll()
+    lg.close()
+    return part
+
+
+def copy_segment(src, dst, base):
+    """Copy the .log, .index and .timeindex of segment ``base`` from ``src`` into ``dst``."""
+    for suffix in (".log", ".index", ".timeindex"):
+        name = f"{base:020d}{suffix}"
+        shutil.copy2(os.path.join(src, name), os.path.join(dst, name))
+
+
+def test_adopt_segment_restores_an_older_segment_and_refuses_overlaps(tmp_path):
+    """``Log.adopt_segment`` (what the daemon's watcher calls for a ``.log`` copied into a
+    known partition): a segment restored from a backup below the first segment, ending at or
+    before it, joins the log -- its records readable at their own offsets, the log start
+    offset moved down to it, appends going on. A copied segment that overlaps the first one,
+    one past the log end, or the base of a live segment is refused: the log is unchanged and
+    the copied files are left as they were (not a byte, name or mtime changed)."""
+    live = make_log(str(tmp_path / "live"))
+    live.truncate_fully_and_start_at(10)  # offsets 0..9 were lost
+    for i in range(10, 15):
+        live.append([(5000 + i, None, b"live%d" % i, ())])
+    changes = []
+    live.on_change.append(lambda lg: changes.append(lg.log_start_offset))
+    expected_live = [(o, b"live%d" % o) for o in range(10, 15)]
+
+    def unchanged():
+        assert (live.log_start_offset, live.log_end_offset) == (10, 15)
+        assert [s.base_offset for s in live.segments()] == [10]
+        assert [(r.offset, r.value) for r in live.records()] == expected_live
+        assert changes == []
+
+    # overlapping: offsets 0..11 reach into the first segment (10..14)
+    overlap = backup_segment(str(tmp_path), "overlap", 0, [b"old%d" % i for i in range(12)])
+    copy_segment(overlap, live.dir, 0)
+    state = tree_state(live.dir)
+    assert live.adopt_segment(0) is False
+    unchanged()
+    assert tree_state(live.dir) == state
+    # newer: a segment past the log end offset is not adopted while running
+    newer = backup_segment(str(tmp_path), "newer", 20, [b"new%d" % i for i in range(20, 25)])
+    copy_segment(newer, live.dir, 20)
+    state = tree_state(live.dir)
+    assert live.adopt_segment(20) is False
+    unchanged()
+    assert tree_state(live.dir) == state
+    # the base offset of a live segment
+    assert live.adopt_segment(10) is False
+    unchanged()
+
+    # older and fitting: offsets 0..9, just below the first segment
+    backup = backup_segment(str(tmp_path), "backup", 0, [b"bak%d" % i for i in range(10)])
+    copy_segment(backup, live.dir, 0)  # replaces the refused overlapping copy
+    assert live.adopt_segment(0) is True
+    assert changes == [0]
+    assert [s.base_offset for s in live.segments()] == [0, 10]
+    assert (live.log_start_offset, live.log_end_offset) == (0, 15)
+    assert [(r.offset, r.value) for r in live.records()] == \
+        [(o, b"bak%d" % o) for o in range(10)] + expected_live
+    assert live.read_record(7).value == b"bak7"
+    assert live.offset_for_timestamp(EARLIEST_TIMESTAMP) == (0, -1)
+    assert live.offset_for_timestamp(5003) == (3, 5003)
+    assert live.adopt_segment(0) is False  # already part of the log
+    assert live.append(recs(1)) == (15, 15)
+    live.close()

@@ -672,20 +672,29 @@ class Log:
     # -- external changes -----------------------------------------------------------
     def adopt_segment(self, base_offset: int) -> bool:
         """Add a segment file that appeared in the directory from outside (a restored
-        backup) if it lies below the current first segment and does not overlap; the log
-        start offset moves down to it. Returns whether it was adopted."""
+        backup) when it fits, without overlap, below the first segment or in a gap between
+        two segments (never past the active one). Below the first segment the log start
+        offset moves down to it. Restored segments may come in any order: each one that
+        fits is taken, so a whole restored range joins over one pass. Returns whether it
+        was adopted. Raises OSError, CorruptRecordError."""
         with self.lock:
-            if base_offset in self._segments or base_offset >= self._bases[0]:
+            if base_offset in self._segments:
                 return False
+            i = bisect.bisect_left(self._bases, base_offset)
+            if i >= len(self._bases):
+                return False  # past the active segment: only appends extend the log
+            if i > 0 and self._segments[self._bases[i - 1]].read_next_offset() > base_offset:
+                return False  # the segment before it reaches into it
             seg = LogSegment(self.dir, base_offset, self.config, writable=self.writable)
-            if seg.read_next_offset() > self._bases[0]:
+            if seg.read_next_offset() > self._bases[i]:
                 seg.close()
-                return False
-            self._bases.insert(bisect.bisect_left(self._bases, base_offset), base_offset)
+                return False  # it reaches into the segment after it
+            self._bases.insert(i, base_offset)
             self._segments[base_offset] = seg
             if os.path.exists(seg.txn_index_path):
                 self._txn_index_bases.add(base_offset)
-            if self.log_start_offset == self._bases[1] or self.log_start_offset > base_offset:
+            if i == 0 and (self.log_start_offset == self._bases[1] or
+                           self.log_start_offset > base_offset):
                 self.log_start_offset = base_offset
             self._update_first_unstable_offset()
         self._notify()  # outside the lock (see the class docstring)

@@ -395,8 +395,8 @@ class LogManager:
     # -- adoption of external changes ------------------------------------------------
     def scan_for_new_partitions(self) -> list[Log]:
         """Load partition dirs that appeared in the log dirs from outside (a restored backup,
-        a bulk load) and adopt older segments copied into known partitions. Returns the
-        newly loaded logs."""
+        a bulk load). Returns the newly loaded logs. (Segments copied into a known partition
+        are the daemon watcher's job, through :meth:`Log.adopt_segment`.)"""
         new = []
         with self.lock:
             for d in self.log_dirs:
