@@ -3,9 +3,14 @@ consumer, get-offsets, with Kafka's option names and output lines."""
 
 from __future__ import annotations
 
+import io
 import os
+import sys
+import time
 
 from conftest import kafkafs
+
+from kafkafs.cli.main import main
 
 
 def test_topics_lifecycle(tmp_path):
@@ -88,3 +93,375 @@ def test_dump_of_what_produce_wrote(tmp_path):
     assert out[2].startswith("baseOffset: 0 lastOffset: 1 count: 2 ")
     assert "isvalid: true" in out[2] and "compresscodec: none" in out[2]
     assert out[3].startswith("| offset: 0 CreateTime: ") and out[3].endswith("payload: hello")
+
+
+# -- consume --max-messages / --offset, get-offsets --time, the formatter's properties --------
+# Compared with kafka-console-consumer.sh (ConsoleConsumer, ConsoleConsumerOptions,
+# DefaultMessageFormatter) and kafka-get-offsets.sh (GetOffsetShell) given the same options.
+
+def run(*args, input=b""):
+    """``kafkafs ARGS`` in-process through the command's entry point, as test_dump_legacy
+    does (a subprocess costs 0.3 s of interpreter start; these tests run it ~70 times):
+    (exit status, stdout bytes, stderr bytes). The streams are binary underneath because
+    ``consume`` writes ``sys.stdout.buffer``. Use :func:`kafkafs` where the process itself
+    matters (an uncaught exception's status and traceback)."""
+    out, err = io.BytesIO(), io.BytesIO()
+    streams = (io.TextIOWrapper(io.BytesIO(input), encoding="utf-8"),
+               io.TextIOWrapper(out, encoding="utf-8", write_through=True),
+               io.TextIOWrapper(err, encoding="utf-8", write_through=True))
+    saved = sys.stdin, sys.stdout, sys.stderr
+    sys.stdin, sys.stdout, sys.stderr = streams
+    try:
+        status = main(list(args))
+    except SystemExit as exc:  # argparse
+        status = exc.code
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+        for s in streams:
+            s.flush()
+    return status, out.getvalue(), err.getvalue()
+
+
+def produce(d, topic, values, *extra):
+    """``kafkafs produce`` of ``values`` (one line each) to partition 0 of ``topic``: one
+    batch per call."""
+    status, _out, err = run("produce", "--log-dirs", d, "--topic", topic, "--partition", "0",
+                            *extra, input=b"".join(v + b"\n" for v in values))
+    assert status == 0, err
+
+
+def consume(d, topic, *args):
+    """``kafkafs consume``: (exit status, stdout, the last stderr line)."""
+    status, out, err = run("consume", "--log-dirs", d, "--topic", topic, *args)
+    return status, out, err.decode().splitlines()[-1]
+
+
+def lines(prefix: bytes, offsets) -> bytes:
+    return b"".join(b"%s%d\n" % (prefix, i) for i in offsets)
+
+
+def test_consume_max_messages_prints_exactly_n_records(tmp_path):
+    """``--max-messages N`` prints the first N records from where consumption starts and
+    exits as soon as it has them (ConsoleConsumer's ``while (messageCount < maxMessages)``;
+    the 30 s ``--timeout-ms`` only bounds a regression), partway into a batch and across
+    batches; stderr ends with ``Processed a total of N messages`` as Kafka's
+    reportRecordCount prints it."""
+    d = str(tmp_path / "logs")
+    produce(d, "t", [b"m%d" % i for i in range(10)])       # one batch: 0..9
+    produce(d, "t", [b"m%d" % i for i in range(10, 15)])   # a second batch: 10..14
+    t0 = time.monotonic()
+    bound = ("--timeout-ms", "30000")
+    assert consume(d, "t", "--from-beginning", "--max-messages", "3", *bound) == \
+        (0, b"m0\nm1\nm2\n", "Processed a total of 3 messages")
+    assert consume(d, "t", "--partition", "0", "--offset", "4", "--max-messages", "2",
+                   *bound) == (0, b"m4\nm5\n", "Processed a total of 2 messages")
+    assert consume(d, "t", "--partition", "0", "--offset", "8", "--max-messages", "4",
+                   *bound) == (0, lines(b"m", range(8, 12)), "Processed a total of 4 messages")
+    # exactly what exists: done at the last record, no wait for more
+    assert consume(d, "t", "--partition", "0", "--offset", "earliest",
+                   "--max-messages", "15", *bound) == \
+        (0, lines(b"m", range(15)), "Processed a total of 15 messages")
+    assert time.monotonic() - t0 < 5
+
+
+def test_consume_max_messages_beyond_the_log_ends_after_the_timeout(tmp_path):
+    """N larger than what exists: every record is printed, then ``--timeout-ms`` without a
+    record ends the run with status 0 and the real count (Kafka: the consumer's
+    TimeoutException ends ``process``, then ``Processed a total of 10 messages``)."""
+    d = str(tmp_path / "logs")
+    produce(d, "t", [b"m%d" % i for i in range(10)])
+    t0 = time.monotonic()
+    assert consume(d, "t", "--from-beginning", "--max-messages", "100",
+                   "--timeout-ms", "300") == \
+        (0, lines(b"m", range(10)), "Processed a total of 10 messages")
+    assert time.monotonic() - t0 >= 0.3
+    assert consume(d, "t", "--partition", "0", "--offset", "7", "--max-messages", "100",
+                   "--timeout-ms", "10") == (0, b"m7\nm8\nm9\n", "Processed a total of 3 messages")
+
+
+def test_consume_max_messages_zero_prints_nothing(tmp_path):
+    """``--max-messages 0``: ConsoleConsumer's loop ``while (messageCount < maxMessages ||
+    maxMessages == -1)`` never runs, so nothing is printed and the count is 0."""
+    d = str(tmp_path / "logs")
+    produce(d, "t", [b"m0", b"m1", b"m2"])
+    assert consume(d, "t", "--from-beginning", "--max-messages", "0", "--timeout-ms", "10") \
+        == (0, b"", "Processed a total of 0 messages")
+
+
+def test_consume_numeric_offset_reads_exactly_from_that_offset(tmp_path):
+    """``--partition 0 --offset N``: the records from N on and none before, N also inside a
+    batch, plain or gzip-compressed (the batch is read from its base offset and the records
+    before N are skipped, as a Kafka consumer does)."""
+    d = str(tmp_path / "logs")
+    produce(d, "t", [b"m%d" % i for i in range(10)])
+    produce(d, "z", [b"z%d" % i for i in range(10)], "--compression-codec", "gzip")
+    for topic, prefix in (("t", b"m"), ("z", b"z")):
+        for n in (0, 5, 9):
+            assert consume(d, topic, "--partition", "0", "--offset", str(n),
+                           "--timeout-ms", "10") == \
+                (0, lines(prefix, range(n, 10)), f"Processed a total of {10 - n} messages")
+
+
+def test_consume_offset_latest_given_explicitly_prints_nothing_old(tmp_path):
+    """``--offset latest`` starts at the log end offset: nothing already in the log is
+    printed, as without ``--from-beginning``; ``--offset earliest`` starts at 0."""
+    d = str(tmp_path / "logs")
+    produce(d, "t", [b"m%d" % i for i in range(5)])
+    assert consume(d, "t", "--partition", "0", "--offset", "latest", "--timeout-ms", "10") == \
+        (0, b"", "Processed a total of 0 messages")
+    assert consume(d, "t", "--partition", "0", "--offset", "earliest", "--timeout-ms", "10") \
+        == (0, lines(b"m", range(5)), "Processed a total of 5 messages")
+
+
+def test_consume_offset_past_the_end_prints_nothing(tmp_path):
+    """An offset at or past the log end offset is no error in Kafka (the fetch is out of
+    range and the console consumer's ``auto.offset.reset=latest`` moves it to the end):
+    nothing is printed, the run ends after ``--timeout-ms`` with status 0."""
+    d = str(tmp_path / "logs")
+    produce(d, "t", [b"m%d" % i for i in range(5)])
+    for n in ("5", "100"):
+        assert consume(d, "t", "--partition", "0", "--offset", n, "--timeout-ms", "10") == \
+            (0, b"", "Processed a total of 0 messages")
+
+
+INVALID_OFFSET = ("error: The provided offset value '{}' is incorrect. Valid values are "
+                  "'earliest', 'latest', or a non-negative long.")
+
+
+def test_consume_rejects_a_negative_offset(tmp_path):
+    """A negative ``--offset`` is a usage error in Kafka (ConsoleConsumerOptions.parseOffset
+    calls invalidOffset: ``The provided offset value '-5' is incorrect. Valid values are
+    'earliest', 'latest', or a non-negative long.``): status 1, that message after
+    ``error:``, no record printed -- not a read from the log start."""
+    d = str(tmp_path / "logs")
+    produce(d, "t", [b"m%d" % i for i in range(5)])
+    status, out, err = run("consume", "--log-dirs", d, "--topic", "t", "--partition", "0",
+                           "--offset", "-5", "--timeout-ms", "10")
+    assert (status, out) == (1, b""), (out, err)
+    assert INVALID_OFFSET.format("-5").encode() in err, err
+
+
+def test_consume_rejects_a_non_numeric_offset(tmp_path):
+    """A non-numeric or fractional ``--offset`` is the same usage error (Kafka's
+    NumberFormatException path of parseOffset): status 1, the message after ``error:``,
+    no traceback. Run as a process: an uncaught exception's status and stderr are what is
+    checked."""
+    d = str(tmp_path / "logs")
+    produce(d, "t", [b"m%d" % i for i in range(5)])
+    for bad in ("abc", "1.5"):
+        r = kafkafs("consume", "--log-dirs", d, "--topic", "t", "--partition", "0",
+                    "--offset", bad, "--timeout-ms", "10", check=False)
+        assert b"Traceback" not in r.stderr, (bad, r.stderr)
+        assert (r.returncode, r.stdout) == (1, b""), (bad, r.stdout, r.stderr)
+        assert INVALID_OFFSET.format(bad).encode() in r.stderr, (bad, r.stderr)
+
+
+def test_consume_offset_keywords_are_case_insensitive(tmp_path):
+    """ConsoleConsumerOptions.parseOffset lower-cases the value: ``EARLIEST`` is
+    ``earliest``, ``Latest`` is ``latest``. (Run as a process, as the test above.)"""
+    d = str(tmp_path / "logs")
+    produce(d, "t", [b"m0", b"m1", b"m2"])
+    for word, expect in (("EARLIEST", b"m0\nm1\nm2\n"), ("Latest", b"")):
+        r = kafkafs("consume", "--log-dirs", d, "--topic", "t", "--partition", "0",
+                    "--offset", word, "--timeout-ms", "10", check=False)
+        assert (r.returncode, r.stdout) == (0, expect), (word, r.stderr)
+
+
+def log_with_start_offset(manager_factory, d, *, delete_records_to=None) -> int:
+    """Topic ``r``, one partition: offsets 0-2 and 3-4 in two segments timestamped 30 days
+    back, 5-7 (now) in the active one; retention (7 days) deletes the old two: log start
+    offset 5. ``delete_records_to`` then moves the log start offset into the active
+    segment, as a broker's DeleteRecords (kafka-delete-records.sh) does; the manager's
+    shutdown writes it to log-start-offset-checkpoint. Returns the log start offset."""
+    m = manager_factory(dirs=[d])
+    m.create_topic("r", 1)
+    lg = m.get_log("r", 0)
+    old = int(time.time() * 1000) - 30 * 24 * 3600 * 1000
+    lg.append([(old + i, None, b"r%d" % i, ()) for i in range(3)])
+    lg.roll()
+    lg.append([(old + i, None, b"r%d" % i, ()) for i in range(3, 5)])
+    lg.roll()
+    now = int(time.time() * 1000)
+    lg.append([(now, None, b"r%d" % i, ()) for i in range(5, 8)])
+    assert m.apply_retention() == 2
+    lg.remove_deleted_segments(force=True)
+    if delete_records_to is not None:
+        with lg.lock:
+            lg.log_start_offset = delete_records_to
+    start = lg.log_start_offset
+    m.shutdown()
+    return start
+
+
+def test_consume_earliest_starts_at_a_log_start_offset_above_zero(tmp_path, manager_factory):
+    """After retention deleted the first segments, ``--offset earliest`` and
+    ``--from-beginning`` start at the log start offset (5), which ``get-offsets --time -2``
+    reports."""
+    d = str(tmp_path / "logs")
+    assert log_with_start_offset(manager_factory, d) == 5
+    assert run("get-offsets", "--log-dirs", d, "--time", "-2") == (0, b"r:0:5\n", b"")
+    assert run("get-offsets", "--log-dirs", d, "--time", "-1") == (0, b"r:0:8\n", b"")
+    assert consume(d, "r", "--partition", "0", "--offset", "earliest", "--timeout-ms", "10") \
+        == (0, b"r5\nr6\nr7\n", "Processed a total of 3 messages")
+    assert consume(d, "r", "--from-beginning", "--timeout-ms", "10") == \
+        (0, b"r5\nr6\nr7\n", "Processed a total of 3 messages")
+
+
+def test_consume_never_prints_a_record_below_the_log_start_offset(tmp_path, manager_factory):
+    """A log start offset inside a segment (DeleteRecords up to 6): ``earliest`` starts at 6,
+    and no record below the log start offset is printed whatever ``--offset`` asks for
+    (Kafka never returns one: the fetch is out of range, and the console consumer's
+    ``auto.offset.reset=latest`` then prints nothing old)."""
+    d = str(tmp_path / "logs")
+    assert log_with_start_offset(manager_factory, d, delete_records_to=6) == 6
+    assert run("get-offsets", "--log-dirs", d, "--time", "-2") == (0, b"r:0:6\n", b"")
+    assert consume(d, "r", "--partition", "0", "--offset", "earliest", "--timeout-ms", "10") \
+        == (0, b"r6\nr7\n", "Processed a total of 2 messages")
+    assert consume(d, "r", "--from-beginning", "--timeout-ms", "10")[1] == b"r6\nr7\n"
+    for n in ("0", "5"):
+        _status, out, _last = consume(d, "r", "--partition", "0", "--offset", n,
+                                      "--timeout-ms", "10")
+        assert b"r5" not in out, (n, out)
+
+
+def timestamped_log(manager_factory, d):
+    """Topic ``g``, two partitions. Partition 0: offsets 0..4 with CreateTime timestamps
+    1000, 2000 | 4000 | 3000, 5000 (three batches; out of order on purpose). Partition 1:
+    one record at 10000."""
+    m = manager_factory(dirs=[d])
+    m.create_topic("g", 2)
+    lg = m.get_log("g", 0)
+    lg.append([(1000, b"k0", b"v0", ()), (2000, b"k1", b"v1", ())])
+    lg.append([(4000, b"k2", b"v2", ())])
+    lg.append([(3000, b"k3", b"v3", ()), (5000, b"k4", b"v4", ())])
+    m.get_log("g", 1).append([(10000, None, b"w0", ())])
+    m.shutdown()
+
+
+def get_offsets(d, *args) -> bytes:
+    status, out, err = run("get-offsets", "--log-dirs", d, *args)
+    assert (status, err) == (0, b"")
+    return out
+
+
+def test_get_offsets_latest_and_earliest_given_explicitly(tmp_path, manager_factory):
+    """``--time -1``: the log end offset (the default); ``--time -2``: the log start offset;
+    ``--time -3``: the offset of the largest timestamp; one ``topic:partition:offset`` line
+    per partition, ``--partitions`` picks some; a bad ``--time`` is an error."""
+    d = str(tmp_path / "logs")
+    timestamped_log(manager_factory, d)
+    assert get_offsets(d, "--topic", "g", "--time", "-1") == b"g:0:5\ng:1:1\n"
+    assert get_offsets(d, "--topic", "g") == b"g:0:5\ng:1:1\n"
+    assert get_offsets(d, "--topic", "g", "--time", "-2") == b"g:0:0\ng:1:0\n"
+    assert get_offsets(d, "--topic", "g", "--time", "-3") == b"g:0:4\ng:1:0\n"
+    assert get_offsets(d, "--topic", "g", "--partitions", "1", "--time", "-1") == b"g:1:1\n"
+    assert get_offsets(d, "--partitions", "0", "--time", "-2") == b"g:0:0\n"
+    assert run("get-offsets", "--log-dirs", d, "--time", "soon") == \
+        (1, b"", b"error: --time must be -1, -2, -3 or a timestamp in ms, got 'soon'\n")
+
+
+def test_get_offsets_by_timestamp_is_the_first_offset_at_or_after_it(tmp_path,
+                                                                     manager_factory):
+    """``--time T``: the first offset whose timestamp is >= T (ListOffsets, Kafka's
+    ``fetchOffsetByTimestamp``), not the record with the nearest timestamp: with timestamps
+    1000, 2000, 4000, 3000, 5000 at offsets 0..4, T=2500 and T=3000 both give offset 2
+    (4000). After the last timestamp the partition's line has an empty offset
+    (docs/cli.md)."""
+    d = str(tmp_path / "logs")
+    timestamped_log(manager_factory, d)
+    expect = {0: 0, 1000: 0, 1001: 1, 2000: 1, 2001: 2, 2500: 2, 3000: 2, 4000: 2,
+              4001: 4, 5000: 4}
+    for t, offset in expect.items():
+        assert get_offsets(d, "--topic", "g", "--partitions", "0", "--time", str(t)) == \
+            f"g:0:{offset}\n".encode(), t
+    assert get_offsets(d, "--topic", "g", "--time", "5001") == b"g:0:\ng:1:0\n"
+    assert get_offsets(d, "--topic", "g", "--time", "10000") == b"g:0:\ng:1:0\n"
+    assert get_offsets(d, "--topic", "g", "--time", "10001") == b"g:0:\ng:1:\n"
+
+
+def formatter_log(manager_factory, d):
+    """Topic ``f``, one partition: (ts 1000, key k0, value v0, headers h1=x, h2=null),
+    (ts 2000, null key, value v1, no headers), (ts 3000, key k2, null value)."""
+    m = manager_factory(dirs=[d])
+    m.create_topic("f", 1)
+    m.get_log("f", 0).append([(1000, b"k0", b"v0", [("h1", b"x"), ("h2", None)]),
+                              (2000, None, b"v1", ()),
+                              (3000, b"k2", None, ())])
+    m.shutdown()
+
+
+def formatted(d, *props) -> bytes:
+    """What ``consume --from-beginning`` of topic ``f`` prints with ``--property`` each of
+    ``props``."""
+    args = [a for p in props for a in ("--property", p)]
+    status, out, last = consume(d, "f", "--from-beginning", "--timeout-ms", "10", *args)
+    assert (status, last) == (0, "Processed a total of 3 messages")
+    return out
+
+
+def test_consume_print_properties_with_separators(tmp_path, manager_factory):
+    """DefaultMessageFormatter's columns in its order (timestamp, partition, offset,
+    headers, key, value) joined by ``key.separator``, each record ended by
+    ``line.separator``; ``null.literal`` for a null key, value or header value;
+    ``headers.separator`` between headers and ``NO_HEADERS`` when there are none; the last
+    column printed ends the line, whichever it is."""
+    d = str(tmp_path / "logs")
+    formatter_log(manager_factory, d)
+    assert formatted(d, "print.timestamp=true", "print.partition=true", "print.offset=true",
+                     "print.key=true", "key.separator= | ") == (
+        b"CreateTime:1000 | Partition:0 | Offset:0 | k0 | v0\n"
+        b"CreateTime:2000 | Partition:0 | Offset:1 | null | v1\n"
+        b"CreateTime:3000 | Partition:0 | Offset:2 | k2 | null\n")
+    assert formatted(d, "print.key=true", "print.offset=true", "key.separator=:",
+                     "line.separator=;", "null.literal=<nil>") == \
+        b"Offset:0:k0:v0;Offset:1:<nil>:v1;Offset:2:k2:<nil>;"
+    assert formatted(d, "print.headers=true") == \
+        b"h1:x,h2:null\tv0\nNO_HEADERS\tv1\nNO_HEADERS\tnull\n"
+    assert formatted(d, "print.headers=true", "print.key=true", "headers.separator=&",
+                     "null.literal=NULL") == \
+        b"h1:x&h2:NULL\tk0\tv0\nNO_HEADERS\tNULL\tv1\nNO_HEADERS\tk2\tNULL\n"
+    assert formatted(d, "print.key=true", "print.value=false") == b"k0\nnull\nk2\n"
+    assert formatted(d, "print.partition=true", "print.value=false", "line.separator=|") == \
+        b"Partition:0|Partition:0|Partition:0|"
+    # getBoolProperty: trimmed, case-insensitive "true"; anything else is false
+    assert formatted(d, "print.offset= TRUE ", "print.key=yes", "print.value=False") == \
+        b"Offset:0\nOffset:1\nOffset:2\n"
+    # backslash escapes in the separators (kafkafs: a shell cannot pass a tab easily)
+    assert formatted(d, "print.offset=true", "key.separator=\\t", "line.separator=\\r\\n") == \
+        b"Offset:0\tv0\r\nOffset:1\tv1\r\nOffset:2\tnull\r\n"
+
+
+def test_consume_print_timestamp_names_log_append_time(tmp_path):
+    """A topic with ``message.timestamp.type=LogAppendTime``: ``print.timestamp`` prints
+    ``LogAppendTime:<ms>`` (TimestampType's name), the time of the append."""
+    d = str(tmp_path / "logs")
+    assert run("topics", "--log-dirs", d, "--create", "--topic", "la", "--config",
+               "message.timestamp.type=LogAppendTime")[0] == 0
+    before = int(time.time() * 1000)
+    produce(d, "la", [b"a", b"b"])
+    after = int(time.time() * 1000)
+    _status, out, _last = consume(d, "la", "--from-beginning", "--timeout-ms", "10",
+                                  "--property", "print.timestamp=true")
+    rows = [line.split("\t") for line in out.decode().splitlines()]
+    assert [v for _ts, v in rows] == ["a", "b"]
+    for ts, _v in rows:
+        kind, ms = ts.split(":")
+        assert kind == "LogAppendTime" and before <= int(ms) <= after
+
+
+def test_consume_non_ascii_separators_are_written_as_utf8(tmp_path, manager_factory):
+    """``key.separator`` and ``line.separator`` are written as their UTF-8 bytes
+    (DefaultMessageFormatter.getByteProperty: ``getBytes(UTF_8)``): ``→`` is ``e2 86 92``,
+    not the UTF-8 of its bytes read as Latin-1."""
+    d = str(tmp_path / "logs")
+    formatter_log(manager_factory, d)
+    assert formatted(d, "print.key=true", "key.separator=→", "line.separator=¶\n") == \
+        "k0→v0¶\nnull→v1¶\nk2→null¶\n".encode()
+
+
+def test_consume_with_every_column_off_prints_nothing(tmp_path, manager_factory):
+    """``print.value=false`` and no other column: DefaultMessageFormatter writes nothing for
+    a record, not even ``line.separator`` (a separator only follows a column)."""
+    d = str(tmp_path / "logs")
+    formatter_log(manager_factory, d)
+    assert formatted(d, "print.value=false") == b""

@@ -65,7 +65,9 @@ def _props(items) -> dict[str, str]:
 
 
 def _unescape(s: str) -> str:
-    return s.encode("utf-8").decode("unicode_escape")
+    """Backslash escapes (``\\t``, ``\\n``, ``\\u2192``) turned into their characters; every
+    other character, ASCII or not, stays itself."""
+    return s.encode("latin-1", "backslashreplace").decode("unicode_escape")
 
 
 def _truthy(v: str | None) -> bool:
@@ -167,11 +169,34 @@ class Formatter:
             cols.append(self.null if record.key is None else record.key)
         if self.print_value:
             cols.append(self.null if record.value is None else record.value)
+        if not cols:  # DefaultMessageFormatter writes a separator only after a column
+            return b""
         return self.sep.join(cols) + self.line_sep
+
+
+def _start_offset(text: str) -> str | int:
+    """ConsoleConsumer's ``--offset``: ``earliest`` or ``latest`` (any case) or a
+    non-negative long. Raises CliError with Kafka's message otherwise."""
+    word = text.strip().lower()
+    if word in ("earliest", "latest"):
+        return word
+    try:
+        offset = int(word)
+    except ValueError:
+        offset = -1
+    if offset < 0 or not word.lstrip("+").isdigit():
+        raise CliError(f"The provided offset value '{text}' is incorrect. Valid values are "
+                       "'earliest', 'latest', or a non-negative long.")
+    return offset
 
 
 def run_consume(args) -> int:
     fmt = Formatter(_props(args.property))
+    start = None if args.offset is None else _start_offset(args.offset)
+    if start is not None and args.from_beginning:
+        raise CliError("Options from-beginning and offset cannot be specified together.")
+    # Kafka's loop runs while messageCount < maxMessages, or forever for -1 (the default)
+    limit = None if args.max_messages in (None, -1) else args.max_messages
     manager = open_manager(args, write=False)
     out = sys.stdout.buffer
     count = 0
@@ -188,18 +213,19 @@ def run_consume(args) -> int:
         positions = {}
         for p in parts:
             lg = manager.get_log(args.topic, p)
-            if args.offset is not None:
-                o = args.offset
-                positions[p] = (lg.log_start_offset if o == "earliest" else
-                                lg.log_end_offset if o == "latest" else int(o))
+            if start is not None:
+                positions[p] = (lg.log_start_offset if start == "earliest" else
+                                lg.log_end_offset if start == "latest" else start)
             else:
                 positions[p] = lg.log_start_offset if args.from_beginning else lg.log_end_offset
         committed = args.isolation_level == "read_committed"
         last_data = time.monotonic()
-        while True:
+        while limit is None or count < limit:
             progressed = False
             for p in parts:
                 lg = manager.get_log(args.topic, p)
+                # never a record below the log start offset (it may sit inside a batch)
+                positions[p] = max(positions[p], lg.log_start_offset)
                 end = lg.last_stable_offset if committed else lg.log_end_offset
                 aborted = lg.committed_filter(positions[p], end) if committed else None
                 for batch in lg.batches(positions[p]):
@@ -216,7 +242,7 @@ def run_consume(args) -> int:
                         positions[p] = r.offset + 1
                         count += 1
                         progressed = True
-                        if args.max_messages is not None and count >= args.max_messages:
+                        if limit is not None and count >= limit:
                             return 0
                     positions[p] = max(positions[p], batch.next_offset)
             out.flush()
@@ -228,6 +254,7 @@ def run_consume(args) -> int:
             time.sleep(0.1)
             for p in parts:
                 manager.get_log(args.topic, p).refresh_from_disk()
+        return 0
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:
