@@ -1,18 +1,26 @@
 """The mounted tree driven by real tools: echo >>, cat, grep, tail, head, ls, readlink,
-getfattr, tar, rsync, mkdir/rmdir — against a daemon running as its own process."""
+getfattr, less, tar, rsync, mkdir/rmdir, mv — against a daemon running as its own process."""
 
 from __future__ import annotations
 
 import errno
+import fcntl
+import hashlib
 import json
 import os
+import re
+import select
+import signal
+import struct
 import subprocess
+import sys
 import tarfile
+import termios
 import time
 
 import pytest
 
-from conftest import kafkafs
+from conftest import ROOT, Mount, fuse_available, kafkafs
 
 
 def sh(cmd, **kw):
@@ -336,3 +344,525 @@ def test_read_only_mount_writes_nothing_and_takes_no_lock(mount_factory, tmp_pat
     m.start()
     kafkafs("produce", "--log-dirs", logs, "--topic", "ro", input=b"c\n")
     assert m.umount() == 0
+
+
+# -- extended attributes: headers, LogAppendTime --------------------------------------------
+
+def getfattr_dump(path) -> str:
+    """``getfattr -d -m user.kafka`` of ``path``, as text (asserts it ran cleanly)."""
+    r = sh(f"getfattr --absolute-names -d -m user.kafka {path}")
+    assert r.returncode == 0 and r.stderr == b"", r.stderr
+    return r.stdout.decode()
+
+
+def test_headers_xattr_read_with_getfattr(manager_factory, mount_factory):
+    """``user.kafka.headers`` of ``offset/N``, as getfattr prints it, is the record's headers
+    as a JSON list of {"key","value"} in the record's order (repeated keys kept, a null header
+    value as null, non-ASCII text as itself), and equals records.jsonl's ``headers``; a record
+    without headers has ``[]``. The whole getfattr dump of both records is checked."""
+    ts = 1_700_000_000_123
+    mgr = manager_factory()
+    mgr.create_topic("h")
+    mgr.get_log("h", 0).append([
+        (ts, b"k1", b"v1", [("trace", b"abc"), ("trace", b"def"),
+                            ("n\u00e9", "\u00fc\u20ac".encode()), ("empty", None), ("blank", b"")]),
+        (ts + 5, None, b"v2", []),
+    ])
+    mgr.shutdown()
+    m = mount_factory()
+    p = m.path("h", "0")
+    expected = [{"key": "trace", "value": "abc"}, {"key": "trace", "value": "def"},
+                {"key": "n\u00e9", "value": "\u00fc\u20ac"}, {"key": "empty", "value": None},
+                {"key": "blank", "value": ""}]
+    r = sh(f"getfattr --only-values -n user.kafka.headers {p}/offset/0")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.decode("utf-8")) == expected
+    assert r.stdout == os.getxattr(f"{p}/offset/0", "user.kafka.headers")
+    jsonl = [json.loads(line) for line in open(f"{p}/records.jsonl", "rb")]
+    assert jsonl[0]["headers"] == expected and jsonl[1]["headers"] == []
+    # the getfattr dump, exactly (getfattr sorts names and escapes '"')
+    headers_text = json.dumps(expected, ensure_ascii=False).replace('"', '\\"')
+    assert getfattr_dump(f"{p}/offset/0") == (
+        f"# file: {p}/offset/0\n"
+        f'user.kafka.headers="{headers_text}"\n'
+        'user.kafka.key="k1"\n'
+        'user.kafka.offset="0"\n'
+        'user.kafka.partition="0"\n'
+        f'user.kafka.timestamp="{ts}"\n'
+        'user.kafka.timestamp_type="CreateTime"\n'
+        'user.kafka.topic="h"\n\n')
+    # no headers: [] (and no key attribute for the null key)
+    assert getfattr_dump(f"{p}/offset/1") == (
+        f"# file: {p}/offset/1\n"
+        'user.kafka.headers="[]"\n'
+        'user.kafka.offset="1"\n'
+        'user.kafka.partition="0"\n'
+        f'user.kafka.timestamp="{ts + 5}"\n'
+        'user.kafka.timestamp_type="CreateTime"\n'
+        'user.kafka.topic="h"\n\n')
+    # a line appended through the mount has no headers either
+    assert sh(f"echo v3 >> {p}/append").returncode == 0
+    assert os.getxattr(f"{p}/offset/2", "user.kafka.headers") == b"[]"
+
+
+def test_headers_xattr_keeps_bytes_that_are_not_utf8(manager_factory, mount_factory):
+    """A header value that is not UTF-8 must not be lost in ``user.kafka.headers``: it reads
+    as records.jsonl shows it (``{"base64": ...}``, docs/tree.md), not with the bytes replaced
+    by U+FFFD, which no reader could turn back into the header."""
+    mgr = manager_factory()
+    mgr.create_topic("h")
+    mgr.get_log("h", 0).append([(1_700_000_000_000, None, b"v", [("bin", b"\xff\x00\x80")])])
+    mgr.shutdown()
+    m = mount_factory()
+    p = m.path("h", "0")
+    jsonl = json.loads(open(f"{p}/records.jsonl", "rb").read())
+    assert jsonl["headers"] == [{"key": "bin", "value": {"base64": "/wCA"}}]
+    r = sh(f"getfattr --only-values -n user.kafka.headers {p}/offset/0")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.decode("utf-8")) == jsonl["headers"]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def test_log_append_time_topic_xattrs_and_by_time(manager_factory, mount_factory):
+    """Under ``message.timestamp.type=LogAppendTime`` (a topic override) a record's timestamp
+    is the time of the append, not the one the producer gave: ``user.kafka.timestamp_type``
+    is LogAppendTime, ``user.kafka.timestamp`` falls in the window around the append, and
+    ``by-time/`` resolves with that time (producer timestamps 1000/2000 would point
+    elsewhere). Both for records written before the mount and lines appended through it,
+    and for a topic switched to LogAppendTime by writing its ``config`` file."""
+    mgr = manager_factory()
+    mgr.create_topic("lat", overrides={"message.timestamp.type": "LogAppendTime"})
+    lg = mgr.get_log("lat", 0)
+    t0 = now_ms()
+    lg.append([(1000, None, b"a", []), (1001, None, b"b", [])])
+    t1 = now_ms()
+    time.sleep(0.02)
+    t2 = now_ms()
+    lg.append([(2000, None, b"c", [])])
+    t3 = now_ms()
+    mgr.shutdown()
+    assert t2 > t1
+    m = mount_factory()
+    p = m.path("lat", "0")
+    time.sleep(0.02)
+    t4 = now_ms()
+    assert sh(f"echo d >> {p}/append").returncode == 0
+    t5 = now_ms()
+    windows = {0: (t0, t1), 1: (t0, t1), 2: (t2, t3), 3: (t4, t5)}
+    stamps = {}
+    for off, (lo, hi) in windows.items():
+        text = getfattr_dump(f"{p}/offset/{off}")
+        assert 'user.kafka.timestamp_type="LogAppendTime"\n' in text, text
+        stamps[off] = int(os.getxattr(f"{p}/offset/{off}", "user.kafka.timestamp"))
+        assert lo <= stamps[off] <= hi, (off, stamps[off], lo, hi)
+    assert stamps[0] == stamps[1]  # one batch, one append time
+    objs = [json.loads(line) for line in open(f"{p}/records.jsonl", "rb")]
+    assert [(o["timestamp"], o["timestamp_type"]) for o in objs] == \
+        [(stamps[i], "LogAppendTime") for i in range(4)]
+    # by-time uses the append times: 1500 (between the producer's 1000 and 2000) is before
+    # every record; just after the first batch's append comes the second batch
+    assert os.readlink(f"{p}/by-time/1500") == "../offset/0"
+    assert os.readlink(f"{p}/by-time/{stamps[0]}") == "../offset/0"
+    assert os.readlink(f"{p}/by-time/{stamps[0] + 1}") == "../offset/2"
+    assert os.readlink(f"{p}/by-time/{stamps[3]}") == "../offset/3"
+    assert open(f"{p}/by-time/{stamps[2]}", "rb").read() == b"c"
+    assert not os.path.lexists(f"{p}/by-time/{stamps[3] + 1}")
+    # the same for a topic switched to LogAppendTime through the mounted config file
+    os.mkdir(m.path("lat2"))
+    with open(m.path("lat2", "config"), "w") as f:
+        f.write("message.timestamp.type=LogAppendTime\n")
+    assert "# (override)\nmessage.timestamp.type=LogAppendTime\n" in \
+        open(m.path("lat2", "config")).read()
+    q = m.path("lat2", "0")
+    t6 = now_ms()
+    assert sh(f"echo e >> {q}/append").returncode == 0
+    t7 = now_ms()
+    assert 'user.kafka.timestamp_type="LogAppendTime"\n' in getfattr_dump(f"{q}/offset/0")
+    ts = int(os.getxattr(f"{q}/offset/0", "user.kafka.timestamp"))
+    assert t6 <= ts <= t7
+    assert os.readlink(f"{q}/by-time/{t6}") == "../offset/0"
+
+
+# -- less, ls -l, mkdir/rmdir as commands ------------------------------------------------------
+
+def less_env() -> dict:
+    """The environment without LESS* settings (no LESSOPEN preprocessor, no default flags)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LESS")}
+    env["TERM"] = "xterm"
+    return env
+
+
+ANSI = re.compile(rb"\x1b(\[[?0-9;]*[A-Za-z]|[=>])")
+
+
+def less_on_tty(args, rows, until, keys=b"", cwd=None, timeout=8.0) -> bytes:
+    """Run ``less ARGS`` (in ``cwd``) on a pseudo-terminal of ``rows`` lines, read its output until
+    ``until`` appears (after escape sequences and CRs are removed), send ``keys``, wait for
+    less to exit; returns the cleaned output."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, 80, 0, 0))
+    proc = subprocess.Popen(["less", *args], stdin=slave, stdout=slave, stderr=slave,
+                            env=less_env(), cwd=cwd, start_new_session=True)
+    os.close(slave)
+    raw = b""
+
+    def clean():
+        return ANSI.sub(b"", raw).replace(b"\r", b"")
+
+    try:
+        deadline = time.monotonic() + timeout
+        sent = False
+        while time.monotonic() < deadline:
+            if not sent and until in clean():
+                if keys:
+                    os.write(master, keys)
+                sent = True
+            r, _w, _x = select.select([master], [], [], 0.1)
+            if r:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # EIO: less exited and closed the terminal
+                    data = b""
+                if not data:
+                    break
+                raw += data
+            elif sent and proc.poll() is not None:
+                break
+        assert proc.wait(5) == 0
+        return clean()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+
+
+def test_less_reads_messages(mount):
+    """``less`` shows ``messages`` exactly: with stdout not a terminal it copies the file
+    (all 3000 lines); on a terminal ``less -F -X`` prints a short file and exits; and
+    ``less +G`` jumps to the end of a long one and shows its last screen (the lines before
+    the ``(END)`` prompt are exactly the last rows-1 values)."""
+    os.mkdir(mount.path("t"))
+    p = mount.path("t", "0")
+    assert sh(f"seq 1 3000 >> {p}/append").returncode == 0
+    expected = b"".join(b"%d\n" % i for i in range(1, 3001))
+    r = subprocess.run(["less", f"{p}/messages"], capture_output=True, timeout=30,
+                       env=less_env(), check=False)
+    assert (r.returncode, r.stdout, r.stderr) == (0, expected, b"")
+    r = sh(f"less -F -X {p}/messages | cat", env=less_env())
+    assert (r.returncode, r.stdout) == (0, expected)
+    # on a terminal: the end of a long file, found by seeking (rows 10: 9 lines + prompt)
+    out = less_on_tty(["+G", "-X", "messages"], rows=10, until=b"(END)", keys=b"q", cwd=p)
+    assert out == b"".join(b"%d\n" % i for i in range(2992, 3001)) + b"messages (END)", out
+    # a file that fits the screen: -F prints it and exits at once
+    os.mkdir(mount.path("short"))
+    q = mount.path("short", "0")
+    assert sh(f"printf 'alpha\\nbeta\\ngamma\\n' >> {q}/append").returncode == 0
+    out = less_on_tty(["-F", "-X", f"{q}/messages"], rows=10, until=b"gamma\n")
+    assert out == b"alpha\nbeta\ngamma\n", out
+
+
+def ls_l(path) -> list[tuple]:
+    """``ls -ln`` of ``path`` as (mode, links, uid, gid, size, name) rows (date left out)."""
+    r = sh(f"ls -ln --time-style=+ {path}", env=dict(os.environ, LC_ALL="C"))
+    assert r.returncode == 0 and r.stderr == b"", r.stderr
+    lines = r.stdout.decode().splitlines()
+    assert lines[0].startswith("total ")
+    rows = []
+    for line in lines[1:]:
+        mode, links, uid, gid, size, name = line.split(None, 5)
+        rows.append((mode, int(links), int(uid), int(gid), int(size), name))
+    return rows
+
+
+def test_ls_l_shows_names_modes_and_sizes(mount):
+    """``ls -l`` shows what docs/tree.md promises: a partition dir holds ``append``
+    (write-only for the owner, 0200), ``messages`` and ``records.jsonl`` (0444, their exact
+    sizes), and the read-only directories ``by-time``, ``offset``, ``segments`` (0555); a topic
+    dir holds ``config`` (0644) and its partitions; the root and topics are 0755; offset files
+    are 0444 with the value's size; every node belongs to the user who mounted."""
+    os.mkdir(mount.path("t"))
+    p = mount.path("t", "0")
+    assert sh(f"printf 'one\\ntwo22\\n' >> {p}/append").returncode == 0
+    uid, gid = os.getuid(), os.getgid()
+    msize = len(b"one\ntwo22\n")
+    jsize = len(open(f"{p}/records.jsonl", "rb").read())
+    assert jsize > 0
+    assert ls_l(p) == [
+        ("--w-------", 1, uid, gid, 0, "append"),
+        ("dr-xr-xr-x", 2, uid, gid, 0, "by-time"),
+        ("-r--r--r--", 1, uid, gid, msize, "messages"),
+        ("dr-xr-xr-x", 2, uid, gid, 0, "offset"),
+        ("-r--r--r--", 1, uid, gid, jsize, "records.jsonl"),
+        ("dr-xr-xr-x", 2, uid, gid, 0, "segments"),
+    ]
+    csize = len(open(mount.path("t", "config"), "rb").read())
+    assert ls_l(mount.path("t")) == [
+        ("dr-xr-xr-x", 2, uid, gid, 0, "0"),
+        ("-rw-r--r--", 1, uid, gid, csize, "config"),
+    ]
+    assert ls_l(mount.mnt) == [("drwxr-xr-x", 2, uid, gid, 0, "t")]
+    assert ls_l(f"{p}/offset") == [("-r--r--r--", 1, uid, gid, 3, "0"),
+                                   ("-r--r--r--", 1, uid, gid, 5, "1")]
+    r = sh(f"ls -ld {mount.mnt}", env=dict(os.environ, LC_ALL="C"))
+    assert r.stdout.decode().startswith("drwxr-xr-x ")
+    # segments: every regular file of the partition dir, 0444, the real sizes
+    real = os.path.join(mount.log_dirs[0], "t-0")
+    assert ls_l(f"{p}/segments") == [
+        ("-r--r--r--", 1, uid, gid, os.path.getsize(os.path.join(real, n)), n)
+        for n in sorted(os.listdir(real)) if os.path.isfile(os.path.join(real, n))]
+
+
+def test_mkdir_and_rmdir_commands(mount):
+    """``mkdir`` and ``rmdir`` run as commands: ``mkdir MNT/T`` creates a topic (one
+    partition, the default num.partitions), ``mkdir MNT/T/2`` grows it to three partitions,
+    ``mkdir`` of an existing topic says "File exists", ``rmdir MNT/T`` deletes the topic with
+    its partition dirs; ``ls`` of the root shows exactly the topics left."""
+    env = dict(os.environ, LC_ALL="C")
+    log_dir = mount.log_dirs[0]
+    r = sh(f"mkdir {mount.path('orders')} {mount.path('audit')}", env=env)
+    assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
+    assert sh(f"ls {mount.mnt}", env=env).stdout == b"audit\norders\n"
+    assert sh(f"ls {mount.path('orders')}", env=env).stdout == b"0\nconfig\n"
+    r = sh(f"mkdir {mount.path('orders', '2')}", env=env)
+    assert (r.returncode, r.stderr) == (0, b"")
+    assert sh(f"ls {mount.path('orders')}", env=env).stdout == b"0\n1\n2\nconfig\n"
+    assert sorted(n for n in os.listdir(log_dir) if n.startswith("orders-")) == \
+        ["orders-0", "orders-1", "orders-2"]
+    r = sh(f"mkdir {mount.path('orders')}", env=env)
+    assert r.returncode == 1
+    assert r.stderr.decode().strip() == \
+        f"mkdir: cannot create directory '{mount.path('orders')}': File exists"
+    assert sh(f"echo kept >> {mount.path('audit', '0', 'append')}").returncode == 0
+    r = sh(f"rmdir {mount.path('orders')}", env=env)
+    assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
+    assert sh(f"ls {mount.mnt}", env=env).stdout == b"audit\n"
+    assert not any(n.startswith("orders") for n in os.listdir(log_dir))
+    assert not os.path.exists(mount.path("orders"))
+    assert open(mount.path("audit", "0", "messages"), "rb").read() == b"kept\n"
+    r = sh(f"rmdir {mount.path('audit')}", env=env)
+    assert (r.returncode, r.stderr) == (0, b"")
+    assert sh(f"ls -A {mount.mnt}", env=env).stdout == b""
+
+
+# -- segments/ is read-only --------------------------------------------------------------------
+
+def segment_files(real_dir) -> dict:
+    """name -> (sha256, size) of every regular file in a partition dir."""
+    out = {}
+    for n in sorted(os.listdir(real_dir)):
+        path = os.path.join(real_dir, n)
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                out[n] = (hashlib.sha256(f.read()).hexdigest(), os.path.getsize(path))
+    return out
+
+
+def errno_of(action) -> int | None:
+    """The errno ``action()`` fails with (None when it succeeds)."""
+    try:
+        action()
+    except OSError as exc:
+        return exc.errno
+    return None
+
+
+def test_segments_are_read_only(mount):
+    """Nothing under ``segments/`` can be changed: writing (append, overwrite, O_RDWR),
+    truncating (O_TRUNC and truncate(2)), creating a file or directory and removing a file
+    fail with EACCES, chmod with EPERM, setting an xattr with EACCES — from Python and from
+    the shell tools (``>>``, ``truncate``, ``touch``, ``cp``, ``rm``) — and every segment file
+    stays byte-identical to the log dir's, which does not change either."""
+    os.mkdir(mount.path("t"))
+    p = mount.path("t", "0")
+    assert sh(f"seq 1 500 >> {p}/append").returncode == 0
+    seg = f"{p}/segments"
+    log_file = f"{seg}/00000000000000000000.log"
+    real = os.path.join(mount.log_dirs[0], "t-0")
+    before = segment_files(real)
+    assert "00000000000000000000.log" in before
+    names = sorted(os.listdir(seg))
+    assert names == sorted(before)
+
+    def open_close(path, flags):
+        os.close(os.open(path, flags, 0o644))
+
+    results = {
+        "append": errno_of(lambda: open_close(log_file, os.O_WRONLY | os.O_APPEND)),
+        "overwrite": errno_of(lambda: open_close(log_file, os.O_WRONLY)),
+        "read-write": errno_of(lambda: open_close(log_file, os.O_RDWR)),
+        "O_TRUNC": errno_of(lambda: open_close(log_file, os.O_WRONLY | os.O_TRUNC)),
+        "truncate": errno_of(lambda: os.truncate(log_file, 0)),
+        "truncate index": errno_of(lambda: os.truncate(f"{seg}/00000000000000000000.index", 8)),
+        "create": errno_of(lambda: open_close(f"{seg}/new.log", os.O_WRONLY | os.O_CREAT)),
+        "create existing": errno_of(lambda: open_close(log_file, os.O_WRONLY | os.O_CREAT)),
+        "mkdir": errno_of(lambda: os.mkdir(f"{seg}/sub")),
+        "unlink": errno_of(lambda: os.unlink(log_file)),
+        "unlink metadata": errno_of(lambda: os.unlink(f"{seg}/partition.metadata")),
+        "chmod": errno_of(lambda: os.chmod(log_file, 0o666)),
+        "setxattr": errno_of(lambda: os.setxattr(log_file, "user.x", b"1")),
+    }
+    assert results == {
+        "append": errno.EACCES, "overwrite": errno.EACCES, "read-write": errno.EACCES,
+        "O_TRUNC": errno.EACCES, "truncate": errno.EACCES, "truncate index": errno.EACCES,
+        "create": errno.EACCES, "create existing": errno.EACCES, "mkdir": errno.EACCES,
+        "unlink": errno.EACCES, "unlink metadata": errno.EACCES, "chmod": errno.EPERM,
+        "setxattr": errno.EACCES,
+    }
+    env = dict(os.environ, LC_ALL="C")
+    for cmd in (f"echo x >> {log_file}", f"echo x > {log_file}", f"truncate -s 0 {log_file}",
+                f"touch {seg}/new", f"cp /etc/hostname {seg}/", f"rm -f {log_file}",
+                f"dd if=/dev/zero of={log_file} bs=1 count=1 conv=notrunc"):
+        r = sh(cmd, env=env)
+        assert r.returncode != 0 and b"Permission denied" in r.stderr, (cmd, r.stderr)
+    assert sorted(os.listdir(seg)) == names
+    assert segment_files(real) == before
+    for n in names:
+        assert open(f"{seg}/{n}", "rb").read() == open(os.path.join(real, n), "rb").read(), n
+    assert open(f"{p}/messages", "rb").read() == b"".join(b"%d\n" % i for i in range(1, 501))
+
+
+def test_segments_rename_and_new_names_fail_with_eacces(mount):
+    """Renaming a segment file (``mv``, rename(2)), or making a symlink or a FIFO under
+    ``segments/``, fails like every other change there (docs/tree.md, Errors: EACCES for
+    creating or removing files) — not with ENOSYS ("Function not implemented"), which tells
+    a user the operation exists nowhere. The files stay as they were."""
+    os.mkdir(mount.path("t"))
+    p = mount.path("t", "0")
+    assert sh(f"seq 1 50 >> {p}/append").returncode == 0
+    seg = f"{p}/segments"
+    log_file = f"{seg}/00000000000000000000.log"
+    real = os.path.join(mount.log_dirs[0], "t-0")
+    before = segment_files(real)
+    results = {
+        "rename": errno_of(lambda: os.rename(log_file, f"{seg}/00000000000000000050.log")),
+        "rename over": errno_of(lambda: os.rename(log_file, f"{seg}/partition.metadata")),
+        "symlink": errno_of(lambda: os.symlink("00000000000000000000.log", f"{seg}/l")),
+        "mkfifo": errno_of(lambda: os.mkfifo(f"{seg}/fifo")),
+    }
+    r = sh(f"mv {log_file} {seg}/moved.log", env=dict(os.environ, LC_ALL="C"))
+    results["mv"] = r.stderr.decode().rsplit(": ", 1)[-1].strip()
+    assert segment_files(real) == before
+    assert sorted(os.listdir(seg)) == sorted(before)
+    assert results == {"rename": errno.EACCES, "rename over": errno.EACCES,
+                       "symlink": errno.EACCES, "mkfifo": errno.EACCES,
+                       "mv": "Permission denied"}
+
+
+# -- SIGINT, --config --------------------------------------------------------------------------
+
+def test_sigint_shuts_down_cleanly(mount_factory):
+    """SIGINT (Ctrl-C on a foreground ``kafkafs mount``) shuts down like SIGTERM: exit status
+    0, the mount gone, the log flushed and checkpointed (``.kafka_cleanshutdown``,
+    ``recovery-point-offset-checkpoint`` at the log end), no traceback; the next daemon
+    starts without recovery and serves every record."""
+    m = mount_factory()
+    os.mkdir(m.path("t"))
+    assert sh(f"seq 1 100 >> {m.path('t', '0', 'append')}").returncode == 0
+    m.proc.send_signal(signal.SIGINT)
+    assert m.proc.wait(30) == 0, m.log()
+    m.proc = None
+    m._err.close()
+    assert not os.path.ismount(m.mnt)
+    log_dir = m.log_dirs[0]
+    assert os.path.exists(os.path.join(log_dir, ".kafka_cleanshutdown"))
+    assert open(os.path.join(log_dir, "recovery-point-offset-checkpoint")).read() == \
+        "0\n1\nt 0 100\n"
+    assert open(os.path.join(log_dir, "log-start-offset-checkpoint")).read() == "0\n0\n"
+    text = m.log()
+    assert "Received SIGINT, shutting down" in text
+    assert "logs flushed and checkpointed" in text
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text
+    m.start()
+    assert "No clean shutdown marker" not in m.log()
+    assert open(m.path("t", "0", "messages"), "rb").read() == \
+        b"".join(b"%d\n" % i for i in range(1, 101))
+    assert m.umount() == 0
+
+
+class ConfigMount(Mount):
+    """A daemon started as ``kafkafs mount --config FILE`` alone: the mount point, the log
+    dirs and the mount options all come from the file."""
+
+    def start(self, timeout=20.0):
+        args = [sys.executable, "-m", "kafkafs", "mount", "--config", self.config]
+        self._err = open(self.stderr_path, "ab")
+        env = dict(os.environ, XDG_CACHE_HOME=self.cache_dir)
+        env.pop("KAFKAFS_LOG_DIRS", None)
+        self.proc = subprocess.Popen(args, stderr=self._err, stdout=self._err, cwd=ROOT,
+                                     env=env)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if os.path.ismount(self.mnt):
+                return self
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"daemon exited with {self.proc.returncode}:\n{self.log()}")
+            time.sleep(0.05)
+        raise RuntimeError(f"mount did not appear:\n{self.log()}")
+
+
+def test_mount_with_config_file(tmp_path):
+    """``kafkafs mount --config server.properties`` with nothing else honours the file:
+    ``kafkafs.mount.point`` is where it mounts, ``log.dirs`` is where topics go (the default
+    log dir stays untouched), ``kafkafs.mount.options`` turns on parse.key with ``:``,
+    ``num.partitions=2`` gives ``mkdir`` two partitions, ``log.segment.bytes=200`` rolls a
+    segment every two one-record batches (visible in ``segments/``), and
+    ``message.max.bytes=1000`` refuses a longer line with EMSGSIZE; the topic's ``config``
+    shows the broker values as its defaults (no override marks)."""
+    if not fuse_available():
+        pytest.skip("FUSE is not available")
+    logs = tmp_path / "configured-logs"
+    cfg = tmp_path / "server.properties"
+    cfg.write_text(
+        "# a broker's server.properties, with kafkafs's keys\n"
+        f"kafkafs.mount.point={tmp_path / 'mnt'}\n"
+        "kafkafs.mount.options=parse.key=true,key.separator=:\n"
+        f"log.dirs={logs}\n"
+        "num.partitions=2\n"
+        "log.segment.bytes=200\n"
+        "message.max.bytes=1000\n"
+        "zookeeper.connect=localhost:2181\n")  # a key kafkafs does not use: ignored
+    m = ConfigMount(tmp_path, log_dirs=[str(logs)], config=str(cfg))
+    m.start()
+    try:
+        assert m.mnt == str(tmp_path / "mnt")
+        assert os.getxattr(m.mnt, "user.kafkafs.log_dirs") == str(logs).encode()
+        os.mkdir(m.path("c"))
+        assert sorted(os.listdir(m.path("c"))) == ["0", "1", "config"]
+        assert sorted(n for n in os.listdir(logs) if not n.startswith(".")) == \
+            ["c-0", "c-1", "meta.properties"]
+        assert not os.path.exists(tmp_path / "logs")
+        config_text = open(m.path("c", "config")).read()
+        assert "\nsegment.bytes=200\n" in config_text
+        assert "\nmax.message.bytes=1000\n" in config_text
+        assert "(override)\n" not in config_text.split("are not stored.\n", 1)[1]
+        p = m.path("c", "0")
+        fd = os.open(f"{p}/append", os.O_WRONLY | os.O_APPEND)
+        try:
+            for i in range(8):  # one write, one batch (about 80 bytes) each
+                line = b"k%d:value %d\n" % (i, i)
+                assert os.write(fd, line) == len(line)
+            with pytest.raises(OSError) as e:
+                os.write(fd, b"big:" + b"x" * 1200 + b"\n")
+            assert e.value.errno == errno.EMSGSIZE
+        finally:
+            os.close(fd)
+        assert open(f"{p}/messages", "rb").read() == \
+            b"".join(b"value %d\n" % i for i in range(8))
+        assert [os.getxattr(f"{p}/offset/{i}", "user.kafka.key") for i in range(8)] == \
+            [b"k%d" % i for i in range(8)]
+        real = os.path.join(logs, "c-0")
+        seg_logs = sorted(n for n in os.listdir(f"{p}/segments") if n.endswith(".log"))
+        assert seg_logs == [f"{o:020d}.log" for o in (0, 2, 4, 6)]
+        for n in seg_logs:
+            data = open(f"{p}/segments/{n}", "rb").read()
+            assert data == open(os.path.join(real, n), "rb").read()
+            assert 0 < len(data) <= 200
+        assert m.umount() == 0
+        assert os.path.exists(logs / ".kafka_cleanshutdown")
+        assert f"Mounted {logs} at {tmp_path / 'mnt'}" in m.log()
+    finally:
+        m.stop()

@@ -44,7 +44,7 @@ from . import markstore
 from .cache import BatchCache
 from .errors import fuse_errors
 from .timespec import parse_timestamp
-from .views import LineView, measure_messages, render_jsonl, render_messages
+from .views import LineView, measure_messages, render_jsonl, render_messages, text_or_base64
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL
 
 log = logging.getLogger(__name__)
@@ -554,6 +554,24 @@ class KafkaFS(pyfuse3.Operations):
     async def create(self, parent_inode, name, mode, flags, ctx):
         raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
 
+    # names are Kafka's (topics, partitions, offsets, segment files): none can be renamed,
+    # linked or made by hand, so these fail as unlink and create do (not ENOSYS)
+    @fuse_errors
+    async def rename(self, parent_inode_old, name_old, parent_inode_new, name_new, flags, ctx):
+        raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
+
+    @fuse_errors
+    async def link(self, inode, new_parent_inode, new_name, ctx):
+        raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
+
+    @fuse_errors
+    async def symlink(self, parent_inode, name, target, ctx):
+        raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
+
+    @fuse_errors
+    async def mknod(self, parent_inode, name, mode, rdev, ctx):
+        raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
+
     # -- files -----------------------------------------------------------------------
     @fuse_errors
     async def open(self, inode, flags, ctx):
@@ -795,8 +813,8 @@ class KafkaFS(pyfuse3.Operations):
             return {}
         rec, entry = self._visible_record(self._log(node), node.name)
         ts_type = TIMESTAMP_TYPE_NAMES[entry.timestamp_type]
-        headers = [{"key": k, "value": None if v is None else v.decode("utf-8", "replace")}
-                   for k, v in rec.headers]
+        # as records.jsonl shows them: a value that is not UTF-8 as {"base64": "..."}
+        headers = [{"key": k, "value": text_or_base64(v)} for k, v in rec.headers]
         values = {
             "key": rec.key,
             "timestamp": str(rec.timestamp).encode(),

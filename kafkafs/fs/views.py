@@ -65,7 +65,9 @@ def measure_messages(batch: RecordBatch) -> int:
         raise exc.located(position=batch.position) from None
 
 
-def _text(b: bytes | None):
+def text_or_base64(b: bytes | None):
+    """JSON form of a key, value or header value: the text when ``b`` is UTF-8, else
+    ``{"base64": "..."}``; None stays None."""
     if b is None:
         return None
     try:
@@ -104,8 +106,8 @@ def render_jsonl(batch: RecordBatch) -> bytes:
     for r in batch.records():
         out.append(dumps({
             "offset": r.offset, "timestamp": r.timestamp, "timestamp_type": ts_type,
-            "key": _text(r.key), "value": _text(r.value),
-            "headers": [{"key": k, "value": _text(v)} for k, v in r.headers],
+            "key": text_or_base64(r.key), "value": text_or_base64(r.value),
+            "headers": [{"key": k, "value": text_or_base64(v)} for k, v in r.headers],
         }, ensure_ascii=False, separators=(",", ":")))
     if not out:
         return b""
