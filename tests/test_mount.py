@@ -866,3 +866,34 @@ def test_mount_with_config_file(tmp_path):
         assert f"Mounted {logs} at {tmp_path / 'mnt'}" in m.log()
     finally:
         m.stop()
+
+
+def test_unusable_log_dir_or_option_is_a_one_line_error(tmp_path):
+    """A log dir that is a regular file, or a FUSE option libfuse does not know, ends
+    ``kafkafs mount`` with exit 1 and an ``error:`` line naming the cause (libfuse's own
+    reason above it), not a Python traceback; nothing stays mounted."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    afile = tmp_path / "afile"
+    afile.write_bytes(b"not a log dir")
+    r = kafkafs("mount", str(mnt), "--log-dirs", str(afile), check=False)
+    err = r.stderr.decode()
+    assert r.returncode == 1 and "Traceback" not in err
+    assert f"error: [Errno 20] log dir is not a directory: '{afile}'" in err
+    assert afile.read_bytes() == b"not a log dir"
+    r = kafkafs("mount", str(mnt), "--log-dirs", str(tmp_path / "logs"), "-o", "no_such_opt",
+                check=False)
+    err = r.stderr.decode()
+    assert r.returncode == 1 and "Traceback" not in err, err
+    assert "fuse: unknown option(s): `-o no_such_opt'" in err
+    assert f"error: cannot mount at {mnt} with options " in err
+    assert "Not mounted at" in err and not os.path.ismount(mnt)
+
+
+def test_fsname_option_names_the_mount(mount_factory):
+    """``-o fsname=NAME`` is what /proc/mounts (findmnt, df) shows as the source; kafkafs's
+    default, ``kafkafs``, applies only when none is given."""
+    m = mount_factory(options=["fsname=orders-logs"])
+    with open("/proc/self/mountinfo") as f:
+        fields = [line.split(" - ")[1].split() for line in f if f" {m.mnt} " in line]
+    assert fields == [["fuse.kafkafs", "orders-logs", fields[0][2]]]

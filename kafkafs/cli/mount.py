@@ -47,7 +47,7 @@ def run_mount(args) -> int:
         return daemon.run(os.path.abspath(mountpoint), config, options, args.read_only)
     except LogDirLockedError as exc:
         raise CliError(str(exc)) from None
-    except (NotADirectoryError, FileNotFoundError, ValueError) as exc:  # bad mount point/-o
+    except (OSError, ValueError, daemon.MountError) as exc:  # bad mount point, log dir, -o
         raise CliError(str(exc)) from None
 
 

@@ -76,10 +76,16 @@ def fs_options(own: dict[str, str]) -> FsOptions:
     )
 
 
+class MountError(Exception):
+    """The kernel or libfuse refused the mount (a FUSE option it does not know, a mount
+    point it cannot use); libfuse has printed its own reason on stderr."""
+
+
 async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
                 read_only: bool = False) -> int:
     """Mount ``config.log_dirs`` at ``mountpoint`` and serve until unmounted or signalled.
-    Returns the exit status (0 after a clean shutdown). Raises LogDirLockedError, OSError."""
+    Returns the exit status (0 after a clean shutdown). Raises LogDirLockedError, OSError,
+    MountError."""
     own, fuse_opts = split_options(options)
     fsopt = fs_options(own)
     ra_kb = read_ahead_kb(own)  # a bad value fails before anything is mounted
@@ -87,7 +93,9 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
     manager = LogManager(config, read_only=fsopt.read_only)
     await trio.to_thread.run_sync(manager.startup)
     operations = KafkaFS(manager, fsopt)
-    fuse_opts |= {"fsname=kafkafs", "subtype=kafkafs"}
+    for default in ("fsname=kafkafs", "subtype=kafkafs"):  # unless -o gives its own
+        if not any(o.startswith(default.split("=")[0] + "=") for o in fuse_opts):
+            fuse_opts.add(default)
     if fsopt.read_only:
         fuse_opts.add("ro")
     mounted = False
@@ -96,7 +104,11 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
     # SIGTERM (systemd after ExecStop) cannot kill it half-way through flushing
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         try:
-            pyfuse3.init(operations, mountpoint, fuse_opts)
+            try:
+                pyfuse3.init(operations, mountpoint, fuse_opts)
+            except RuntimeError as exc:  # libfuse printed its reason on stderr already
+                raise MountError(f"cannot mount at {mountpoint} with options "
+                                 f"{','.join(sorted(fuse_opts))} ({exc})") from None
             mounted = True
             log.info("Mounted %s at %s", ",".join(config.log_dirs), mountpoint)
             async with trio.open_nursery() as nursery:
@@ -122,7 +134,9 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(operations.save_views)
                 clean = await trio.to_thread.run_sync(manager.shutdown)
-            if clean:
+            if clean and not mounted:
+                log.info("Not mounted at %s; logs flushed and checkpointed", mountpoint)
+            elif clean:
                 log.info("Unmounted %s; logs flushed and checkpointed", mountpoint)
             else:
                 log.error("Unmounted %s, but the shutdown was not clean (see above)", mountpoint)

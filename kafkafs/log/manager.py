@@ -73,9 +73,12 @@ class LogManager:
     # -- startup / shutdown ----------------------------------------------------------
     def startup(self) -> None:
         """Lock and load every log dir; producer ids already expired are dropped (Kafka
-        skips them when it loads a snapshot). Raises LogDirLockedError, OSError."""
+        skips them when it loads a snapshot). Raises LogDirLockedError, OSError
+        (NotADirectoryError when a log dir is some other file)."""
         try:
             for d in self.log_dirs:
+                if os.path.exists(d) and not os.path.isdir(d):
+                    raise NotADirectoryError(errno.ENOTDIR, "log dir is not a directory", d)
                 if not self.read_only:
                     os.makedirs(d, exist_ok=True)
                     self._lock_dir(d)
