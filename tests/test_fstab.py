@@ -502,7 +502,8 @@ def test_unusable_log_dir_fails_with_the_daemons_error(helper, tmp_path):
     r = helper.run(source=str(bad))
     assert r.returncode == 32
     assert "exited with status 1 before the mount was ready" in r.stderr
-    assert f"File exists: '{bad}'" in r.stderr
+    assert f"error: [Errno 20] log dir is not a directory: '{bad}'" in r.stderr
+    assert "Traceback" not in r.stderr
     assert_nothing_left(helper, before)
 
 
