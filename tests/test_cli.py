@@ -356,8 +356,16 @@ def test_get_offsets_latest_and_earliest_given_explicitly(tmp_path, manager_fact
     assert get_offsets(d, "--topic", "g", "--time", "-3") == b"g:0:4\ng:1:0\n"
     assert get_offsets(d, "--topic", "g", "--partitions", "1", "--time", "-1") == b"g:1:1\n"
     assert get_offsets(d, "--partitions", "0", "--time", "-2") == b"g:0:0\n"
-    assert run("get-offsets", "--log-dirs", d, "--time", "soon") == \
-        (1, b"", b"error: --time must be -1, -2, -3 or a timestamp in ms, got 'soon'\n")
+    # GetOffsetShell's names for them (earliest-local, -4: the log start, nothing is tiered)
+    for name, code in (("latest", "-1"), ("earliest", "-2"), ("max-timestamp", "-3"),
+                       ("earliest-local", "-4")):
+        assert get_offsets(d, "--topic", "g", "--time", name) == \
+            get_offsets(d, "--topic", "g", "--time", "-2" if code == "-4" else code)
+    for bad in ("soon", "-5", "Latest"):
+        assert run("get-offsets", "--log-dirs", d, "--time", bad) == \
+            (1, b"", b"error: Malformed time argument " + bad.encode() + b". Please use -1 or "
+             b"latest / -2 or earliest / -3 or max-timestamp / -4 or earliest-local, or a "
+             b"specified long format timestamp\n")
 
 
 def test_get_offsets_by_timestamp_is_the_first_offset_at_or_after_it(tmp_path,

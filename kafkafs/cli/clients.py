@@ -56,7 +56,8 @@ def register(sub) -> None:
     g.add_argument("--topic", help="topic (default: all)")
     g.add_argument("--partitions", help="comma-separated partition ids")
     g.add_argument("--time", default="-1",
-                   help="-1 latest, -2 earliest, -3 max timestamp, or a timestamp in ms")
+                   help="a timestamp in ms, -1 or latest, -2 or earliest, -3 or "
+                        "max-timestamp, -4 or earliest-local")
     g.set_defaults(func=run_get_offsets)
 
 
@@ -270,12 +271,30 @@ def run_consume(args) -> int:
 
 # -- get-offsets -------------------------------------------------------------------------
 
-def run_get_offsets(args) -> int:
+# GetOffsetShell's names for the special --time values; earliest-local is the log start
+# offset here (no tiered storage: every segment is local)
+TIME_NAMES = {"latest": -1, "earliest": -2, "max-timestamp": -3, "earliest-local": -4}
+
+
+def _parse_time(text: str) -> int:
+    """``--time``: a timestamp in ms, -1/latest, -2/earliest, -3/max-timestamp or
+    -4/earliest-local (GetOffsetShell.parseOffsetSpec). Raises CliError with Kafka's
+    message otherwise."""
+    if text in TIME_NAMES:
+        return TIME_NAMES[text]
     try:
-        when = int(args.time)
+        when = int(text)
     except ValueError:
-        raise CliError(f"--time must be -1, -2, -3 or a timestamp in ms, got {args.time!r}") \
-            from None
+        when = None
+    if when is None or when < -4:
+        raise CliError(f"Malformed time argument {text}. Please use -1 or latest / -2 or "
+                       "earliest / -3 or max-timestamp / -4 or earliest-local, or a "
+                       "specified long format timestamp")
+    return -2 if when == -4 else when
+
+
+def run_get_offsets(args) -> int:
+    when = _parse_time(args.time)
     manager = open_manager(args, write=False)
     try:
         topics = [args.topic] if args.topic else manager.topics()
