@@ -83,4 +83,5 @@ def test_kill9_during_fsynced_appends_loses_nothing_acknowledged(tmp_path):
                  if n.endswith((".index", ".timeindex"))]
         out = kafkafs("dump", "--files", ",".join(files), "--index-sanity-check").stdout.decode()
         assert "corrupt" not in out.lower(), out
-        assert out.count("passed sanity check.") == len(files), out
+        # each one passes, or is the active segment's, still empty
+        assert out.count("passed sanity check.") + out.count(" is empty.") == len(files), out
