@@ -897,3 +897,46 @@ def test_fsname_option_names_the_mount(mount_factory):
     with open("/proc/self/mountinfo") as f:
         fields = [line.split(" - ")[1].split() for line in f if f" {m.mnt} " in line]
     assert fields == [["fuse.kafkafs", "orders-logs", fields[0][2]]]
+
+
+def _daemon_read_bytes(m) -> int:
+    """Bytes the daemon has read with read/pread so far (/proc/PID/io ``rchar``)."""
+    with open(f"/proc/{m.proc.pid}/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
+
+
+def test_kernel_caches_what_cannot_change_and_drops_what_did(mount_factory):
+    """Kernel caching, seen from the daemon's side: a second ``cat`` of ``messages`` and of
+    a sealed segment under ``segments/`` is served from the page cache (the daemon reads
+    next to nothing); after an append, ``messages`` shows the new line."""
+    m = mount_factory(extra_args=["--override", "log.segment.bytes=1000000"])
+    os.mkdir(m.path("t"))
+    lines = [b"line-%06d-" % i + b"y" * 90 for i in range(30000)]  # ~3 MB: 3 segments
+    with open(m.path("t", "0", "append"), "ab") as f:
+        for i in range(0, len(lines), 1000):
+            f.write(b"\n".join(lines[i:i + 1000]) + b"\n")
+    sealed = sorted(n for n in os.listdir(m.path("t", "0", "segments")) if n.endswith(".log"))
+    assert len(sealed) >= 3
+    log_bytes = sum(os.path.getsize(m.path("t", "0", "segments", n)) for n in sealed)
+
+    def cat(*path) -> tuple[bytes, int]:
+        before = _daemon_read_bytes(m)
+        out = subprocess.run(["cat", m.path(*path)], capture_output=True, check=True).stdout
+        return out, _daemon_read_bytes(m) - before
+
+    out, first = cat("t", "0", "messages")
+    assert out.splitlines() == lines and first >= log_bytes * 0.9
+    out, second = cat("t", "0", "messages")
+    assert out.splitlines() == lines and second < log_bytes * 0.02
+    seg = m.path("t", "0", "segments", sealed[0])
+    out, first = cat(seg)
+    assert out == open(os.path.join(m.log_dirs[0], "t-0", sealed[0]), "rb").read()
+    out, second = cat(seg)
+    assert len(out) == len(open(seg, "rb").read()) and second < len(out) * 0.02
+    with open(m.path("t", "0", "append"), "ab") as f:
+        f.write(b"the new line\n")
+    out, _ = cat("t", "0", "messages")
+    assert out.splitlines() == lines + [b"the new line"]
+    # (the kernel drops every cached page of a FUSE file whose size changes, unless the
+    # file system asks for FUSE_CAP_EXPLICIT_INVAL_DATA, which pyfuse3 does not offer: the
+    # whole of messages is read from the daemon again)
