@@ -65,6 +65,21 @@ def tree_state(root) -> dict:
     return out
 
 
+def sh(cmd: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
+    """Run ``cmd`` with the shell, output captured (bytes)."""
+    return subprocess.run(cmd, shell=True, capture_output=True, timeout=timeout, **kw)
+
+
+def wait_for(pred, timeout: float = 10.0) -> bool:
+    """Poll ``pred`` every 50 ms until it is true (True) or ``timeout`` s pass (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def fuse_available() -> bool:
     return os.path.exists("/dev/fuse") and shutil.which("fusermount3") is not None
 
@@ -86,16 +101,21 @@ class Mount:
         self.cache_dir = str(tmp_path / "cache")
         self.proc = None
 
-    def start(self, timeout=20.0):
+    def command(self) -> list[str]:
+        """The ``kafkafs mount`` command line :meth:`start` runs."""
         args = [sys.executable, "-m", "kafkafs", "mount", self.mnt,
                 "--log-dirs", ",".join(self.log_dirs)]
         if self.config:
             args += ["--config", self.config]
         for o in self.options:
             args += ["-o", o]
-        args += self.extra_args
+        return args + self.extra_args
+
+    def start(self, timeout=20.0):
+        args = self.command()
         self._err = open(self.stderr_path, "ab")
         env = dict(os.environ, XDG_CACHE_HOME=self.cache_dir)  # view marks stay in the test
+        env.pop("KAFKAFS_LOG_DIRS", None)
         self.proc = subprocess.Popen(args, stderr=self._err, stdout=self._err, cwd=ROOT, env=env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -32,7 +32,7 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT, fuse_available
+from conftest import ROOT, fuse_available, sh, wait_for
 
 from kafkafs.cli import mount_helper
 
@@ -45,19 +45,6 @@ SBIN_HELPER = "/sbin/mount.fuse.kafkafs"
 FSTAB_GENERATOR = "/usr/lib/systemd/system-generators/systemd-fstab-generator"
 
 PR_SET_CHILD_SUBREAPER = 36
-
-
-def sh(cmd, **kw):
-    return subprocess.run(cmd, shell=True, capture_output=True, timeout=30, **kw)
-
-
-def wait_for(pred, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def is_mounted(path) -> bool:

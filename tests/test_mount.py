@@ -19,21 +19,7 @@ import termios
 import time
 
 import pytest
-
-from conftest import ROOT, Mount, fuse_available, kafkafs
-
-
-def sh(cmd, **kw):
-    return subprocess.run(cmd, shell=True, capture_output=True, timeout=60, **kw)
-
-
-def wait_for(pred, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
+from conftest import Mount, fuse_available, kafkafs, sh, wait_for
 
 
 def test_topic_mkdir_append_and_read_back(mount):
@@ -787,21 +773,8 @@ class ConfigMount(Mount):
     """A daemon started as ``kafkafs mount --config FILE`` alone: the mount point, the log
     dirs and the mount options all come from the file."""
 
-    def start(self, timeout=20.0):
-        args = [sys.executable, "-m", "kafkafs", "mount", "--config", self.config]
-        self._err = open(self.stderr_path, "ab")
-        env = dict(os.environ, XDG_CACHE_HOME=self.cache_dir)
-        env.pop("KAFKAFS_LOG_DIRS", None)
-        self.proc = subprocess.Popen(args, stderr=self._err, stdout=self._err, cwd=ROOT,
-                                     env=env)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if os.path.ismount(self.mnt):
-                return self
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"daemon exited with {self.proc.returncode}:\n{self.log()}")
-            time.sleep(0.05)
-        raise RuntimeError(f"mount did not appear:\n{self.log()}")
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "kafkafs", "mount", "--config", self.config]
 
 
 def test_mount_with_config_file(tmp_path):
