@@ -913,3 +913,33 @@ def test_kernel_caches_what_cannot_change_and_drops_what_did(mount_factory):
     # (the kernel drops every cached page of a FUSE file whose size changes, unless the
     # file system asks for FUSE_CAP_EXPLICIT_INVAL_DATA, which pyfuse3 does not offer: the
     # whole of messages is read from the daemon again)
+
+
+def test_max_read_is_refused_before_mounting(tmp_path):
+    """``-o max_read=N`` would mount and then die at the kernel's INIT (libfuse wants
+    init() to ask for the same size, which pyfuse3 cannot): kafkafs refuses it up front
+    with one error line, and nothing is mounted or written."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    r = kafkafs("mount", str(mnt), "--log-dirs", str(tmp_path / "logs"), "-o",
+                "allow_other,max_read=65536", check=False)
+    assert r.returncode == 1 and b"Traceback" not in r.stderr
+    assert r.stderr.endswith(b"error: max_read is not supported by kafkafs (pyfuse3 cannot "
+                             b"negotiate it); read_ahead_kb sets how far the kernel reads "
+                             b"ahead\n")
+    assert not os.path.ismount(mnt) and not (tmp_path / "logs").exists()
+
+
+@pytest.mark.parametrize("given, sep", [("→", "→".encode()), (r"\u2192", "→".encode()),
+                                        (r"\t", b"\t"), (" | ", b" | ")])
+def test_key_separator_mount_option_keeps_any_text(mount_factory, given, sep):
+    """``-o key.separator=`` as kafka-console-producer's property, with kafkafs's backslash
+    escapes: a non-ASCII separator is itself in UTF-8 (it was read as Latin-1 and split
+    nothing), ``\\u2192`` is the same arrow, ``\\t`` a tab."""
+    m = mount_factory(options=[f"parse.key=true,key.separator={given}"])
+    os.mkdir(m.path("k"))
+    p = m.path("k", "0")
+    with open(f"{p}/append", "ab") as f:
+        f.write(b"user1" + sep + b"hello" + sep + b"again\n")
+    assert os.getxattr(f"{p}/offset/0", "user.kafka.key") == b"user1"
+    assert open(f"{p}/offset/0", "rb").read() == b"hello" + sep + b"again"

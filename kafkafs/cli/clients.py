@@ -8,6 +8,7 @@ import itertools
 import sys
 import time
 
+from ..escapes import unescape
 from ..log.errors import LogError
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
 from ..log.log import now_ms
@@ -65,12 +66,6 @@ def _props(items) -> dict[str, str]:
     return parse_kv(items, "property")
 
 
-def _unescape(s: str) -> str:
-    """Backslash escapes (``\\t``, ``\\n``, ``\\u2192``) turned into their characters; every
-    other character, ASCII or not, stays itself."""
-    return s.encode("latin-1", "backslashreplace").decode("unicode_escape")
-
-
 def _truthy(v: str | None) -> bool:
     return (v or "").strip().lower() == "true"
 
@@ -80,7 +75,7 @@ def _truthy(v: str | None) -> bool:
 def run_produce(args) -> int:
     props = _props(args.property)
     parse_key = _truthy(props.get("parse.key"))
-    sep = _unescape(props.get("key.separator", "\t")).encode()
+    sep = unescape(props.get("key.separator", "\t")).encode()
     ignore_error = _truthy(props.get("ignore.error"))
     codec = None
     if args.compression_codec:
@@ -145,9 +140,9 @@ class Formatter:
         self.print_headers = _truthy(props.get("print.headers"))
         self.print_key = _truthy(props.get("print.key"))
         self.print_value = props.get("print.value", "true").strip().lower() != "false"
-        self.sep = _unescape(props.get("key.separator", "\t")).encode()
-        self.line_sep = _unescape(props.get("line.separator", "\n")).encode()
-        self.headers_sep = _unescape(props.get("headers.separator", ",")).encode()
+        self.sep = unescape(props.get("key.separator", "\t")).encode()
+        self.line_sep = unescape(props.get("line.separator", "\n")).encode()
+        self.headers_sep = unescape(props.get("headers.separator", ",")).encode()
         self.null = props.get("null.literal", "null").encode()
 
     def format(self, partition: int, ts_type: int, record) -> bytes:

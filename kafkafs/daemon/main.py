@@ -17,10 +17,11 @@ from functools import partial
 import pyfuse3
 import trio
 
+from ..escapes import unescape
+from ..fs.operations import FsOptions, KafkaFS
 from ..log.config import BrokerConfig
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
 from ..log.manager import LogManager
-from ..fs.operations import FsOptions, KafkaFS
 from . import malloc, notify, readahead, tasks
 from .watcher import watch_log_dirs
 
@@ -34,19 +35,24 @@ OWN_OPTIONS = {"parse.key", "key.separator", "read_only", "ro", "rw", "isolation
 def split_options(options: list[str]) -> tuple[dict[str, str], set[str]]:
     """Split ``-o`` values (each may be comma-separated) into kafkafs's own options
     (``name -> value``) and FUSE options. ``allow_other`` adds ``default_permissions`` so the
-    kernel enforces the modes kafkafs reports."""
+    kernel enforces the modes kafkafs reports. Raises ValueError for ``max_read``."""
     own: dict[str, str] = {}
     fuse: set[str] = set()
     for opt in options:
         for item in opt.split(","):
-            item = item.strip()
-            if not item:
+            if not item.strip():
                 continue
             name, _, value = item.partition("=")
+            name = name.strip()  # the value is kept whole: key.separator=" | " ends in a space
             if name in OWN_OPTIONS:
                 own[name] = value
+            elif name == "max_read":
+                # libfuse wants init() to ask for the same size, which pyfuse3 cannot: the
+                # mount would come up and die at the kernel's INIT
+                raise ValueError("max_read is not supported by kafkafs (pyfuse3 cannot "
+                                 "negotiate it); read_ahead_kb sets how far the kernel reads ahead")
             else:
-                fuse.add(item)
+                fuse.add(item.strip())
     if "allow_other" in fuse:
         fuse.add("default_permissions")
     return own, fuse
@@ -67,7 +73,7 @@ def fs_options(own: dict[str, str]) -> FsOptions:
         raise ValueError(f"isolation.level must be one of {', '.join(ISOLATION_LEVELS)}, "
                          f"not {isolation!r}")
     sep = own.get("key.separator", "\t")
-    sep = sep.encode("utf-8").decode("unicode_escape").encode("utf-8") if sep else b"\t"
+    sep = unescape(sep).encode("utf-8") if sep else b"\t"
     return FsOptions(
         parse_key=own.get("parse.key", "false").lower() in ("true", "1", "yes", ""),
         key_separator=sep,
