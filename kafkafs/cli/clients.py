@@ -220,8 +220,12 @@ def run_consume(args) -> int:
             progressed = False
             for p in parts:
                 lg = manager.get_log(args.topic, p)
-                # never a record below the log start offset (it may sit inside a batch)
-                positions[p] = max(positions[p], lg.log_start_offset)
+                # an offset out of range is reset as the console consumer's
+                # auto.offset.reset does: earliest with --from-beginning, else latest (so
+                # never a record below the log start offset, which may sit inside a batch)
+                if not lg.log_start_offset <= positions[p] <= lg.log_end_offset:
+                    positions[p] = lg.log_start_offset if args.from_beginning \
+                        else lg.log_end_offset
                 end = lg.last_stable_offset if committed else lg.log_end_offset
                 aborted = lg.committed_filter(positions[p], end) if committed else None
                 for batch in lg.batches(positions[p]):
