@@ -391,8 +391,14 @@ def test_deleted_segments_wait_for_file_delete_delay(log_dir):
     before = {n: read_bytes(os.path.join(lg.dir, n)) for n in segment_files(lg.dir)}
     assert "00000000000000000000.txnindex" in before
 
+    snapshots = sorted(n for n in os.listdir(lg.dir) if n.endswith(".snapshot"))
+    assert [int(n[:20]) for n in snapshots][:4] == [4, 7, 10, 13]  # taken at each roll
     t = 1_000_000
     assert lg.delete_old_segments(now=t) == 4
+    # the snapshots at the deleted segments' base offsets wait with them, renamed
+    assert sorted(n for n in os.listdir(lg.dir) if n.endswith(".snapshot.deleted")) == \
+        [f"{b:020d}.snapshot.deleted" for b in (4, 7, 10)]
+    assert f"{13:020d}.snapshot" in os.listdir(lg.dir)
     gone = {n for n in before if int(n[:20]) < 13}
     assert segment_files(lg.dir, ".deleted") == {n + ".deleted" for n in gone}
     assert "00000000000000000000.txnindex.deleted" in segment_files(lg.dir, ".deleted")
@@ -422,6 +428,8 @@ def test_deleted_segments_wait_for_file_delete_delay(log_dir):
     assert lg.remove_deleted_segments(now=t + 299) == 0
     assert segment_files(lg.dir, ".deleted") == {n + ".deleted" for n in gone} | pending_second
     assert lg.remove_deleted_segments(now=t + 300) == 4
+    assert not [n for n in os.listdir(lg.dir) if n.endswith(".snapshot.deleted")
+                and int(n[:20]) < 13]
     assert segment_files(lg.dir, ".deleted") == pending_second
     assert lg.remove_deleted_segments(now=t + 399) == 0
     assert lg.remove_deleted_segments(now=t + 400) == 2

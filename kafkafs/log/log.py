@@ -596,10 +596,10 @@ class Log:
         """Apply retention (``UnifiedLog.deleteOldSegments``): whole segments from the oldest
         that are past ``retention.ms`` (by largest timestamp), beyond ``retention.bytes``, or
         entirely below the log start offset. Never the active segment. Deleted segments are
-        renamed ``.deleted`` (their ``.txnindex`` too) and removed after
-        ``file.delete.delay.ms``; producer snapshots below the new log start offset are
-        deleted (``deleteProducerSnapshots``, ``onLogStartOffsetIncremented``). Returns the
-        count."""
+        renamed ``.deleted`` (their ``.txnindex`` and the producer snapshot at their base
+        offset too) and removed after ``file.delete.delay.ms`` (``deleteSegmentFiles``,
+        ``deleteProducerSnapshots``); other producer snapshots below the new log start
+        offset are deleted at once. Returns the count."""
         if not self.writable:
             return 0
         now = now_ms() if now is None else now
@@ -626,6 +626,8 @@ class Log:
                 self._bases.remove(seg.base_offset)
                 del self._segments[seg.base_offset]
                 seg.mark_deleted()
+                # its snapshot goes with it, after the same delay (deleteProducerSnapshots)
+                self.producer_state.mark_snapshot_deleted(seg.base_offset)
                 self.pending_deletes.append((now + cfg.file_delete_delay_ms, seg))
             self.log_start_offset = max(self.log_start_offset, self._bases[0])
             self.recovery_point = max(self.recovery_point, self.log_start_offset)

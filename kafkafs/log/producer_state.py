@@ -55,7 +55,7 @@ from ..record.control import ABORT, end_txn_marker
 from ..record.errors import CorruptRecordError
 from .checkpoint import _fsync_dir, atomic_write
 from .errors import LogError, ReadOnlyLogError
-from .names import SNAPSHOT_SUFFIX, filename_prefix
+from .names import DELETED_SUFFIX, SNAPSHOT_SUFFIX, filename_prefix
 from .txnindex import AbortedTxn
 
 __all__ = [
@@ -592,6 +592,23 @@ class ProducerStateManager:
         self._snapshots[self._map_end_offset] = path
         self._last_snap_offset = self._map_end_offset
         return path
+
+    def mark_snapshot_deleted(self, offset: int) -> str | None:
+        """Rename the snapshot at ``offset`` (a deleted segment's base offset) to
+        ``<offset>.snapshot.deleted`` and forget it; the caller removes the file with the
+        segment after ``file.delete.delay.ms`` (``removeAndMarkSnapshotForDeletion``).
+        Returns the new path, or None when there is no such snapshot (or the state is
+        read-only). Raises OSError from the rename."""
+        path = self._snapshots.get(offset)
+        if path is None or not self._writable:
+            return None
+        try:
+            os.replace(path, path + DELETED_SUFFIX)
+        except FileNotFoundError:  # removed from outside already
+            self._snapshots.pop(offset, None)
+            return None
+        self._snapshots.pop(offset, None)
+        return path + DELETED_SUFFIX
 
     def delete_snapshots_before(self, offset: int) -> None:
         """Delete the snapshots below ``offset`` (exclusive; ``deleteSnapshotsBefore``)."""

@@ -43,6 +43,7 @@ from .names import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
+    SNAPSHOT_SUFFIX,
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
     filename_prefix,
@@ -603,8 +604,13 @@ class LogSegment:
             self._fd = -1
 
     def delete(self) -> None:
-        """Close and remove all files of the segment (whatever their suffix)."""
+        """Close and remove all files of the segment (whatever their suffix); a segment
+        deleted by retention (``.deleted``) also takes its producer snapshot,
+        ``<base>.snapshot.deleted``, marked with it (``deleteProducerSnapshots``)."""
         paths = [self.log_path, self.index_path, self.time_index_path, self.txn_index_path]
+        if self.suffix == DELETED_SUFFIX:
+            paths.append(os.path.join(self.dir, filename_prefix(self.base_offset) +
+                                      SNAPSHOT_SUFFIX + DELETED_SUFFIX))
         self.close()
         for p in paths:
             try:
