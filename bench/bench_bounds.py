@@ -28,7 +28,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from bench_fs import ROOT, Daemon, make_lines, mbps, timed, wait_mount  # noqa: E402
+from bench_fs import ROOT, Daemon, make_lines, mbps, timed, wait_mount
 
 
 def trivial(tmnt: str, nbytes: int, extra: list[str]) -> float:

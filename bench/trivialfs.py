@@ -20,6 +20,7 @@ import stat
 
 import pyfuse3
 import trio
+import trio.lowlevel
 from crc32c import crc32c
 
 from kafkafs.daemon.readahead import set_read_ahead
@@ -102,7 +103,7 @@ async def serve(fs: TrivialFS, mnt: str) -> None:
 async def widen_read_ahead(fs: TrivialFS, mnt: str) -> None:
     # the same read-ahead window kafkafs asks for its own mounts, once INIT is answered
     await fs.initialized.wait()
-    await trio.sleep(0)
+    await trio.lowlevel.checkpoint()
     set_read_ahead(mnt)
 
 

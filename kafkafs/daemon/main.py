@@ -16,6 +16,7 @@ from functools import partial
 
 import pyfuse3
 import trio
+import trio.lowlevel
 
 from ..escapes import unescape
 from ..fs.operations import FsOptions, KafkaFS
@@ -152,7 +153,7 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
 async def _widen_read_ahead(operations: KafkaFS, mountpoint: str, kb: int) -> None:
     # the kernel narrows the window to what the INIT reply allows: widen it after that
     await operations.initialized.wait()
-    await trio.sleep(0)
+    await trio.lowlevel.checkpoint()
     if readahead.set_read_ahead(mountpoint, kb):
         log.debug("read_ahead_kb of %s set to %d", mountpoint, kb)
 

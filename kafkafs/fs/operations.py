@@ -34,18 +34,24 @@ import trio
 
 from ..log import config as logconfig
 from ..log.errors import RecordTooLargeError
+from ..log.isolation import DEFAULT_ISOLATION_LEVEL
 from ..log.log import Log, now_ms
 from ..log.manager import LogManager
 from ..log.names import parse_segment_filename
 from ..record import plain
 from ..record.batch import TIMESTAMP_TYPE_NAMES, Record
-from . import tree as T
 from . import markstore
+from . import tree as T
 from .cache import BatchCache
 from .errors import fuse_errors
 from .timespec import parse_timestamp
-from .views import LineView, measure_messages, render_jsonl, render_messages, text_or_base64
-from ..log.isolation import DEFAULT_ISOLATION_LEVEL
+from .views import (
+    LineView,
+    measure_messages,
+    render_jsonl,
+    render_messages,
+    text_or_base64,
+)
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +102,7 @@ def _groups(lines: list, budget: int):
 
 
 class _Handle:
-    __slots__ = ("node", "buf", "discarding", "line_no", "view", "fd", "record", "error")
+    __slots__ = ("buf", "discarding", "error", "fd", "line_no", "node", "record", "view")
 
     def __init__(self, node):
         self.node = node
@@ -266,12 +272,9 @@ class KafkaFS(pyfuse3.Operations):
         elif kind == T.APPEND:
             a.st_mode = stat.S_IFREG | (0o000 if ro else 0o200)  # only the owner appends
             a.st_nlink = 1
-        elif kind in (T.MESSAGES, T.JSONL):
-            a.st_mode = stat.S_IFREG | 0o444
-            a.st_nlink = 1
-            # the size grows, but every change of the log invalidates these attributes
-            # (_log_changed), so the kernel may keep them (and its pages) until then
-        elif kind == T.OFFSET:
+        elif kind in (T.MESSAGES, T.JSONL, T.OFFSET):
+            # messages/records.jsonl grow, but every change of the log invalidates their
+            # attributes (_log_changed), so the kernel may keep them (and its pages) until then
             a.st_mode = stat.S_IFREG | 0o444
             a.st_nlink = 1
         elif kind == T.BYTIME_LINK:

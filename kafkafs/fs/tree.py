@@ -43,7 +43,7 @@ class Node:
     """One inode: ``kind`` (module constants), ``topic``, ``partition``, ``name`` (offset,
     timestamp or file name for dynamic nodes) and the kernel's lookup count."""
 
-    __slots__ = ("inode", "kind", "topic", "partition", "name", "lookups", "data")
+    __slots__ = ("data", "inode", "kind", "lookups", "name", "partition", "topic")
 
     def __init__(self, inode, kind, topic=None, partition=None, name=None):
         self.inode = inode

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import base64
 import bisect
-import os
 import json
+import os
 import threading
 from array import array
 from collections import OrderedDict
-from typing import Callable
+from collections.abc import Callable
 
 from ..log.isolation import AbortedFilter
 from ..log.log import Log

@@ -42,16 +42,16 @@ from .properties import (
 
 __all__ = [
     "atomic_write",
-    "read_offset_checkpoint",
-    "write_offset_checkpoint",
-    "read_leader_epoch_checkpoint",
-    "write_leader_epoch_checkpoint",
-    "read_partition_metadata",
-    "write_partition_metadata",
     "new_topic_id",
     "parse_uuid",
-    "uuid_to_string",
+    "read_leader_epoch_checkpoint",
+    "read_offset_checkpoint",
+    "read_partition_metadata",
     "read_properties",
+    "uuid_to_string",
+    "write_leader_epoch_checkpoint",
+    "write_offset_checkpoint",
+    "write_partition_metadata",
     "write_properties",
 ]
 
@@ -190,7 +190,7 @@ def _read_checkpoint(path, parse_entry, fields: int) -> list:
 
 def _write_checkpoint(path, lines: list[str]) -> None:
     body = "".join(f"{line}\n" for line in lines)
-    atomic_write(path, f"{CHECKPOINT_VERSION}\n{len(lines)}\n{body}".encode("utf-8"))
+    atomic_write(path, f"{CHECKPOINT_VERSION}\n{len(lines)}\n{body}".encode())
 
 
 def _parse_offset_entry(parts):

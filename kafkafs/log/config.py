@@ -11,8 +11,8 @@ Times are ms, sizes bytes. ``LONG_MAX`` (2^63 − 1) means "never", as in Kafka.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Mapping
 
 from .errors import InvalidConfigError
 from .properties import format_properties, parse_properties
@@ -182,7 +182,7 @@ class LogConfig:
     def delete(self) -> bool:
         return "delete" in self.cleanup_policy.split(",")
 
-    def with_overrides(self, overrides: Mapping[str, str]) -> "LogConfig":
+    def with_overrides(self, overrides: Mapping[str, str]) -> LogConfig:
         """Return a copy with topic-config ``overrides`` (name → string value) applied.
 
         Raises InvalidConfigError naming the key for an unknown key or a bad value.
@@ -257,7 +257,7 @@ class BrokerConfig:
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_properties(cls, props: Mapping[str, str]) -> "BrokerConfig":
+    def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
         """Build from ``server.properties`` key/values (strings). Raises InvalidConfigError."""
         topic_values: dict[str, str] = {}
         seen_topic_keys: set[str] = set()
@@ -301,7 +301,7 @@ class BrokerConfig:
 
     @classmethod
     def load(cls, path: str | os.PathLike | None = None,
-             overrides: Mapping[str, str] | None = None) -> "BrokerConfig":
+             overrides: Mapping[str, str] | None = None) -> BrokerConfig:
         """Read ``server.properties`` at ``path`` (None: defaults) then apply ``overrides``.
 
         Raises OSError if the file cannot be read, InvalidConfigError on a bad value.
@@ -314,7 +314,7 @@ class BrokerConfig:
             props.update(overrides)
         return cls.from_properties(props)
 
-    def with_log_dirs(self, dirs) -> "BrokerConfig":
+    def with_log_dirs(self, dirs) -> BrokerConfig:
         return replace(self, log_dirs=tuple(os.path.abspath(d) for d in dirs))
 
 
@@ -327,6 +327,12 @@ def parse_log_dirs(raw: str) -> tuple[str, ...]:
 
 
 __all__ = [
-    "LogConfig", "BrokerConfig", "TOPIC_KEYS", "LONG_MAX", "parse_properties",
-    "format_properties", "validate_topic_overrides", "parse_log_dirs",
+    "LONG_MAX",
+    "TOPIC_KEYS",
+    "BrokerConfig",
+    "LogConfig",
+    "format_properties",
+    "parse_log_dirs",
+    "parse_properties",
+    "validate_topic_overrides",
 ]

@@ -37,7 +37,7 @@ import mmap
 import os
 import struct
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from .errors import (
     CorruptIndexError,
@@ -46,7 +46,7 @@ from .errors import (
     ReadOnlyLogError,
 )
 
-__all__ = ["OffsetIndex", "TimeIndex", "DEFAULT_MAX_INDEX_SIZE", "NO_TIMESTAMP"]
+__all__ = ["DEFAULT_MAX_INDEX_SIZE", "NO_TIMESTAMP", "OffsetIndex", "TimeIndex"]
 
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024  # segment.index.bytes
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP

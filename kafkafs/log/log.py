@@ -26,7 +26,7 @@ import logging
 import os
 import threading
 import time
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from ..record import compression as codecs
 from ..record.batch import (
@@ -100,7 +100,7 @@ class Log:
         self.unflushed_messages = 0
         self.last_flush_ms = now_ms()
         self.pending_deletes: list[tuple[int, LogSegment]] = []  # (due ms, segment)
-        self.on_change: list[Callable[["Log"], None]] = []
+        self.on_change: list[Callable[[Log], None]] = []
         self.closed = False
         if producer_state is None:
             producer_state = ProducerStateManager(dir, writable=writable)

@@ -21,7 +21,7 @@ import shutil
 import threading
 import time
 import uuid
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from . import checkpoint as ckpt
 from .config import BrokerConfig, LogConfig, validate_topic_overrides
@@ -35,7 +35,12 @@ from .errors import (
 )
 from .loader import load_log
 from .log import Log
-from .names import TOPIC_CONFIG_FILE, parse_partition_dir, partition_dir_name, validate_topic
+from .names import (
+    TOPIC_CONFIG_FILE,
+    parse_partition_dir,
+    partition_dir_name,
+    validate_topic,
+)
 
 log = logging.getLogger(__name__)
 
