@@ -198,7 +198,10 @@ def test_delete_horizon_and_sequences_wrap(tmp_path):
 
 
 def test_batch_written_by_kafka_python(tmp_path):
-    from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+    from kafka.record.default_records import (
+        DefaultRecordBatch,
+        DefaultRecordBatchBuilder,
+    )
 
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=0,
                                         producer_id=-1, producer_epoch=-1, base_sequence=-1,

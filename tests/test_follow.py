@@ -12,8 +12,8 @@ import textwrap
 import time
 
 import pytest
-
 from conftest import ROOT
+
 
 def _broker_script() -> str:
     # a broker of kafkafs's own log engine, in its own process, holding the log dir lock

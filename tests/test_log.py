@@ -311,7 +311,8 @@ def test_read_only_log_follows_writes_into_a_preallocated_segment(log_dir):
     rw.close()
 
 
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 @settings(max_examples=40, deadline=None,

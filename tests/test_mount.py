@@ -194,9 +194,8 @@ def test_config_file_read_and_write(mount):
     text = open(cfg).read()
     assert "retention.ms=1000" in text and "segment.bytes=4096" in text
     assert text.count("# (override)\n") == 2
-    with pytest.raises(OSError) as e:
-        with open(cfg, "w") as f:
-            f.write("retention.ms=soon\n")
+    with pytest.raises(OSError) as e, open(cfg, "w") as f:
+        f.write("retention.ms=soon\n")
     assert e.value.errno == errno.EINVAL
     assert "retention.ms=1000" in open(cfg).read()
 
@@ -886,8 +885,7 @@ def test_kernel_caches_what_cannot_change_and_drops_what_did(mount_factory):
     os.mkdir(m.path("t"))
     lines = [b"line-%06d-" % i + b"y" * 90 for i in range(30000)]  # ~3 MB: 3 segments
     with open(m.path("t", "0", "append"), "ab") as f:
-        for i in range(0, len(lines), 1000):
-            f.write(b"\n".join(lines[i:i + 1000]) + b"\n")
+        f.writelines(b"\n".join(lines[i:i + 1000]) + b"\n" for i in range(0, len(lines), 1000))
     sealed = sorted(n for n in os.listdir(m.path("t", "0", "segments")) if n.endswith(".log"))
     assert len(sealed) >= 3
     log_bytes = sum(os.path.getsize(m.path("t", "0", "segments", n)) for n in sealed)

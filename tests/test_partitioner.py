@@ -1,7 +1,8 @@
 """Kafka's murmur2 partitioner: Kafka's own test vectors, and kafka-python agrees."""
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafkafs.log.partitioner import murmur2, partition_for_key
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from conftest import kafkafs
+
 from kafkafs.daemon.readahead import mount_device
 
 

@@ -274,7 +274,7 @@ def test_paths_agree_with_tmpfiles_and_properties(unit, unit_path):
         tmpfiles = [line.split() for line in f if line.strip() and not line.startswith("#")]
     dirs = {fields[1]: fields for fields in tmpfiles if fields[0] == "d"}
     with open(PROPS, encoding="utf-8") as f:
-        props = dict(re.findall(r"^([a-z][a-z0-9.]*)=(.*)$", f.read(), re.M))
+        props = dict(re.findall(r"^([a-z][a-z0-9.]*)=(.*)$", f.read(), re.MULTILINE))
     if unit_path == SERVICE:
         assert mountpoint == props["kafkafs.mount.point"] == "/srv/kafkafs"
         assert dirs[mountpoint][3] == "kafkafs"
@@ -312,7 +312,7 @@ NNP_IMPLYING = (
 def _documented_dropin() -> str:
     with open(os.path.join(ROOT, "docs", "systemd.md"), encoding="utf-8") as f:
         text = f.read()
-    blocks = re.findall(r"```ini\n(.*?)```", text, re.S)
+    blocks = re.findall(r"```ini\n(.*?)```", text, re.DOTALL)
     found = [b for b in blocks if "no-capabilities.conf" in b]
     assert len(found) == 1, "docs/systemd.md: the no-capabilities drop-in is missing"
     return found[0]

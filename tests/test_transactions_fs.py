@@ -11,8 +11,8 @@ import subprocess
 import time
 
 import pytest
-
 from conftest import kafkafs
+
 from kafkafs.log.log import now_ms
 from kafkafs.log.producer_state import read_snapshot
 from kafkafs.record import control, encode_batch
