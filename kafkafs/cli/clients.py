@@ -176,14 +176,10 @@ def _start_offset(text: str) -> str | int:
     word = text.strip().lower()
     if word in ("earliest", "latest"):
         return word
-    try:
-        offset = int(word)
-    except ValueError:
-        offset = -1
-    if offset < 0 or not word.lstrip("+").isdigit():
+    if not word.lstrip("+").isdigit():  # a word, a sign, a fraction: not a non-negative long
         raise CliError(f"The provided offset value '{text}' is incorrect. Valid values are "
                        "'earliest', 'latest', or a non-negative long.")
-    return offset
+    return int(word)
 
 
 def run_consume(args) -> int:

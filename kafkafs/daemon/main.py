@@ -100,9 +100,9 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
     manager = LogManager(config, read_only=fsopt.read_only)
     await trio.to_thread.run_sync(manager.startup)
     operations = KafkaFS(manager, fsopt)
-    for default in ("fsname=kafkafs", "subtype=kafkafs"):  # unless -o gives its own
-        if not any(o.startswith(default.split("=")[0] + "=") for o in fuse_opts):
-            fuse_opts.add(default)
+    for name in ("fsname", "subtype"):  # kafkafs, unless -o gives its own
+        if not any(o.startswith(name + "=") for o in fuse_opts):
+            fuse_opts.add(f"{name}=kafkafs")
     if fsopt.read_only:
         fuse_opts.add("ro")
     mounted = False

@@ -599,15 +599,15 @@ class ProducerStateManager:
         segment after ``file.delete.delay.ms`` (``removeAndMarkSnapshotForDeletion``).
         Returns the new path, or None when there is no such snapshot (or the state is
         read-only). Raises OSError from the rename."""
-        path = self._snapshots.get(offset)
-        if path is None or not self._writable:
+        if not self._writable:
+            return None
+        path = self._snapshots.pop(offset, None)
+        if path is None:
             return None
         try:
             os.replace(path, path + DELETED_SUFFIX)
         except FileNotFoundError:  # removed from outside already
-            self._snapshots.pop(offset, None)
             return None
-        self._snapshots.pop(offset, None)
         return path + DELETED_SUFFIX
 
     def delete_snapshots_before(self, offset: int) -> None:
