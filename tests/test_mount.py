@@ -655,19 +655,25 @@ def errno_of(action) -> int | None:
     return None
 
 
+def _topic_with_segments(mount, lines: int):
+    """Topic ``t`` with ``seq 1 LINES`` appended: (partition dir, its ``segments/``, the
+    first segment's ``.log`` there, the partition's dir in the log dir, and
+    :func:`segment_files` of it)."""
+    os.mkdir(mount.path("t"))
+    p = mount.path("t", "0")
+    assert sh(f"seq 1 {lines} >> {p}/append").returncode == 0
+    seg = f"{p}/segments"
+    real = os.path.join(mount.log_dirs[0], "t-0")
+    return p, seg, f"{seg}/00000000000000000000.log", real, segment_files(real)
+
+
 def test_segments_are_read_only(mount):
     """Nothing under ``segments/`` can be changed: writing (append, overwrite, O_RDWR),
     truncating (O_TRUNC and truncate(2)), creating a file or directory and removing a file
     fail with EACCES, chmod with EPERM, setting an xattr with EACCES — from Python and from
     the shell tools (``>>``, ``truncate``, ``touch``, ``cp``, ``rm``) — and every segment file
     stays byte-identical to the log dir's, which does not change either."""
-    os.mkdir(mount.path("t"))
-    p = mount.path("t", "0")
-    assert sh(f"seq 1 500 >> {p}/append").returncode == 0
-    seg = f"{p}/segments"
-    log_file = f"{seg}/00000000000000000000.log"
-    real = os.path.join(mount.log_dirs[0], "t-0")
-    before = segment_files(real)
+    p, seg, log_file, real, before = _topic_with_segments(mount, 500)
     assert "00000000000000000000.log" in before
     names = sorted(os.listdir(seg))
     assert names == sorted(before)
@@ -715,13 +721,7 @@ def test_segments_rename_and_new_names_fail_with_eacces(mount):
     ``segments/``, fails like every other change there (docs/tree.md, Errors: EACCES for
     creating or removing files) — not with ENOSYS ("Function not implemented"), which tells
     a user the operation exists nowhere. The files stay as they were."""
-    os.mkdir(mount.path("t"))
-    p = mount.path("t", "0")
-    assert sh(f"seq 1 50 >> {p}/append").returncode == 0
-    seg = f"{p}/segments"
-    log_file = f"{seg}/00000000000000000000.log"
-    real = os.path.join(mount.log_dirs[0], "t-0")
-    before = segment_files(real)
+    _p, seg, log_file, real, before = _topic_with_segments(mount, 50)
     results = {
         "rename": errno_of(lambda: os.rename(log_file, f"{seg}/00000000000000000050.log")),
         "rename over": errno_of(lambda: os.rename(log_file, f"{seg}/partition.metadata")),

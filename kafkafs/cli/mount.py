@@ -58,18 +58,27 @@ def _daemon_pid(mountpoint: str) -> int | None:
         return None
 
 
+def mount_fstype(mountpoint: str) -> str | None:
+    """The type of the topmost mount at ``mountpoint`` in /proc/self/mounts (``fuse.kafkafs``
+    for a kafkafs mount), None when nothing is mounted there. Works where stat is refused,
+    as for root on a FUSE mount without allow_other. Raises OSError when the table cannot be
+    read."""
+    fstype = None
+    with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 2 and fields[1].replace("\\040", " ") == mountpoint:
+                fstype = fields[2]  # the last one listed is the topmost
+    return fstype
+
+
 def is_mounted(mountpoint: str) -> bool:
-    """Whether ``mountpoint`` is in /proc/self/mounts (works where stat is refused, as for
-    root on a FUSE mount without allow_other)."""
+    """Whether anything is mounted at ``mountpoint`` (:func:`mount_fstype`; without a
+    readable /proc/self/mounts, ``os.path.ismount``)."""
     try:
-        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                fields = line.split()
-                if len(fields) > 1 and fields[1].replace("\\040", " ") == mountpoint:
-                    return True
+        return mount_fstype(mountpoint) is not None
     except OSError:
         return os.path.ismount(mountpoint)
-    return False
 
 
 def run_umount(args) -> int:

@@ -63,6 +63,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from ..daemon.options import OWN_OPTIONS
+from .mount import is_mounted, mount_fstype
+
 PROG = "mount.fuse.kafkafs"
 FSTYPE = "fuse.kafkafs"
 DEFAULT_READY_TIMEOUT = 60.0
@@ -91,11 +94,6 @@ FUSE_OPTIONS = frozenset({
 FUSE_VALUE_OPTIONS = frozenset({
     "fsname", "subtype", "max_read", "blksize", "context", "fscontext", "defcontext",
     "rootcontext", "user",
-})
-# kafkafs's own -o options (kafkafs.daemon.main.OWN_OPTIONS, not imported: that module
-# pulls in pyfuse3 and trio)
-KAFKAFS_OPTIONS = frozenset({
-    "parse.key", "key.separator", "read_only", "isolation.level", "read_ahead_kb",
 })
 
 
@@ -144,8 +142,8 @@ def split_mount_options(text: str) -> list[str]:
 def _known_to_daemon(option: str) -> bool:
     name, eq, _ = option.partition("=")
     if eq:
-        return name in KAFKAFS_OPTIONS or name in FUSE_VALUE_OPTIONS
-    return name in KAFKAFS_OPTIONS or name in FUSE_OPTIONS
+        return name in OWN_OPTIONS or name in FUSE_VALUE_OPTIONS
+    return name in OWN_OPTIONS or name in FUSE_OPTIONS
 
 
 def parse_args(argv: list[str]) -> MountRequest:
@@ -257,17 +255,11 @@ def daemon_command(req: MountRequest) -> list[str]:
     return cmd
 
 
-def _is_mounted(mountpoint: str) -> bool:
-    from .mount import is_mounted
-
-    return is_mounted(mountpoint)
-
-
 def already_mounted(req: MountRequest) -> int | None:
     """The pid of the daemon serving ``req.log_dirs`` at ``req.mountpoint`` already, from
     its ``user.kafkafs.log_dirs`` and ``user.kafkafs.pid`` attributes; None when the mount
     point shows no kafkafs mount, another one, or one the caller may not look into."""
-    if not _is_mounted(req.mountpoint):
+    if not is_mounted(req.mountpoint):
         return None
     try:
         dirs = os.getxattr(req.mountpoint, "user.kafkafs.log_dirs").decode()
@@ -281,16 +273,10 @@ def already_mounted(req: MountRequest) -> int | None:
 def is_stale_kafkafs_mount(mountpoint: str) -> bool:
     """Whether the topmost mount at ``mountpoint`` is a ``fuse.kafkafs`` mount whose daemon
     is gone (stat fails with ENOTCONN, "Transport endpoint is not connected")."""
-    fstype = None
     try:
-        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                fields = line.split()
-                if len(fields) > 2 and fields[1].replace("\\040", " ") == mountpoint:
-                    fstype = fields[2]  # the last one listed is the topmost
-    except OSError:
-        return False
-    if fstype != FSTYPE:
+        if mount_fstype(mountpoint) != FSTYPE:
+            return False
+    except OSError:  # no mount table to read: nothing known to be stale
         return False
     try:
         os.stat(mountpoint)
@@ -348,7 +334,7 @@ def start_daemon(req: MountRequest) -> int:
         # what the service's ExecStartPre does: a crashed daemon's mount is detached
         _say(f"detaching the stale kafkafs mount at {req.mountpoint} (its daemon is gone)")
         _lazy_unmount(req.mountpoint)
-    was_mounted = _is_mounted(req.mountpoint)
+    was_mounted = is_mounted(req.mountpoint)
     cmd = daemon_command(req)
     if req.verbose:
         dropped = f" (dropped: {','.join(req.dropped)})" if req.dropped else ""
@@ -422,7 +408,7 @@ def start_daemon(req: MountRequest) -> int:
     if log_fd is not None:
         os.write(log_fd, bytes(output))
         os.close(log_fd)
-    if not was_mounted and _is_mounted(req.mountpoint):
+    if not was_mounted and is_mounted(req.mountpoint):
         _lazy_unmount(req.mountpoint)
     text = output.decode("utf-8", "replace").rstrip()
     _say(f"mounting {req.mountpoint} failed: {status}" + (":" if text else ""))
@@ -509,7 +495,7 @@ def _check_usable(mountpoint: str, proc: subprocess.Popen, timeout: float) -> st
         return f"the mount at {mountpoint} is not usable: {exc.strerror}"
     if proc.poll() is not None:
         return f"the daemon exited with status {proc.returncode} right after mounting"
-    if not _is_mounted(mountpoint):
+    if not is_mounted(mountpoint):
         return "the daemon reported readiness, but the mount is gone"
     return "ready"
 
