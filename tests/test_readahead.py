@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import kafkafs
+from conftest import kafkafs, wait_for
 
 from kafkafs.daemon.readahead import mount_device
 
@@ -17,12 +17,19 @@ def _window(mnt: str) -> int:
         return int(f.read())
 
 
+def _settled_window(mnt: str, expected: int) -> int:
+    """The window once the daemon has set it: it does so just after the kernel's INIT,
+    which may come after the mount point appears (on a busy machine, later still)."""
+    wait_for(lambda: _window(mnt) == expected, timeout=10)
+    return _window(mnt)
+
+
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="sysfs read_ahead_kb needs root")
 
 
 @needs_root
 def test_default_window_is_widened(mount):
-    assert _window(mount.mnt) == 1024
+    assert _settled_window(mount.mnt, 1024) == 1024
     # and reading still works, a big file included
     os.mkdir(mount.path("ra"))
     lines = b"".join(b"line %06d %s\n" % (i, b"x" * 100) for i in range(30000))
@@ -38,7 +45,7 @@ def test_window_option(mount_factory):
     assert m.umount() == 0
     m.options = ["read_ahead_kb=4096"]
     m.start()
-    assert _window(m.mnt) == 4096
+    assert _settled_window(m.mnt, 4096) == 4096
 
 
 def test_bad_window_is_refused(tmp_path):
