@@ -163,12 +163,17 @@ def test_corrupt_crc_shows_invalid(seg):
     data[80] ^= 0x01  # inside the first batch's records
     with open(seg["log"], "wb") as f:
         f.write(data)
-    status, out, _e = run_dump("--files", seg["log"])
+    status, out, err = run_dump("--files", seg["log"])
     assert out[2] == (f"baseOffset: 0 lastOffset: 1 count: 2 baseSequence: -1 lastSequence: -1 "
                       "producerId: -1 producerEpoch: -1 partitionLeaderEpoch: -1 "
                       "isTransactional: false isControl: false deleteHorizonMs: "
                       "OptionalLong.empty position: 0 CreateTime: 1001 size: 95 magic: 2 "
                       f"compresscodec: none crc: {crc(b1)} isvalid: false")
+    # every batch is printed, as Kafka prints them; then the damage is an error (exit 1)
+    assert len([line for line in out if line.startswith("baseOffset")]) == 4
+    assert status == 1
+    assert err == [f"error: {seg['log']}: position 0: record batch is corrupt (stored crc = "
+                   f"{crc(b1)}, computed crc = {crc32c(bytes(data[21:95]))})"]
 
 
 def test_record_size_below_minimum_is_an_error(seg):

@@ -415,21 +415,25 @@ def test_non_consecutive_offsets(tmp_path):
     """Offsets are tracked per record across entries: a gap between messages, and a v1
     wrapper stored at outer offset 0 (some producers' data: its relative inner offsets are
     taken as they are, AbstractLegacyRecordBatch.DeepRecordsIterator) going back to 0.
-    Kafka prints the pairs newest first."""
+    Kafka prints the pairs newest first. In a log, offsets that go back are damage: the
+    dump says where, and exits 1 (Kafka exits 0)."""
     (m0, m1), recs = messages("kafka-python", 1, 0, 2)
     (m5,), recs5 = messages("kafka-python", 1, 5, 1)
     wrap, wrecs = wrapper("kafka-python", 1, SNAPPY, 0, 3)
     struct.pack_into(">q", wrap, 0, 0)  # the outer offset 0 (outside the CRC)
     path = write_log(tmp_path, m0, m1, m5, wrap)
     status, out, err = run_dump("--files", path, "--deep-iteration")
-    assert status == 0
+    assert status == 1
     assert out == expected(path, [m0, m1, m5, wrap], [[recs[0]], [recs[1]], recs5, wrecs],
                            deep=True)
     assert out[8].startswith("offset: 0 position: ")
-    assert err == [f"Non-consecutive offsets in {os.path.abspath(path)}",
+    position = len(m0) + len(m1) + len(m5)
+    assert err == [f"error: {path}: position {position}: offsets go back: the batch holds "
+                   "offsets [0, 0] after offset 6",
+                   f"Non-consecutive offsets in {os.path.abspath(path)}",
                    "  5 is followed by 0", "  1 is followed by 5"]
-    # shallow iteration does not look at records
-    assert run_dump("--files", path)[2] == []
+    # shallow iteration does not look at records (no findings), but the entries still go back
+    assert run_dump("--files", path)[2] == [err[0]]
 
 
 # -- damaged data ----------------------------------------------------------------------------
@@ -441,7 +445,9 @@ def test_corrupt_message_is_dumped_with_isvalid_false(tmp_path):
     recs[0].value = bytes(m0[-len(recs[0].value):])
     path = write_log(tmp_path, m0, m1)
     status, out, err = run_dump("--files", path, "--print-data-log")
-    assert (status, err) == (0, [])
+    assert status == 1 and len(err) == 1
+    assert err[0].startswith(f"error: {path}: position 0: record batch is corrupt (stored "
+                             f"crc = {struct.unpack_from('>I', m0, 12)[0]}, computed crc = ")
     assert out == [f"Dumping {path}", "Log starting offset: 0",
                    entry_line(m0, 0, valid=False),
                    record_line(recs[0], "NoTimestampType", data=True, valid=False),
@@ -464,7 +470,9 @@ def test_corrupt_inner_message(tmp_path):
     recs[3].value = bytes(inner[-len(recs[3].value):])
     path = write_log(tmp_path, wrap)
     status, out, err = run_dump("--files", path, "--print-data-log")
-    assert (status, err) == (0, [])
+    assert status == 1
+    assert err == [f"error: {path}: position 0: inner message at offset 3 is corrupt (stored "
+                   f"crc = {metas[3].crc})"]
     assert out == [f"Dumping {path}", "Log starting offset: 0", entry_line(wrap, 0),
                    record_line(recs[0], "CreateTime", data=True),
                    record_line(recs[1], "CreateTime", data=True),

@@ -297,6 +297,7 @@ class SegmentFile:
             if len(data) < size:
                 return None
             batch = RecordBatch.from_buffer(data, 0, position=pos)
+            batch.path = self.path
             return _Entry(pos, offset, size, magic, batch)
         if magic in (0, 1):
             data = self._read(pos, size)
@@ -736,6 +737,27 @@ def _legacy_records(entry: _Entry):
         raise exc.located(position=entry.position) from None
 
 
+def _entry_damage(entry: _Entry, obj: dict, expected: int | None,
+                  path: str) -> CorruptRecordError | None:
+    """What is wrong with an entry that frames well (the CRC its line shows as ``isvalid``,
+    offsets that go back), as the error the dump ends with; None when nothing is."""
+    if not obj["isvalid"]:
+        computed = entry.batch.compute_crc() if entry.batch is not None else \
+            zlib.crc32(entry.data[LOG_OVERHEAD + 4:])
+        return CorruptRecordError(
+            f"record batch is corrupt (stored crc = {obj['crc']}, computed crc = {computed})",
+            path=path, position=entry.position)
+    if entry.batch is not None:
+        first, last = entry.batch.base_offset, entry.batch.last_offset
+    else:
+        first = last = entry.offset
+    if last < first or (expected is not None and first < expected):
+        return CorruptRecordError(
+            f"offsets go back: the batch holds offsets [{first}, {last}] after offset "
+            f"{expected}", path=path, position=entry.position)
+    return None
+
+
 def _legacy_entry(entry: _Entry, position: int) -> dict:
     """``printBatchLevel`` for magic < 2: ``offset: <lastOffset>`` then the fields every
     entry has. The CRC check covers the whole message, the rest is its header."""
@@ -934,20 +956,34 @@ class LogDumper:
                       "epoch": epoch})
         opts = self.options
         file_key = os.path.abspath(path)
+        damage = None  # the first damaged entry: printed as Kafka prints it, then the error
         with SegmentFile(path) as log:
             end = min(log.size, opts.max_bytes)
             valid_bytes = 0
+            expected = None
             for entry in log.entries(0, end):
                 batch_object, record_objects = BATCH_OBJECTS[entry.magic]
-                emit(batch_object(entry, valid_bytes))
+                obj = batch_object(entry, valid_bytes)
+                emit(obj)
+                if damage is None:
+                    damage = _entry_damage(entry, obj, expected, path)
+                expected = entry.last_offset + 1
                 if opts.deep_iteration:
                     for obj in record_objects(self, entry, file_key):
                         emit(obj)
+                        if damage is None and obj.get("is_valid") is False:
+                            damage = CorruptRecordError(
+                                f"inner message at offset {obj['offset']} is corrupt (stored "
+                                f"crc = {obj['crc']})", path=path, position=entry.position)
                 valid_bytes += entry.size
             trailing = end - valid_bytes
             if trailing > 0 and opts.max_bytes == INT_MAX:
                 emit({"type": "invalid_bytes", "bytes": trailing, "name": name,
                       "position": valid_bytes})
+        if damage is not None:
+            # Kafka prints the batch with isvalid: false and exits 0; a damaged log is an error
+            # here (DESIGN §4: never success with records missing)
+            raise damage
 
     # -- .index ------------------------------------------------------------------------
     def dump_index(self, path: str) -> None:

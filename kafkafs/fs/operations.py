@@ -43,7 +43,7 @@ from ..record.batch import TIMESTAMP_TYPE_NAMES, Record
 from . import markstore
 from . import tree as T
 from .cache import BatchCache
-from .errors import fuse_errors
+from .errors import fuse_errors, report_damage
 from .timespec import parse_timestamp
 from .views import (
     LineView,
@@ -102,10 +102,12 @@ def _groups(lines: list, budget: int):
 
 
 class _Handle:
-    __slots__ = ("buf", "discarding", "error", "fd", "line_no", "node", "record", "view")
+    __slots__ = ("buf", "direct", "discarding", "error", "fd", "line_no", "node", "record",
+                 "view")
 
     def __init__(self, node):
         self.node = node
+        self.direct = False
         self.buf = bytearray()
         self.discarding = False
         self.line_no = 0
@@ -167,9 +169,9 @@ class KafkaFS(pyfuse3.Operations):
             committed = self.committed
             if kind == T.MESSAGES:
                 v = LineView(lg, render_messages, measure_messages, committed=committed,
-                             render_run=plain.render_file_values)
+                             render_run=plain.render_file_values, on_damage=report_damage)
             else:
-                v = LineView(lg, render_jsonl, committed=committed)
+                v = LineView(lg, render_jsonl, committed=committed, on_damage=report_damage)
             state = markstore.load(lg.dir, self._mark_kind(kind))
             if state is not None:
                 v.import_state(state)
@@ -307,6 +309,8 @@ class KafkaFS(pyfuse3.Operations):
             v = self.view(node.topic, node.partition, kind)
             # the kernel asks before every read (attr timeout 0): answer at once when current
             size = v.size if v.is_current() else await trio.to_thread.run_sync(v.refresh)
+            if v.damage is not None:
+                size += 1  # the byte at the damage: reading it is the EIO (see read)
             seg_mtime = lg.active_segment.last_modified_ms() * 1_000_000
             return self._attr(node, size, seg_mtime)
         if kind == T.OFFSET:
@@ -609,9 +613,15 @@ class KafkaFS(pyfuse3.Operations):
             if not v.is_current():
                 await trio.to_thread.run_sync(v.refresh)
             h.view = v
-            # the kernel keeps its pages across opens; when earlier bytes change (retention)
-            # _log_changed drops them explicitly
-            info.keep_cache = True
+            if v.damage is not None:
+                # the view ends at damage: reads go past the size to the daemon, which
+                # answers the one at the end with EIO (the page cache would stop at the size
+                # and the reader would see a clean end of file)
+                info.direct_io = h.direct = True
+            else:
+                # the kernel keeps its pages across opens; when earlier bytes change
+                # (retention) _log_changed drops them explicitly
+                info.keep_cache = True
         elif kind == T.SEGFILE:
             lg = self._log(node)
             # never follow a symlink planted in a log dir (the name was checked at lookup,
@@ -638,6 +648,12 @@ class KafkaFS(pyfuse3.Operations):
             v = h.view
             if self.manager.logs.get((v.log.topic, v.log.partition)) is not v.log:
                 raise _err(errno.ESTALE)  # the partition went away (a topic deleted under ro)
+            damage = v.damage
+            if damage is not None and not h.direct and off + size > v.size:
+                # a page-cache handle (opened before the damage was found): a short answer
+                # would have the kernel fill the page with zeros and show them as data, so
+                # the whole request that reaches the damage fails
+                raise damage
             # chunks of bounded size render right here (a pread, a CRC and a C loop over at
             # most INLINE_RENDER_BYTES): a hop to a worker thread costs more than the work.
             # Rendering the next chunks ahead in another thread was measured no faster on

@@ -9,6 +9,12 @@ by one scan on first use and extended as the log grows; when retention removes t
 segments the view drops the marks before the new log start and shifts (the file shrinks from
 the front, as ``messages`` then starts at the new log start offset).
 
+Damage (DESIGN §4): a view ends where the first damaged batch begins. Everything before it
+is shown, :attr:`LineView.damage` holds the error, and a read at the view's end raises it
+(the fs layer answers EIO there), so ``cat`` delivers every intact line and then fails. The
+damage is reported once (``on_damage``), and the view stops growing until retention or a
+truncation moves its start.
+
 Thread safety: every public method takes the view's lock; the fs layer calls them from
 worker threads.
 """
@@ -137,12 +143,17 @@ class LineView:
     and stops at the first batch it does not take, which ``render`` then gets:
     :func:`kafkafs.record.plain.render_file_values` for ``messages`` (plain batches in one
     native pass). Aborted transactions stay hidden: it never takes a transactional batch.
+
+    ``damage``: the CorruptRecordError where the view stops (None while the log is intact);
+    ``on_damage(error)`` is called once when it is found.
     """
 
     def __init__(self, log: Log, render: Callable[[RecordBatch], bytes],
                  measure: Callable[[RecordBatch], int] | None = None, committed: bool = False,
-                 render_run: Callable | None = None):
+                 render_run: Callable | None = None,
+                 on_damage: Callable[[CorruptRecordError], None] | None = None):
         self.log = log
+        self.on_damage = on_damage
         self.committed = committed
         self._render = render
         self._measure = measure or (lambda b: len(render(b)))
@@ -163,6 +174,8 @@ class LineView:
         self._aborted: dict[tuple[int, int], object] = {}  # (pid, first) -> AbortedTxn
         self._filter = None  # AbortedFilter over self._aborted (committed views)
         self.end_offset = None  # next offset not yet in the view
+        self._end_filepos = None  # where the last batch in the view ends in _last_seg
+        self.damage: CorruptRecordError | None = None
         self._cache: OrderedDict[tuple[int, int], bytes] = OrderedDict()
 
     # -- building --------------------------------------------------------------------
@@ -194,11 +207,11 @@ class LineView:
             self._filter = AbortedFilter(list(self._aborted.values()))
 
     def is_current(self) -> bool:
-        """Whether the view already covers the log exactly (``size`` is then right); cheap
-        enough for every getattr."""
+        """Whether the view already covers the log exactly, or as far as its damage lets it
+        (``size`` is then right); cheap enough for every getattr."""
         lg = self.log
-        return (self.end_offset is not None and self._visible_end() == self.end_offset
-                and lg.log_start_offset == self.start_offset)
+        return (self.end_offset is not None and lg.log_start_offset == self.start_offset
+                and (self.damage is not None or self._visible_end() == self.end_offset))
 
     def refresh(self) -> int:
         """Bring the view up to the log's current end; returns ``size``. The first call
@@ -216,8 +229,13 @@ class LineView:
                 self.generation += 1
                 self.start_offset = self.end_offset = start
             end = self._visible_end()
-            if end > self.end_offset:
-                self._extend(end)
+            if end > self.end_offset and self.damage is None:
+                try:
+                    self._extend(end)
+                except CorruptRecordError as exc:
+                    self.damage = exc
+                    if self.on_damage is not None:
+                        self.on_damage(exc)
             return self.size
 
     # -- persistence (a remount skips the first scan) ------------------------------------
@@ -306,6 +324,7 @@ class LineView:
             self.size += n
             self._since_mark += n
             self.end_offset = batch.next_offset
+            self._end_filepos = batch.position + batch.size
 
     def _drop_before(self, new_start: int) -> None:
         """The log start moved (retention): keep marks of segments at or after it."""
@@ -345,6 +364,8 @@ class LineView:
         if seg is None:
             return b""
         end = filepos + known if known is not None else seg.size
+        if known is None and seg_base == self._last_seg and self._end_filepos is not None:
+            end = min(end, self._end_filepos)  # what was measured: never past the damage
         window = max(known or 0, READ_CHUNK)
         run = self._render_run
         parts = []
@@ -405,7 +426,11 @@ class LineView:
         elif not self.lock.acquire(timeout=LOCK_WAIT_S):
             return None
         try:
-            if off >= self.size or size <= 0:
+            if size <= 0:
+                return b""
+            if off >= self.size:
+                if self.damage is not None:
+                    raise self.damage
                 return b""
             i = bisect.bisect_right(self._pos, off) - 1
             out = []

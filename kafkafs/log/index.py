@@ -27,6 +27,12 @@ snapshot of the entries with ``pread`` (a live broker may shrink the file under 
 which would be a SIGBUS) and :meth:`~_Index.reload` refreshes it. A missing file reads as an
 empty index.
 
+An index is a hint, never the truth (DESIGN §4): :meth:`~_Index.order_problem` finds
+entries that break the order every lookup's binary search relies on (offsets, positions and
+timestamps that do not increase, positions past the end of the ``.log``), and
+:meth:`~_Index.replace_entries` installs entries rebuilt from the ``.log`` -- written to the
+file when the index is writable, kept in memory (the file untouched) when it is not.
+
 Synchronous and thread-safe: every operation holds the index's lock.
 """
 
@@ -34,10 +40,13 @@ from __future__ import annotations
 
 import bisect
 import mmap
+import operator
 import os
 import struct
+import sys
 import threading
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Sequence
 
 from .errors import (
     CorruptIndexError,
@@ -97,6 +106,7 @@ class _Index:
         self._entries = 0
         self._closed = False
         self._snapshot_ino = None  # (read-only) inode the snapshot was read from
+        self._pinned = False  # (read-only) entries rebuilt in memory: reload() keeps them
         if self._writable:
             self._open_writable()
         else:
@@ -396,7 +406,7 @@ class _Index:
         trims it on roll, or it appears later. Returns whether the entry count or length
         changed. A writable index owns its file: no-op, returns False."""
         with self._lock:
-            if self._writable or self._closed:
+            if self._writable or self._closed or self._pinned:
                 return False
             before = (self._entries, self._length)
             if not self._load_appended():
@@ -452,6 +462,56 @@ class _Index:
     def sanity_check(self) -> None:
         """Raise CorruptIndexError on obvious damage (Kafka's messages). Subclasses."""
         raise NotImplementedError
+
+    # -- order checks and rebuilt entries --------------------------------------------
+    def _columns(self) -> tuple[list[int], list[int]]:
+        """The entries as two lists: (key field, value field) per entry, as stored
+        (relative offsets, not absolute)."""
+        raise NotImplementedError
+
+    def order_problem(self, log_size: int | None = None) -> str | None:
+        """The first way the entries break the order lookups rely on, in the style of Kafka's
+        index messages; None when they are in order. Subclasses say what is checked;
+        ``log_size``: the ``.log``'s size in bytes (positions must lie below it), or None.
+        Costs a pass over the entries at C speed (no Python loop per entry)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _first_break(values: Sequence[int], strict: bool) -> int:
+        """Index ``n >= 1`` of the first value that does not increase over ``values[n - 1]``
+        (strictly or not), or -1 when they are in order."""
+        ok = operator.lt if strict else operator.le
+        if all(map(ok, values, values[1:])):
+            return -1
+        return next(n for n in range(1, len(values)) if not ok(values[n - 1], values[n]))
+
+    def _pack(self, entries: Sequence[tuple[int, int]]) -> bytes:
+        raise NotImplementedError
+
+    def replace_entries(self, entries: Sequence[tuple[int, int]]) -> None:
+        """Replace every entry with ``entries`` (absolute pairs as :meth:`entry` returns them,
+        in order), rebuilt from the ``.log`` by the caller. A writable index writes them to
+        its file (grown when needed; a file that was trimmed to its entries is trimmed again).
+        A read-only index keeps them in memory and leaves the file alone; :meth:`reload` then
+        keeps them. Raises InvalidOffsetError for an offset that does not fit the index."""
+        with self._lock:
+            self._check_open()
+            data = self._pack(entries)
+            if not self._writable:
+                self._buf = bytearray(data) or None
+                self._entries = len(entries)
+                self._length = len(data)
+                self._pinned = True
+                return
+            trimmed = self._length == self.size_in_bytes
+            self._truncate_to_entries(0)
+            if len(data) > self._length:
+                self.resize(len(data))
+            if data:
+                self._buf[:len(data)] = data
+            self._entries = len(entries)
+            if trimmed:
+                self.trim_to_valid_size()
 
     def __enter__(self):
         return self
@@ -527,6 +587,51 @@ class OffsetIndex(_Index):
                     f"Attempt to append an offset {offset} to position {n} no larger than the "
                     f"last offset appended ({self._offset_at(n - 1)}) to "
                     f"{os.path.abspath(self._path)}")
+
+    def _columns(self) -> tuple[list[int], list[int]]:
+        words = array("i")
+        words.frombytes(bytes(self._buf[:self._entries * 8]) if self._buf is not None else b"")
+        if sys.byteorder == "little":
+            words.byteswap()
+        return words[0::2].tolist(), words[1::2].tolist()
+
+    def order_problem(self, log_size: int | None = None) -> str | None:
+        """(see :meth:`_Index.order_problem`) Offsets at or above the base offset and strictly
+        increasing, positions at or above 0, strictly increasing and below ``log_size``."""
+        with self._lock:
+            self._check_open()
+            path = os.path.abspath(self._path)
+            rels, positions = self._columns()
+            if not rels:
+                return None
+            if min(rels) < 0:
+                n = next(i for i, r in enumerate(rels) if r < 0)
+                return (f"Corrupt index found, index file ({path}) has entry {n} with offset "
+                        f"{self._base_offset + rels[n]} which is less than the base offset "
+                        f"{self._base_offset}")
+            n = self._first_break(rels, strict=True)
+            if n >= 0:
+                return (f"Corrupt index found, index file ({path}) has entry {n} with offset "
+                        f"{self._base_offset + rels[n]} which is not larger than the offset "
+                        f"{self._base_offset + rels[n - 1]} of the entry before it")
+            if min(positions) < 0:
+                n = next(i for i, p in enumerate(positions) if p < 0)
+                return (f"Corrupt index found, index file ({path}) has entry {n} with position "
+                        f"{positions[n]} which is negative")
+            n = self._first_break(positions, strict=True)
+            if n >= 0:
+                return (f"Corrupt index found, index file ({path}) has entry {n} with position "
+                        f"{positions[n]} which is not larger than the position "
+                        f"{positions[n - 1]} of the entry before it")
+            if log_size is not None and positions[-1] >= log_size:
+                n = next(i for i, p in enumerate(positions) if p >= log_size)
+                return (f"Corrupt index found, index file ({path}) has entry {n} with position "
+                        f"{positions[n]} which is past the end of the log segment "
+                        f"({log_size} bytes)")
+            return None
+
+    def _pack(self, entries: Sequence[tuple[int, int]]) -> bytes:
+        return b"".join(self._ENTRY.pack(self._relative_offset(o), p) for o, p in entries)
 
     def sanity_check(self) -> None:
         """Raise CorruptIndexError when the last offset is below the base offset or the file
@@ -629,6 +734,41 @@ class TimeIndex(_Index):
                     raise IndexFullError(f"Attempt to append to a full time index (size = {n}).")
                 self._ENTRY.pack_into(self._buf, n * 12, timestamp, rel)
                 self._entries = n + 1
+
+    def _columns(self) -> tuple[list[int], list[int]]:
+        data = bytes(self._buf[:self._entries * 12]) if self._buf is not None else b""
+        pairs = list(self._ENTRY.iter_unpack(data))
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+
+    def order_problem(self, log_size: int | None = None) -> str | None:
+        """(see :meth:`_Index.order_problem`) Timestamps strictly increasing, offsets at or
+        above the base offset and never decreasing. ``log_size`` is not used (the entries
+        hold no positions)."""
+        with self._lock:
+            self._check_open()
+            path = os.path.abspath(self._path)
+            stamps, rels = self._columns()
+            if not stamps:
+                return None
+            n = self._first_break(stamps, strict=True)
+            if n >= 0:
+                return (f"Corrupt time index found, time index file ({path}) has entry {n} "
+                        f"with timestamp {stamps[n]} which is not larger than the timestamp "
+                        f"{stamps[n - 1]} of the entry before it")
+            if min(rels) < 0:
+                n = next(i for i, r in enumerate(rels) if r < 0)
+                return (f"Corrupt time index found, time index file ({path}) has entry {n} "
+                        f"with offset {self._base_offset + rels[n]} which is less than the "
+                        f"base offset {self._base_offset}")
+            n = self._first_break(rels, strict=False)
+            if n >= 0:
+                return (f"Corrupt time index found, time index file ({path}) has entry {n} "
+                        f"with offset {self._base_offset + rels[n]} which is less than the "
+                        f"offset {self._base_offset + rels[n - 1]} of the entry before it")
+            return None
+
+    def _pack(self, entries: Sequence[tuple[int, int]]) -> bytes:
+        return b"".join(self._ENTRY.pack(t, self._relative_offset(o)) for t, o in entries)
 
     def sanity_check(self) -> None:
         """Raise CorruptIndexError when the last timestamp is below the first, the last offset

@@ -161,14 +161,14 @@ class _Executor:
         self.report(action)
 
     def swap_next_offset(self, base: int) -> int:
-        swap = LogSegment(self.dir, base, self.config, suffix=SWAP_SUFFIX)
+        swap = LogSegment(self.dir, base, self.config, suffix=SWAP_SUFFIX, check_indexes=False)
         try:
             return swap.read_next_offset()
         finally:
             swap.close()
 
     def open_segment(self, base: int) -> LogSegment:
-        return LogSegment(self.dir, base, self.config)
+        return LogSegment(self.dir, base, self.config, check_indexes=False)
 
     def size(self, seg: LogSegment) -> int:
         return seg.size
@@ -178,6 +178,7 @@ class _Executor:
 
     def sanity_check(self, seg: LogSegment) -> None:
         seg.sanity_check()
+        _raise_order_problem(seg, seg.size)
 
     def scan_tail(self, seg: LogSegment):
         end, error = seg.scan_tail()
@@ -237,7 +238,8 @@ class _Planner:
         self.report(action)
 
     def swap_next_offset(self, base: int) -> int:
-        swap = LogSegment(self.dir, base, self.config, suffix=SWAP_SUFFIX, writable=False)
+        swap = LogSegment(self.dir, base, self.config, suffix=SWAP_SUFFIX, writable=False,
+                          check_indexes=False)
         try:
             next_offset = swap.read_next_offset()
         finally:
@@ -250,7 +252,8 @@ class _Planner:
     def open_segment(self, base: int) -> LogSegment:
         real = self.files.get(filename_prefix(base) + LOG_SUFFIX) or ""
         suffix = SWAP_SUFFIX if real.endswith(SWAP_SUFFIX) else ""
-        seg = LogSegment(self.dir, base, self.config, writable=False, suffix=suffix)
+        seg = LogSegment(self.dir, base, self.config, writable=False, suffix=suffix,
+                         check_indexes=False)
         self.opened.append(seg)
         self.sizes[base] = seg.size
         return seg
@@ -273,6 +276,7 @@ class _Planner:
         seg.index.sanity_check()
         seg.time_index.sanity_check()
         seg.txn_index.sanity_check()
+        _raise_order_problem(seg, max(self.sizes[seg.base_offset], seg.reload_size()))
 
     def scan_tail(self, seg: LogSegment):
         if seg.base_offset in self.recovered:
@@ -411,41 +415,19 @@ def _unswap(seg: LogSegment, text: str) -> str:
 
 
 def _index_order_problem(seg: LogSegment, log_size: int) -> str | None:
-    """(thorough) The first entry of the segment's indexes that breaks their order, in the
-    style of Kafka's index messages; None when both are in order. Kafka's sanity check does
-    not look at this, but every lookup's binary search assumes it."""
-    index = seg.index
-    path = _path(seg, INDEX_SUFFIX)
-    prev_offset = prev_position = None
-    for n in range(index.entries):
-        offset, position = index.entry(n)
-        if prev_offset is not None and offset <= prev_offset:
-            return (f"Corrupt index found, index file ({path}) has entry {n} with offset "
-                    f"{offset} which is not larger than the offset {prev_offset} of the entry "
-                    "before it")
-        if prev_position is not None and position <= prev_position:
-            return (f"Corrupt index found, index file ({path}) has entry {n} with position "
-                    f"{position} which is not larger than the position {prev_position} of the "
-                    "entry before it")
-        if position >= log_size:
-            return (f"Corrupt index found, index file ({path}) has entry {n} with position "
-                    f"{position} which is past the end of the log segment ({log_size} bytes)")
-        prev_offset, prev_position = offset, position
-    time_index = seg.time_index
-    path = _path(seg, TIME_INDEX_SUFFIX)
-    prev_ts = prev_offset = None
-    for n in range(time_index.entries):
-        ts, offset = time_index.entry(n)
-        if prev_ts is not None and ts <= prev_ts:
-            return (f"Corrupt time index found, time index file ({path}) has entry {n} with "
-                    f"timestamp {ts} which is not larger than the timestamp {prev_ts} of the "
-                    "entry before it")
-        if prev_offset is not None and offset < prev_offset:
-            return (f"Corrupt time index found, time index file ({path}) has entry {n} with "
-                    f"offset {offset} which is less than the offset {prev_offset} of the "
-                    "entry before it")
-        prev_ts, prev_offset = ts, offset
-    return None
+    """The first entry of the segment's indexes that breaks their order (see
+    :meth:`~kafkafs.log.index.OffsetIndex.order_problem`), under the segment's final names;
+    None when both are in order. Kafka's sanity check does not look at this, but every
+    lookup's binary search assumes it."""
+    problem = seg.index.order_problem(log_size) or seg.time_index.order_problem()
+    return None if problem is None else _unswap(seg, problem)
+
+
+def _raise_order_problem(seg: LogSegment, log_size: int) -> None:
+    """Raise CorruptIndexError when :func:`_index_order_problem` finds something."""
+    problem = _index_order_problem(seg, log_size)
+    if problem is not None:
+        raise CorruptIndexError(problem)
 
 
 def _txn_index_problem(seg: LogSegment, scan: SegmentScan) -> str | None:
@@ -752,6 +734,8 @@ def load_log(dir: str, topic: str, partition: int, config: LogConfig, *,
         active = segments[-1]
         active.index.resize(config.segment_index_bytes)
         active.time_index.resize(config.segment_index_bytes)
+        for seg in segments:  # from now on a bad index is rebuilt when first opened
+            seg.check_indexes = True
     log_obj = Log(dir, topic, partition, config, segments,
                   log_start_offset=max(log_start_offset, segments[0].base_offset),
                   recovery_point=0, writable=writable,

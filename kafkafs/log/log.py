@@ -51,7 +51,7 @@ from .errors import (
 from .isolation import AbortedFilter
 from .names import TXN_INDEX_SUFFIX, parse_segment_filename
 from .producer_state import InvalidTxnStateError, ProducerStateManager, fsync_snapshot
-from .segment import LogSegment
+from .segment import LogSegment, check_batch_order
 from .txnindex import AbortedTxn
 
 log = logging.getLogger(__name__)
@@ -488,7 +488,14 @@ class Log:
         (default: log start), in order across segments, up to the log end offset as it
         stands when the call starts. Segments removed by retention meanwhile end the
         iteration early. Each batch's CRC is checked unless ``validate`` is False (as a
-        Kafka consumer's ``check.crcs``): CorruptRecordError names the file and position."""
+        Kafka consumer's ``check.crcs``).
+
+        Raises CorruptRecordError, naming the file and position, at the first damage: a bad
+        batch, zeros followed by data, an incomplete batch at the end of a segment that is
+        not the last (at the end of the last one it is a torn write and ends the iteration
+        quietly), and offsets that do not strictly increase from batch to batch, within a
+        segment and across segments (:func:`~kafkafs.log.segment.check_batch_order`). Every
+        batch before the damage has been yielded."""
         with self.lock:
             end = self._log_end_offset
             start = self.log_start_offset if start_offset is None else \
@@ -496,7 +503,10 @@ class Log:
             segs = self.segments()
             sizes = [s.size for s in segs]
         i = max(0, bisect.bisect_right([s.base_offset for s in segs], start) - 1)
-        for seg, size in zip(segs[i:], sizes[i:]):
+        expected = None
+        last = len(segs) - 1
+        for k in range(i, len(segs)):
+            seg, size = segs[k], sizes[k]
             if seg.base_offset >= end:
                 return
             try:
@@ -507,7 +517,9 @@ class Log:
                     pos = first.position
                 else:
                     pos = 0
-                for batch in seg.batches(pos, size, validate=validate):
+                for batch in seg.batches(pos, size, validate=validate, strict_end=k < last):
+                    check_batch_order(batch, expected, seg.base_offset, seg.log_path)
+                    expected = batch.next_offset
                     if batch.base_offset >= end:
                         return
                     if batch.last_offset < start:
@@ -584,7 +596,8 @@ class Log:
         for seg in segs:
             # a sealed segment's time index is complete; the active one's may lag (a log
             # read beside its writer), so it is always scanned
-            if seg is not segs[-1] and seg.max_timestamp_so_far < timestamp:
+            if seg is not segs[-1] and seg.time_index.entries and \
+                    seg.max_timestamp_so_far < timestamp:
                 continue
             found = seg.find_offset_by_timestamp(timestamp, start)
             if found is not None:

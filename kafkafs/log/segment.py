@@ -14,6 +14,15 @@ holds one entry per transaction whose ABORT marker lies in the segment. Like Kaf
 opened lazily, created by its first entry only (a segment without aborted transactions has
 no such file) and handled like the other index files on roll, rename, truncation, deletion.
 
+The ``.log`` is the truth and the indexes are hints (DESIGN §4): an index is checked for
+order when first opened (:meth:`~kafkafs.log.index.OffsetIndex.order_problem`) and every
+entry a lookup lands on must point at a batch that fits it; a bad index is rebuilt from the
+``.log`` (:meth:`LogSegment.rebuild_indexes`: on disk when writable, in memory otherwise)
+and the lookup repeated. Reads check what the bytes themselves promise: batches follow each
+other with offsets that strictly increase (:func:`check_batch_order`), a run of zeros ends
+the data only when it reaches the end of the file (a preallocated tail), and an incomplete
+batch is a torn write only at the end of the last segment (``strict_end``).
+
 Synchronous and thread-compatible: reads use ``os.pread`` and may run in several threads;
 appends, truncation and recovery must be serialised by the caller (:class:`~kafkafs.log.log.Log`).
 """
@@ -34,8 +43,10 @@ from ..record.batch import (
     Record,
     RecordBatch,
     iter_batches,
+    peek_offset_and_size,
 )
 from ..record.errors import CorruptRecordError
+from ..record.legacy import RECORD_OVERHEAD_V0
 from .config import LogConfig
 from .errors import CorruptIndexError, ReadOnlyLogError
 from .index import OffsetIndex, TimeIndex
@@ -55,6 +66,37 @@ log = logging.getLogger(__name__)
 READ_CHUNK = 1024 * 1024  # bytes read per pread when scanning batches
 TRANSLATE_CHUNK = 32 * 1024  # ... and when looking for one offset from an index entry
 _INT_MAX = 0x7FFFFFFF
+_ZERO_CHECK_CHUNK = 1024 * 1024  # bytes compared at a time when checking a zero tail
+
+
+def first_offset(batch: RecordBatch) -> int:
+    """The first offset a batch may hold: its base offset (v2), or for a legacy entry its
+    offset field (a compressed wrapper carries its last inner offset there, so this is the
+    only offset known without decompressing)."""
+    return batch.base_offset if batch.magic >= 2 else batch.last_offset
+
+
+def check_batch_order(batch: RecordBatch, expected: int | None, segment_base: int,
+                      path: str) -> None:
+    """Raise CorruptRecordError (naming ``path`` and the batch's position) unless ``batch``
+    may follow where the log stands: its last offset not below its base offset, its offsets
+    at or above ``segment_base`` and within an int of it (Kafka's ``ensureOffsetInRange``),
+    and its first offset at or above ``expected``, the offset after the batch before it
+    (None: no batch before it). Offsets that go back are damage, not data: a reader that
+    followed them would read records twice or never end."""
+    first = first_offset(batch)
+    if batch.last_offset < first:
+        reason = (f"batch last offset {batch.last_offset} is below its base offset {first} "
+                  f"(last offset delta {batch.last_offset - first})")
+    elif first < segment_base or batch.last_offset - segment_base > _INT_MAX:
+        reason = (f"batch offsets [{first}, {batch.last_offset}] are out of range for a segment "
+                  f"with base offset {segment_base}")
+    elif expected is not None and first < expected:
+        reason = (f"offsets go back: the batch starts at offset {first}, below the offset "
+                  f"{expected} that follows the batch before it")
+    else:
+        return
+    raise CorruptRecordError(reason, path=path, position=batch.position)
 
 
 @dataclass
@@ -97,10 +139,13 @@ class LogSegment:
     ``dir``: the partition directory; ``base_offset``: first offset the segment may hold
     (its name). ``writable=False`` never changes a file (read-only mounts). Sizes are bytes,
     times ms. Index objects open lazily (an old segment's indexes cost nothing until a lookup).
+    ``check_indexes``: check an index's order when it is opened and rebuild a bad one (see
+    the module); False leaves the files as they are for those who report on them (the
+    loader, ``kafkafs check``, ``kafkafs dump``).
     """
 
     def __init__(self, dir: str, base_offset: int, config: LogConfig, *, writable: bool = True,
-                 create: bool = False, suffix: str = ""):
+                 create: bool = False, suffix: str = "", check_indexes: bool = True):
         self.dir = dir
         self.base_offset = base_offset
         self.config = config
@@ -125,6 +170,9 @@ class LogSegment:
         self._rolling_ts_loaded = create
         self._rolling_based_timestamp: int | None = None
         self.last_recovery: SegmentScan | None = None
+        self.check_indexes = check_indexes
+        self._created = create  # a new segment's indexes are ours from the first byte
+        self._zero_from: tuple[int, int] | None = None  # (position, size): zeros from there
         if create and config.preallocate:
             os.posix_fallocate(self._fd, 0, config.segment_bytes)
 
@@ -140,17 +188,41 @@ class LogSegment:
 
     @property
     def index(self) -> OffsetIndex:
+        """The ``.index`` (opened on first use, its order checked then: see the module)."""
         if self._index is None:
             self._index = OffsetIndex(self.index_path, self.base_offset,
                                       self.config.segment_index_bytes, writable=self.writable)
+            self._check_opened_index(self._index)
         return self._index
 
     @property
     def time_index(self) -> TimeIndex:
+        """The ``.timeindex`` (opened on first use, its order checked then)."""
         if self._time_index is None:
             self._time_index = TimeIndex(self.time_index_path, self.base_offset,
                                          self.config.segment_index_bytes, writable=self.writable)
+            self._check_opened_index(self._time_index)
         return self._time_index
+
+    def _open_indexes_unchecked(self) -> None:
+        """Open both index files without the order check (their entries are about to be
+        replaced: recovery, a rebuild)."""
+        if self._index is None:
+            self._index = OffsetIndex(self.index_path, self.base_offset,
+                                      self.config.segment_index_bytes, writable=self.writable)
+        if self._time_index is None:
+            self._time_index = TimeIndex(self.time_index_path, self.base_offset,
+                                         self.config.segment_index_bytes, writable=self.writable)
+
+    def _check_opened_index(self, idx) -> None:
+        if self._created or not self.check_indexes or not idx.entries:
+            return
+        problem = idx.order_problem(self.size)
+        if problem is not None and isinstance(idx, OffsetIndex) and not self.writable:
+            # beside a live writer the index may already point past the size read earlier
+            problem = idx.order_problem(self.reload_size())
+        if problem is not None:
+            self.rebuild_indexes(problem)
 
     @property
     def txn_index_path(self) -> str:
@@ -322,13 +394,17 @@ class LogSegment:
         return os.pread(self._fd, size, position)
 
     def batches(self, start_position: int = 0, end_position: int | None = None,
-                validate: bool = False, chunk_size: int = READ_CHUNK) -> Iterator[RecordBatch]:
+                validate: bool = False, chunk_size: int = READ_CHUNK,
+                strict_end: bool = False) -> Iterator[RecordBatch]:
         """Yield batches from ``start_position`` (must be a batch start) to ``end_position``
         (default: the current size). ``RecordBatch.position`` is the position in the file.
 
-        Stops quietly at a torn tail and at a preallocated zero tail (``log.preallocate``:
-        an entry header of zeros). Raises CorruptRecordError (naming the file and position)
-        on a bad header, size or, with ``validate``, CRC.
+        Stops quietly at a preallocated zero tail (an entry header of zeros with nothing but
+        zeros after it to the end of the file: ``log.preallocate``) and, unless
+        ``strict_end``, at a torn tail (an incomplete batch at the end: a writer's append in
+        progress, or a crash). Raises CorruptRecordError (naming the file and position) on a
+        bad header or size, zeros followed by data, with ``validate`` a bad CRC, and with
+        ``strict_end`` an incomplete batch (the end of a segment that is not the last).
         """
         end = self.size if end_position is None else min(end_position, self.size)
         pos = start_position
@@ -337,7 +413,7 @@ class LogSegment:
             want = min(max(chunk_size, 0), end - pos)
             buf = os.pread(self._fd, want, pos)
             if len(buf) < HEADER_PEEK:
-                return
+                break
             consumed = 0
             for batch in iter_batches(buf, 0, len(buf), base_position=pos, validate=validate,
                                       path=self.log_path, zero_tail=True):
@@ -346,6 +422,7 @@ class LogSegment:
             if consumed == 0:
                 # the next batch is larger than the chunk: read exactly it
                 if not any(buf[:LOG_OVERHEAD]):
+                    self._check_zero_tail(pos)
                     return  # a preallocated zero tail: nothing written from here on
                 offset_len = buf[8:12]
                 size = int.from_bytes(offset_len, "big", signed=True) + LOG_OVERHEAD
@@ -355,35 +432,164 @@ class LogSegment:
                         f"overhead ({BATCH_OVERHEAD - LOG_OVERHEAD})",
                         path=self.log_path, position=pos)
                 if pos + size > end:
-                    return
+                    break
                 chunk_size = size
                 continue
             pos += consumed
             chunk_size = base_chunk
+        if strict_end and pos < end:
+            self._torn(pos, end)
+
+    def _torn(self, pos: int, end: int) -> None:
+        """An incomplete batch at ``pos`` where the segment must end with a whole one: raise
+        CorruptRecordError -- unless the file has grown past ``end`` since (a caller's
+        stale size beside a live writer: not damage)."""
+        if os.fstat(self._fd).st_size > end:
+            return
+        head = os.pread(self._fd, LOG_OVERHEAD, pos)
+        if len(head) == LOG_OVERHEAD and not any(head):
+            self._check_zero_tail(pos)
+            return
+        declared = (f" of the {int.from_bytes(head[8:12], 'big', signed=True) + LOG_OVERHEAD} "
+                    "its header declares") if len(head) == LOG_OVERHEAD else ""
+        raise CorruptRecordError(
+            f"incomplete batch: {end - pos} bytes{declared} at the end of a segment that is "
+            "not the last (a torn write, or a truncated file)",
+            path=self.log_path, position=pos)
+
+    def _check_zero_tail(self, pos: int) -> None:
+        """Raise CorruptRecordError unless the file holds only zeros from ``pos`` to its end
+        (a zeroed range followed by data is damage, not the unwritten rest of a preallocated
+        segment). Holes are skipped without reading (SEEK_DATA); a checked tail is
+        remembered, so a reader at the end of a preallocated segment checks it once."""
+        size = os.fstat(self._fd).st_size
+        known = self._zero_from
+        if known is not None and known[0] <= pos and known[1] == size:
+            return
+        at = pos
+        while at < size:
+            try:
+                data_at = os.lseek(self._fd, at, os.SEEK_DATA)
+            except OSError:  # ENXIO: nothing but a hole to the end
+                break
+            hole_at = min(os.lseek(self._fd, data_at, os.SEEK_HOLE), size)
+            while data_at < hole_at:
+                chunk = os.pread(self._fd, min(_ZERO_CHECK_CHUNK, hole_at - data_at), data_at)
+                if not chunk:
+                    break
+                if any(chunk):
+                    first = data_at + len(chunk) - len(chunk.lstrip(b"\x00"))
+                    raise CorruptRecordError(
+                        f"zeroed bytes where a batch should start, followed by data at byte "
+                        f"{first} (a zero run ends the data only at the end of the file)",
+                        path=self.log_path, position=pos)
+                data_at += len(chunk)
+            at = hole_at
+        self._zero_from = (pos, size)
 
     def translate_offset(self, offset: int, start_position: int = 0) -> RecordBatch | None:
         """The first batch at or after ``start_position`` whose last offset is >= ``offset``,
         starting from the index's floor entry (``LogSegment.translateOffset``); None if the
-        segment has no such batch."""
-        _floor_offset, position = self.index.lookup(offset)
+        segment has no such batch. An index entry that does not point at a batch fitting it
+        gets the index rebuilt (:meth:`rebuild_indexes`) and the lookup repeated. Raises
+        CorruptRecordError when the batches scanned are damaged or their offsets go back."""
+        position = self._index_floor(offset)
         # a point lookup scans about index.interval.bytes: read small chunks
+        expected = None
         for batch in self.batches(max(position, start_position), chunk_size=TRANSLATE_CHUNK):
+            check_batch_order(batch, expected, self.base_offset, self.log_path)
             if batch.last_offset >= offset:
                 return batch
+            expected = batch.next_offset
         return None
+
+    def _index_floor(self, offset: int) -> int:
+        """The position of the index's floor entry for ``offset`` (0 without one), checked:
+        the batch there must be whole and may not hold offsets past the entry's (an entry
+        names the last offset of the append that starts at its position). Otherwise the
+        index is rebuilt and asked again."""
+        entry_offset, position = self.index.lookup(offset)
+        if position == 0:
+            return 0
+        problem = self._entry_problem(entry_offset, position)
+        if problem is None:
+            return position
+        self.rebuild_indexes(f"index entry ({entry_offset}, {position}): {problem}")
+        return self.index.lookup(offset)[1]
+
+    def _entry_problem(self, entry_offset: int, position: int) -> str | None:
+        """Why the index entry ``(entry_offset, position)`` cannot be right, or None."""
+        head = os.pread(self._fd, BATCH_OVERHEAD, position)
+        if len(head) < HEADER_PEEK:
+            return f"position past the end of the log segment ({self.size} bytes)"
+        base, size, magic = peek_offset_and_size(head)
+        if magic not in (0, 1, 2):
+            return f"no batch starts there (magic {magic})"
+        if size < (LOG_OVERHEAD + RECORD_OVERHEAD_V0 if magic < 2 else BATCH_OVERHEAD) or \
+                position + size > max(self.size, os.fstat(self._fd).st_size):
+            return f"no batch starts there (a size of {size} bytes)"
+        last = base + int.from_bytes(head[23:27], "big", signed=True) if magic == 2 else base
+        if not base <= last <= entry_offset:
+            return f"the batch there holds offsets [{base}, {last}]"
+        return None
+
+    def rebuild_indexes(self, reason: str) -> None:
+        """Rebuild the ``.index`` and ``.timeindex`` from the ``.log`` by Kafka's rule (an
+        entry after every ``index.interval.bytes``; the time index's largest timestamp so
+        far), without validating CRCs or changing the ``.log``: on disk when the segment is
+        writable, in memory when not (a read-only mount, a CLI reader). The scan stops at
+        the first batch it cannot frame. ``reason`` is logged, once per rebuild."""
+        log.warning("Rebuilding the indexes of %s %s: %s", self.log_path,
+                    "on disk" if self.writable else "in memory (the files are left alone)",
+                    reason)
+        offsets: list[tuple[int, int]] = []
+        stamps: list[tuple[int, int]] = []
+        max_ts, offset_of_max_ts = NO_TIMESTAMP, self.base_offset
+        last_entry = 0
+        position = 0
+        expected = None
+        try:
+            for batch in self.batches(0):
+                check_batch_order(batch, expected, self.base_offset, self.log_path)
+                expected = batch.next_offset
+                if batch.max_timestamp > max_ts:
+                    max_ts, offset_of_max_ts = batch.max_timestamp, batch.last_offset
+                if position - last_entry > self.config.index_interval_bytes and \
+                        (not offsets or batch.last_offset > offsets[-1][0]):
+                    offsets.append((batch.last_offset, position))
+                    if not stamps or max_ts > stamps[-1][0]:
+                        stamps.append((max_ts, offset_of_max_ts))
+                    last_entry = position
+                position = batch.position + batch.size
+        except CorruptRecordError:
+            pass  # indexes cover the batches before the damage; readers meet it themselves
+        if max_ts >= 0 and (not stamps or max_ts > stamps[-1][0]):
+            stamps.append((max_ts, offset_of_max_ts))
+        self._open_indexes_unchecked()
+        self._index.replace_entries(offsets)
+        self._time_index.replace_entries(stamps)
+        self._max_ts_loaded = False
 
     def _last_indexed_position(self) -> int:
         if not self.index.entries:
             return 0
-        return self.index.lookup(self.index.last_offset)[1]
+        return self._index_floor(self.index.last_offset)
 
     def read_next_offset(self) -> int:
         """The offset after the segment's last batch, or the base offset when empty
-        (``LogSegment.readNextOffset``). Scans from the last index entry.
-        Raises CorruptRecordError."""
+        (``LogSegment.readNextOffset``). Scans from the last index entry (checked as every
+        lookup's). Damage ends the scan: the offset after the last batch before it is
+        returned (a reader meets the damage itself, where it lies); never raises
+        CorruptRecordError."""
+        position = self._last_indexed_position()
         last = None
-        for batch in self.batches(self._last_indexed_position()):
-            last = batch
+        expected = None
+        try:
+            for batch in self.batches(position):
+                check_batch_order(batch, expected, self.base_offset, self.log_path)
+                last, expected = batch, batch.next_offset
+        except CorruptRecordError:
+            pass
         return last.next_offset if last is not None else self.base_offset
 
     def tail_is_valid(self) -> bool:
@@ -409,12 +615,19 @@ class LogSegment:
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp`` and
-        offset >= ``start_offset`` (``LogSegment.findOffsetByTimestamp``), else None."""
+        offset >= ``start_offset`` (``LogSegment.findOffsetByTimestamp``), else None. The
+        time index only says where to start; every batch from there is framed and ordered
+        as any read's, and the one whose records are read has its CRC checked. Raises
+        CorruptRecordError at damage met before the answer."""
         _ts, index_offset = self.time_index.lookup(timestamp)
-        _off, position = self.index.lookup(max(index_offset, start_offset))
+        position = self._index_floor(max(index_offset, start_offset))
+        expected = None
         for batch in self.batches(position):
+            check_batch_order(batch, expected, self.base_offset, self.log_path)
+            expected = batch.next_offset
             if batch.max_timestamp < timestamp or batch.last_offset < start_offset:
                 continue
+            batch.ensure_valid()
             for record in batch.records():
                 if record.timestamp >= timestamp and record.offset >= start_offset:
                     return record.offset, record.timestamp
@@ -478,6 +691,7 @@ class LogSegment:
         Kafka's recovery does: nothing a broker writes has one)."""
         if not self.writable:
             raise ReadOnlyLogError(f"{self.log_path} is read-only")
+        self._open_indexes_unchecked()
         self.index.reset()
         self.time_index.reset()
         if producer_state is not None:

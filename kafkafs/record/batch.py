@@ -87,7 +87,8 @@ class RecordBatch:
     (``base_offset``, ``batch_length``, ``partition_leader_epoch``, ``magic``, ``crc``,
     ``attributes``, ``last_offset_delta``, ``base_timestamp``, ``max_timestamp``,
     ``producer_id``, ``producer_epoch``, ``base_sequence``, ``records_count``); ``position``
-    is where the batch starts in the file or buffer it was read from.
+    is where the batch starts in the file or buffer it was read from, ``path`` that file
+    (None for a buffer): every error the batch raises names both.
     """
 
     __slots__ = (
@@ -102,6 +103,7 @@ class RecordBatch:
         "magic",
         "max_timestamp",
         "partition_leader_epoch",
+        "path",
         "position",
         "producer_epoch",
         "producer_id",
@@ -125,6 +127,7 @@ class RecordBatch:
          self.max_timestamp, self.producer_id, self.producer_epoch, self.base_sequence,
          self.records_count) = HEADER.unpack_from(buf, pos)
         self.position = pos if position is None else position
+        self.path = None
         if self.magic != CURRENT_MAGIC:
             raise CorruptRecordError(f"record batch has magic {self.magic}, expected 2",
                                      position=self.position)
@@ -194,7 +197,7 @@ class RecordBatch:
         if computed != self.crc:
             raise CorruptRecordError(
                 f"record batch is corrupt (stored crc = {self.crc}, computed crc = {computed})",
-                position=self.position)
+                path=self.path, position=self.position)
 
     # -- records ----------------------------------------------------------------------
     def records(self) -> list[Record]:
@@ -219,7 +222,7 @@ class RecordBatch:
             return _fast.decode(payload, self.records_count, self.base_offset,
                                 self.base_timestamp, fixed, exact=exact, cls=cls)
         except CorruptRecordError as exc:
-            raise exc.located(position=self.position) from None
+            raise exc.located(path=self.path, position=self.position) from None
 
     def payload(self) -> tuple[bytes | memoryview, bool]:
         """``(records section, exact)``: the bytes after the 61-byte header (a memoryview
@@ -229,7 +232,10 @@ class RecordBatch:
         codec = self.attributes & COMPRESSION_MASK
         if codec == _codec.NONE:
             return self.buffer[BATCH_OVERHEAD:], True
-        return _codec.decompress(codec, self.buffer[BATCH_OVERHEAD:]), False
+        try:
+            return _codec.decompress(codec, self.buffer[BATCH_OVERHEAD:]), False
+        except CorruptRecordError as exc:
+            raise exc.located(path=self.path, position=self.position) from None
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records())
@@ -448,6 +454,7 @@ def iter_batches(buf, start: int = 0, end: int | None = None, *, base_position: 
                 batch = _legacy.LegacyBatch.from_buffer(buf, pos, base_position + pos)
             else:
                 batch = RecordBatch.from_buffer(buf, pos, base_position + pos)
+            batch.path = path
             if validate:
                 batch.ensure_valid()
         except CorruptRecordError as exc:

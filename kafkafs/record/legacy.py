@@ -137,6 +137,7 @@ class LegacyBatch:
         "crc",
         "magic",
         "offset",
+        "path",
         "position",
         "timestamp",
     )
@@ -158,6 +159,7 @@ class LegacyBatch:
         CorruptRecordError when the entry is short, out of bounds or not magic 0/1."""
         self = cls.__new__(cls)
         self.position = pos if position is None else position
+        self.path = None
         if len(buf) - pos < LOG_OVERHEAD + RECORD_OVERHEAD_V0:
             raise CorruptRecordError("legacy message shorter than its header",
                                      position=self.position)
@@ -250,7 +252,7 @@ class LegacyBatch:
         if computed != self.crc:
             raise CorruptRecordError(
                 f"legacy message is corrupt (stored crc = {self.crc}, computed crc = "
-                f"{computed})", position=self.position)
+                f"{computed})", path=self.path, position=self.position)
 
     # -- records --------------------------------------------------------------------------
     def record_tuples(self, cls=None) -> list[tuple]:
@@ -264,7 +266,7 @@ class LegacyBatch:
             try:
                 self._tuples = self._decode()
             except CorruptRecordError as exc:
-                raise exc.located(position=self.position) from None
+                raise exc.located(path=self.path, position=self.position) from None
         if cls is not None:
             return [_new_tuple(cls, t) for t in self._tuples]
         return self._tuples
