@@ -234,6 +234,29 @@ def test_incomplete_batch_at_the_end_of_a_sealed_segment(ld):
     assert_clean_error(err, path, pos, "incomplete batch")
 
 
+def test_damage_met_while_loading_the_producer_state(ld, tmp_path):
+    """Without snapshots and a clean-shutdown marker, loading replays every batch into the
+    producer state: the old code's load failed at the damage and consume printed nothing.
+    A read-write mount comes up too, and shows the same prefix."""
+    for name in os.listdir(os.path.join(ld, "t-0")):
+        if name.endswith(".snapshot"):
+            os.unlink(os.path.join(ld, "t-0", name))
+    os.unlink(os.path.join(ld, ".kafka_cleanshutdown"))
+    path = seg(ld, 150)
+    pos = positions(path)[1]
+    patch(path, pos, bytes(40))
+    rc, out, err = consume(ld)
+    assert rc == 1 and out == VALUES[:160]
+    assert_clean_error(err, path, pos, "zeroed bytes")
+    if fuse_available():
+        m = Mount(tmp_path, log_dirs=[ld]).start()
+        try:
+            r = sh(f"cat {m.path('t', '0', 'messages')}")
+            assert r.returncode == 1 and r.stdout.splitlines() == VALUES[:160]
+        finally:
+            assert m.umount() == 0
+
+
 def test_crc_damage_stops_consume_after_the_intact_records(ld):
     path = seg(ld, 90)
     patch(path, 100, b"X")

@@ -828,33 +828,63 @@ def replay_producer_state(pm: ProducerStateManager, segments: Sequence[LogSegmen
 
     ``strict`` (loading): an error from the producer state propagates -- InvalidTxnStateError,
     CorruptRecordError for a marker that cannot be parsed -- as in Kafka. ``strict=False``
-    (following a live writer): such a batch is logged and skipped."""
+    (following a live writer, a read-only reader): such a batch is logged and skipped.
+    Damage in the bytes themselves (a batch that cannot be framed, offsets that go back)
+    ends the replay there, logged: the state is what the log holds up to it, and readers
+    meet the damage themselves (DESIGN §4: a damaged log still shows its intact part)."""
     applied = 0
+    expected = None
     for seg in segments:
         if seg.base_offset >= end_offset:
             break
         if seg.closed:
             continue
-        pos = 0
-        if seg.base_offset < start_offset:
-            first = seg.translate_offset(start_offset)
-            if first is None:
-                continue
-            pos = first.position
-        for batch in seg.batches(pos):
-            if batch.last_offset >= end_offset:
-                return applied
-            if batch.last_offset < start_offset:
-                continue
-            try:
-                pm.update(batch)
-            except (LogError, CorruptRecordError) as exc:
-                if strict:
-                    raise
-                log.warning("%s: producer state skips the batch at offset %d of %s: %s",
-                            log_name, batch.base_offset, seg.log_path, exc)
-                pm.update_map_end_offset(batch.last_offset + 1)
-            applied += 1
+        batches: list[RecordBatch] = []
+        reached_end = False
+        try:
+            pos = 0
+            if seg.base_offset < start_offset:
+                first = seg.translate_offset(start_offset)
+                if first is None:
+                    continue
+                pos = first.position
+            for batch in seg.batches(pos):
+                check_batch_order(batch, expected, seg.base_offset, seg.log_path)
+                expected = batch.next_offset
+                if batch.last_offset >= end_offset:
+                    reached_end = True
+                    break
+                batches.append(batch)
+                if len(batches) >= 256:
+                    applied += _apply_batches(pm, batches, start_offset, strict, log_name)
+                    batches = []
+        except CorruptRecordError as exc:
+            applied += _apply_batches(pm, batches, start_offset, strict, log_name)
+            log.warning("%s: the producer state stops at damage: %s", log_name, exc)
+            return applied
+        applied += _apply_batches(pm, batches, start_offset, strict, log_name)
+        if reached_end:
+            break
+    return applied
+
+
+def _apply_batches(pm: ProducerStateManager, batches: Sequence[RecordBatch], start_offset: int,
+                   strict: bool, log_name: str) -> int:
+    """Apply ``batches`` (those at or past ``start_offset``) to ``pm``; see
+    :func:`replay_producer_state`. Returns how many were applied."""
+    applied = 0
+    for batch in batches:
+        if batch.last_offset < start_offset:
+            continue
+        try:
+            pm.update(batch)
+        except (LogError, CorruptRecordError) as exc:
+            if strict:
+                raise
+            log.warning("%s: producer state skips the batch at offset %d of %s: %s",
+                        log_name, batch.base_offset, batch.path, exc)
+            pm.update_map_end_offset(batch.last_offset + 1)
+        applied += 1
     return applied
 
 
@@ -911,6 +941,7 @@ def rebuild_producer_state(pm: ProducerStateManager, segments: Sequence[LogSegme
             pm.update_map_end_offset(start)
             if seg.base_offset in offsets_to_snapshot:
                 try_take_snapshot(pm, log_name)
-            replay_producer_state(pm, [seg], start, last_offset, log_name=log_name)
+            replay_producer_state(pm, [seg], start, last_offset, strict=pm.writable,
+                                  log_name=log_name)
     pm.update_map_end_offset(last_offset)
     try_take_snapshot(pm, log_name)

@@ -297,9 +297,12 @@ class LogSegment:
     def rolling_based_timestamp(self) -> int | None:
         """Max timestamp of the first batch (``segment.ms`` ages from it), None when empty."""
         if not self._rolling_ts_loaded:
-            for batch in self.batches(0):
-                self._rolling_based_timestamp = batch.max_timestamp
-                break
+            try:
+                for batch in self.batches(0):
+                    self._rolling_based_timestamp = batch.max_timestamp
+                    break
+            except CorruptRecordError:
+                pass  # damaged from the first byte: the segment ages from its creation
             self._rolling_ts_loaded = True
         return self._rolling_based_timestamp
 
