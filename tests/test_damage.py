@@ -155,6 +155,33 @@ def test_time_index_with_decreasing_timestamps(ld, tmp_path):
         m.stop()
 
 
+@needs_fuse
+def test_bad_time_index_does_not_make_retention_delete_a_segment(tmp_path):
+    """Retention ages a segment by its time index's last entry: a .timeindex whose
+    timestamps go down to an ancient one had a read-write mount delete a segment of fresh
+    records (messages then started at offset 30). The bad index is rebuilt first."""
+    d = str(tmp_path / "logs")
+    cfg = BrokerConfig.from_properties({"log.segment.bytes": "700"}).with_log_dirs([d])
+    m = LogManager(cfg)
+    m.startup()
+    m.create_topic("t", 1)
+    now = int(time.time() * 1000)
+    for i in range(30):
+        m.get_log("t", 0).append([(now + j, None, VALUES[i * 10 + j], ()) for j in range(10)])
+    m.shutdown()
+    with open(seg(d, 0, ".timeindex"), "wb") as f:
+        f.write(struct.pack(">qi", now + 5, 5) + struct.pack(">qi", 1000, 10))
+    mnt = Mount(tmp_path, log_dirs=[d],
+                extra_args=["--override", "log.retention.check.interval.ms=100"]).start()
+    try:
+        time.sleep(2)  # twenty retention passes
+        with open(mnt.path("t", "0", "messages"), "rb") as f:
+            assert f.read().splitlines() == VALUES
+    finally:
+        assert mnt.umount() == 0
+    assert os.path.exists(seg(d, 0))
+
+
 def test_read_write_mount_rebuilds_a_bad_active_index_on_disk(ld, tmp_path):
     """The daemon's recovery rewrites an index that fails the order check (Kafka's own
     sanity check passes it: the last offset is above the base offset)."""
