@@ -185,6 +185,18 @@ class Dir:
         """The path of ``name`` in this directory (for messages)."""
         return os.path.join(self.path, name)
 
+    @contextlib.contextmanager
+    def _paths(self):
+        """OSErrors raised inside name their files by path, not by the bare name."""
+        try:
+            yield
+        except OSError as exc:
+            for attr in ("filename", "filename2"):
+                name = getattr(exc, attr)
+                if isinstance(name, str) and "/" not in name:
+                    setattr(exc, attr, self.join(name))
+            raise
+
     # -- opening files ----------------------------------------------------------------------
     def _refuse(self, name: str, mode: int | None = None) -> NotRegularFileError:
         if mode is None:
@@ -206,7 +218,8 @@ class Dir:
         if flags & os.O_CREAT:
             raise ValueError("open_file does not create: use create_file or open_or_create")
         try:
-            fd = os.open(name, flags | _OPEN, dir_fd=self.fd)
+            with self._paths():
+                fd = os.open(name, flags | _OPEN, dir_fd=self.fd)
         except OSError as exc:
             if exc.errno in _NOT_REGULAR_ERRNOS:
                 raise self._refuse(name) from None
@@ -232,7 +245,8 @@ class Dir:
         _check_name(name)
         for _attempt in range(3):
             try:
-                return os.open(name, flags | _CREATE, mode, dir_fd=self.fd)
+                with self._paths():
+                    return os.open(name, flags | _CREATE, mode, dir_fd=self.fd)
             except FileExistsError:
                 try:
                     st = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
@@ -333,7 +347,8 @@ class Dir:
     # -- names ------------------------------------------------------------------------------
     def lstat(self, name: str) -> os.stat_result:
         """``stat`` of ``name`` itself (a link is not followed). Raises OSError."""
-        return os.stat(_check_name(name), dir_fd=self.fd, follow_symlinks=False)
+        with self._paths():
+            return os.stat(_check_name(name), dir_fd=self.fd, follow_symlinks=False)
 
     def is_file(self, name: str) -> bool:
         """Whether ``name`` is a regular file; anything else there is warned about once."""
@@ -365,7 +380,8 @@ class Dir:
         """Remove the entry ``name`` (a link itself, never its target); False when there
         was none. Raises OSError (IsADirectoryError for a directory)."""
         try:
-            os.unlink(_check_name(name), dir_fd=self.fd)
+            with self._paths():
+                os.unlink(_check_name(name), dir_fd=self.fd)
             return True
         except FileNotFoundError:
             return False
@@ -374,7 +390,8 @@ class Dir:
         """Rename the entry ``old`` to ``new`` in this directory, replacing ``new`` (a link
         at either name is renamed or replaced itself, never followed). Raises OSError."""
         fd = self.fd
-        os.replace(_check_name(old), _check_name(new), src_dir_fd=fd, dst_dir_fd=fd)
+        with self._paths():
+            os.replace(_check_name(old), _check_name(new), src_dir_fd=fd, dst_dir_fd=fd)
 
     def fsync(self) -> None:
         """fsync the directory (its entries: creations, renames, deletions); filesystems
