@@ -321,11 +321,18 @@ class _Index:
             rounded = _round_down(new_size, self.ENTRY_SIZE)
             if rounded == self._length:
                 return False
-            if self._buf is not None:
-                self._buf.close()
-                self._buf = None
-            fd = self._dir.open_file(self._name, os.O_RDWR)
+            # the file as named now: when something was planted in its place since (a link,
+            # a FIFO) or it was removed, a new file holding the entries replaces it
+            fd, created = self._dir.open_or_create(self._name)
             try:
+                if created and self._buf is not None:
+                    data = self._buf[:min(self._length, rounded)]  # a copy (bytes)
+                    written = 0
+                    while written < len(data):
+                        written += os.pwrite(fd, data[written:], written)
+                if self._buf is not None:
+                    self._buf.close()
+                    self._buf = None
                 os.ftruncate(fd, rounded)
                 self._length = rounded
                 self._buf = mmap.mmap(fd, rounded) if rounded else None
