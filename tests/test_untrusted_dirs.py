@@ -278,7 +278,7 @@ def test_check_and_repair_leave_a_file_outside_alone(tmp_path, ld, outside):
     link = _plant_segment(ld, outside)
     before = tree_state(outside)
     r = kafkafs("check", ld, check=False)
-    assert f"v-0/00000000000000000005.log: 00000000000000000005.log is a symbolic link" \
+    assert "v-0/00000000000000000005.log: 00000000000000000005.log is a symbolic link" \
         in r.stdout.decode(), r.stdout
     r = kafkafs("check", "--repair", ld, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -324,7 +324,8 @@ def test_topics_create_leaves_files_outside_alone(tmp_path, ld, outside):
     """``topics --create`` loads every partition (a planted segment link) and writes the
     topic configs as ``<file>.tmp`` then a rename (a planted ``.tmp`` link)."""
     _plant_segment(ld, outside)
-    os.symlink(os.path.join(outside, "shadow"), os.path.join(ld, "kafkafs-topic-configs.json.tmp"))
+    os.symlink(os.path.join(outside, "shadow"),
+               os.path.join(ld, "kafkafs-topic-configs.json.tmp"))
     before = tree_state(outside)
     kafkafs("topics", "--log-dirs", ld, "--create", "--topic", "w", "--config",
             "retention.ms=60000")

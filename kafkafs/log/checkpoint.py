@@ -284,8 +284,8 @@ def read_partition_metadata(path, *, dir=None) -> str:
     """The topic id stored in ``partition.metadata`` (``PartitionMetadataReadBuffer``);
     ``dir``: the open partition dir (see :func:`atomic_write`).
 
-    Raises FileNotFoundError when missing (or not a regular file); CorruptCheckpointError on a malformed line, a
-    negative version or the zero id (Kafka's messages); OSError.
+    Raises FileNotFoundError when missing (or not a regular file); CorruptCheckpointError
+    on a malformed line, a negative version or the zero id (Kafka's messages); OSError.
     """
     path = os.fspath(path)
     location = os.path.abspath(path)

@@ -100,8 +100,9 @@ class LogSegment:
     renamed and removed through it, never through a link, and only as a regular file: a
     ``.log`` that is a link or special file raises
     :class:`~kafkafs.log.safeio.NotRegularFileError`, a FileNotFoundError);
-    ``base_offset``: first offset the segment may hold (its name). ``writable=False`` never changes a file (read-only mounts). Sizes are bytes,
-    times ms. Index objects open lazily (an old segment's indexes cost nothing until a lookup).
+    ``base_offset``: first offset the segment may hold (its name). ``writable=False`` never
+    changes a file (read-only mounts). Sizes are bytes, times ms. Index objects open lazily
+    (an old segment's indexes cost nothing until a lookup).
     """
 
     def __init__(self, dir: str | safeio.Dir, base_offset: int, config: LogConfig, *,
