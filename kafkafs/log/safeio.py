@@ -102,12 +102,12 @@ def scan(directory: str | int) -> dict[str, int]:
     with os.scandir(directory) as entries:
         for e in entries:
             try:
-                if e.is_symlink():
-                    out[e.name] = stat.S_IFLNK
-                elif e.is_file(follow_symlinks=False):
+                if e.is_file(follow_symlinks=False):
                     out[e.name] = stat.S_IFREG
                 elif e.is_dir(follow_symlinks=False):
                     out[e.name] = stat.S_IFDIR
+                elif e.is_symlink():
+                    out[e.name] = stat.S_IFLNK
                 else:
                     out[e.name] = e.stat(follow_symlinks=False).st_mode
             except FileNotFoundError:
@@ -185,17 +185,13 @@ class Dir:
         """The path of ``name`` in this directory (for messages)."""
         return os.path.join(self.path, name)
 
-    @contextlib.contextmanager
-    def _paths(self):
-        """OSErrors raised inside name their files by path, not by the bare name."""
-        try:
-            yield
-        except OSError as exc:
-            for attr in ("filename", "filename2"):
-                name = getattr(exc, attr)
-                if isinstance(name, str) and "/" not in name:
-                    setattr(exc, attr, self.join(name))
-            raise
+    def _located(self, exc: OSError) -> OSError:
+        """``exc`` naming its files by path, not by the bare names given with ``dir_fd``."""
+        for attr in ("filename", "filename2"):
+            name = getattr(exc, attr)
+            if isinstance(name, str) and "/" not in name:
+                setattr(exc, attr, self.join(name))
+        return exc
 
     # -- opening files ----------------------------------------------------------------------
     def _refuse(self, name: str, mode: int | None = None) -> NotRegularFileError:
@@ -218,12 +214,11 @@ class Dir:
         if flags & os.O_CREAT:
             raise ValueError("open_file does not create: use create_file or open_or_create")
         try:
-            with self._paths():
-                fd = os.open(name, flags | _OPEN, dir_fd=self.fd)
+            fd = os.open(name, flags | _OPEN, dir_fd=self.fd)
         except OSError as exc:
             if exc.errno in _NOT_REGULAR_ERRNOS:
                 raise self._refuse(name) from None
-            raise
+            raise self._located(exc) from None
         try:
             mode = os.fstat(fd).st_mode
             if not stat.S_ISREG(mode):
@@ -245,15 +240,14 @@ class Dir:
         _check_name(name)
         for _attempt in range(3):
             try:
-                with self._paths():
-                    return os.open(name, flags | _CREATE, mode, dir_fd=self.fd)
-            except FileExistsError:
+                return os.open(name, flags | _CREATE, mode, dir_fd=self.fd)
+            except FileExistsError as exc:
                 try:
                     st = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
                 except FileNotFoundError:
                     continue
                 if stat.S_ISREG(st.st_mode):
-                    raise
+                    raise self._located(exc) from None
                 refused = self._refuse(name, st.st_mode)
                 if not replace:
                     raise refused from None
@@ -261,6 +255,8 @@ class Dir:
                     raise IsADirectoryError(errno.EISDIR, "a directory is in the way",
                                             self.join(name)) from None
                 self.unlink(name)
+            except OSError as exc:
+                raise self._located(exc) from None
         raise FileExistsError(errno.EEXIST, "created and removed meanwhile", self.join(name))
 
     def open_or_create(self, name: str, flags: int = os.O_RDWR, mode: int = 0o644, *,
@@ -347,8 +343,10 @@ class Dir:
     # -- names ------------------------------------------------------------------------------
     def lstat(self, name: str) -> os.stat_result:
         """``stat`` of ``name`` itself (a link is not followed). Raises OSError."""
-        with self._paths():
+        try:
             return os.stat(_check_name(name), dir_fd=self.fd, follow_symlinks=False)
+        except OSError as exc:
+            raise self._located(exc) from None
 
     def is_file(self, name: str) -> bool:
         """Whether ``name`` is a regular file; anything else there is warned about once."""
@@ -368,30 +366,37 @@ class Dir:
     def files(self) -> set[str]:
         """The names of the regular files in the directory; every other entry is left out
         and warned about once (a partition dir holds files only)."""
-        out = set()
-        for name, mode in scan(self.fd).items():
-            if stat.S_ISREG(mode):
-                out.add(name)
-            else:
-                warn_once(self.join(name), describe(mode))
-        return out
+        with os.scandir(self.fd) as it:
+            entries = list(it)
+        names = {e.name for e in entries if e.is_file(follow_symlinks=False)}
+        if len(names) < len(entries):  # the rare case: something else is there
+            for e in entries:
+                if e.name not in names:
+                    try:
+                        warn_once(self.join(e.name), describe(e.stat(follow_symlinks=False).st_mode))
+                    except FileNotFoundError:
+                        pass
+        return names
 
     def unlink(self, name: str) -> bool:
         """Remove the entry ``name`` (a link itself, never its target); False when there
         was none. Raises OSError (IsADirectoryError for a directory)."""
         try:
-            with self._paths():
-                os.unlink(_check_name(name), dir_fd=self.fd)
+            os.unlink(_check_name(name), dir_fd=self.fd)
             return True
         except FileNotFoundError:
             return False
+        except OSError as exc:
+            raise self._located(exc) from None
 
     def rename(self, old: str, new: str) -> None:
         """Rename the entry ``old`` to ``new`` in this directory, replacing ``new`` (a link
         at either name is renamed or replaced itself, never followed). Raises OSError."""
         fd = self.fd
-        with self._paths():
+        try:
             os.replace(_check_name(old), _check_name(new), src_dir_fd=fd, dst_dir_fd=fd)
+        except OSError as exc:
+            raise self._located(exc) from None
 
     def fsync(self) -> None:
         """fsync the directory (its entries: creations, renames, deletions); filesystems
