@@ -429,8 +429,8 @@ class LogManager:
                 for tp, path in parts:
                     if tp in self.logs:
                         continue
-                    pdir = open_partition_dir(path)
                     try:
+                        pdir = open_partition_dir(path)
                         if pdir is None or not any(n.endswith(".log") for n in pdir.files()):
                             continue  # still being copied, or empty
                         new.append(self._open_log(tp, pdir, 0, 0, clean=False))
@@ -505,16 +505,15 @@ def partition_dirs(log_dir: str) -> list[tuple[TopicPartition, str]]:
 
 def open_partition_dir(path: str) -> safeio.Dir | None:
     """The partition dir ``path`` opened (``O_DIRECTORY | O_NOFOLLOW``), or None -- with one
-    warning -- when it is no longer a directory (swapped for a link since it was listed) or
-    went away."""
+    warning -- when it is no longer a directory (swapped for a link since it was listed).
+    Raises OSError otherwise."""
     try:
         return safeio.Dir.open(path)
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            safeio.warn_once(path, "symbolic link" if exc.errno == errno.ELOOP
-                             else "file that is not a directory", "partition directory")
-        else:
-            log.warning("Cannot open %s: %s", path, exc)
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        safeio.warn_once(path, "symbolic link" if exc.errno == errno.ELOOP
+                         else "file that is not a directory", "partition directory")
         return None
 
 
