@@ -130,12 +130,14 @@ def test_a_planted_tmp_file_of_an_atomic_write_is_replaced(tmp_path, ld, outside
     before = tree_state(outside)
     m = Mount(tmp_path, log_dirs=[ld])
     m.start()
-    # the snapshot written at shutdown, at the log end offset 2 (the loader already ran)
-    snap_tmp = os.path.join(ld, "v-0", "00000000000000000002.snapshot.tmp")
-    os.symlink(victim, snap_tmp)
-    with open(m.path("v", "0", "append"), "ab") as f:
-        f.write(b"b\n")
-    assert m.umount() == 0, m.log()
+    try:
+        # the snapshot written at shutdown, at the log end offset 2 (the loader already ran)
+        snap_tmp = os.path.join(ld, "v-0", "00000000000000000002.snapshot.tmp")
+        os.symlink(victim, snap_tmp)
+        with open(m.path("v", "0", "append"), "ab") as f:
+            f.write(b"b\n")
+    finally:
+        assert m.umount() == 0, m.log()
     assert tree_state(outside) == before
     assert not os.path.lexists(ckpt_tmp) and not os.path.lexists(snap_tmp)
     assert os.path.isfile(os.path.join(ld, "v-0", "00000000000000000002.snapshot"))
@@ -150,8 +152,11 @@ def test_a_planted_lock_file_refuses_the_start(tmp_path, ld, outside):
     os.symlink(os.path.join(outside, "created-by-kafkafs"), lock)
     before = tree_state(outside)
     m = Mount(tmp_path, log_dirs=[ld])
-    with pytest.raises(RuntimeError) as exc:
-        m.start(timeout=10)
+    try:
+        with pytest.raises(RuntimeError) as exc:
+            m.start(timeout=10)
+    finally:
+        m.stop()  # (when it did start)
     assert f"Refusing to use {lock}: it is a symbolic link" in str(exc.value)
     assert "Traceback" not in str(exc.value)
     assert tree_state(outside) == before
