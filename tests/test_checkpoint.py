@@ -116,8 +116,8 @@ def test_failed_rename_keeps_old_content_and_leaves_no_tmp(tmp_path, monkeypatch
     ckpt.write_offset_checkpoint(p, {("t", 0): 5})
     old = read(p)
 
-    def broken_replace(src, dst):
-        assert read(src) == b"0\n1\nt 0 6\n"  # fully written before the rename
+    def broken_replace(src, dst, **dir_fds):  # names relative to the log dir's descriptor
+        assert read(os.path.join(tmp_path, src)) == b"0\n1\nt 0 6\n"  # fully written first
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken_replace)

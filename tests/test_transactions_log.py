@@ -319,7 +319,8 @@ def test_roll_snapshots_are_fsynced_by_the_next_flush(tmp_path, monkeypatch):
 
     synced = []
     real = log_module.fsync_snapshot
-    monkeypatch.setattr(log_module, "fsync_snapshot", lambda p: synced.append(p) or real(p))
+    monkeypatch.setattr(log_module, "fsync_snapshot",
+                        lambda p, **kw: synced.append(p) or real(p, **kw))
     lg = make_log(tmp_path)
     lg.append_encoded(txn_batch(1))
     for i in range(30):
@@ -340,6 +341,7 @@ def test_snapshot_of_a_roll_holds_the_state_at_its_base(tmp_path):
     entries = read_snapshot(dict(list_snapshot_files(lg.dir))[base])
     # replay the log up to the base into a fresh manager: the same entries
     from kafkafs.log.producer_state import ProducerStateManager
+    (tmp_path / "empty").mkdir()  # a partition dir is opened (kafkafs.log.safeio)
     pm = ProducerStateManager(str(tmp_path / "empty"), writable=False)
     for b in lg.batches(validate=False):
         if b.base_offset >= base:

@@ -88,6 +88,7 @@ import sys
 import zlib
 from dataclasses import dataclass
 
+from ..log import safeio
 from ..log.errors import CorruptIndexError
 from ..log.index import OffsetIndex, TimeIndex
 from ..log.producer_state import CorruptSnapshotError, read_snapshot
@@ -241,9 +242,13 @@ class SegmentFile:
     below the minimum entry overhead, an unknown magic or a malformed v2 header.
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, *, beside: bool = False):
         self.path = path
-        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        if beside:  # found beside a file the user named: never a link, FIFO or device
+            with safeio.parent(path) as (d, name):
+                self._fd = d.open_file(name)
+        else:
+            self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         self.size = os.fstat(self._fd).st_size
         self._win = b""
         self._win_start = 0
@@ -992,7 +997,7 @@ class LogDumper:
         name = os.path.basename(path)
         start_offset = _offset_from_name(name)
         _require_file(path)
-        index = OffsetIndex(path, start_offset, writable=False)
+        index = OffsetIndex(_named(path), start_offset, writable=False)
         try:
             if index.entries == 0:
                 self.emit({"type": "index_empty", "path": path})
@@ -1002,7 +1007,7 @@ class LogDumper:
                 self._sanity_check_passed(path)
                 return
             key = os.path.abspath(path)
-            with SegmentFile(_sibling(path, ".log")) as log:
+            with SegmentFile(_sibling(path, ".log"), beside=True) as log:
                 for i in range(index.entries):
                     offset, position = index.entry(i)
                     # a crash may leave zero entries in a preallocated file: stop at one
@@ -1036,7 +1041,7 @@ class LogDumper:
         name = os.path.basename(path)
         start_offset = _offset_from_name(name)
         _require_file(path)
-        time_index = TimeIndex(path, start_offset, writable=False)
+        time_index = TimeIndex(_named(path), start_offset, writable=False)
         index = None
         try:
             if self.options.index_sanity_only:
@@ -1048,7 +1053,7 @@ class LogDumper:
             index = OffsetIndex(_sibling(path, ".index"), start_offset, writable=False)
             key = os.path.abspath(path)
             prev_ts = -1
-            with SegmentFile(_sibling(path, ".log")) as log:
+            with SegmentFile(_sibling(path, ".log"), beside=True) as log:
                 for i in range(time_index.entries):
                     ts, offset = time_index.entry(i)
                     if offset == time_index.base_offset and i > 0:
@@ -1087,7 +1092,7 @@ class LogDumper:
     def dump_producer_snapshot(self, path: str) -> None:
         """One line per producer of a ``.snapshot`` (``DumpLogSegments.dumpProducerIdSnapshot``,
         Kafka 4.x). Raises CorruptSnapshotError, OSError."""
-        for e in read_snapshot(path):
+        for e in read_snapshot(_named(path)):
             obj = {"type": "producer_snapshot_entry", "producer_id": e.producer_id,
                    "producer_epoch": e.producer_epoch, "coordinator_epoch": e.coordinator_epoch,
                    "current_txn_first_offset": e.current_txn_first_offset,
@@ -1102,7 +1107,8 @@ class LogDumper:
         """One line per aborted transaction of a ``.txnindex`` (``DumpLogSegments.dumpTxnIndex``);
         nothing for a missing file. Raises CorruptIndexError for an unknown entry version
         (before printing) or a partial last entry (after printing the whole ones)."""
-        index = TransactionIndex(path, _offset_from_name(os.path.basename(path)), writable=False)
+        index = TransactionIndex(_named(path), _offset_from_name(os.path.basename(path)),
+                                 writable=False)
         for t in index.all_aborted_txns(allow_torn_tail=True):
             self.emit({"type": "aborted_txn", "version": t.version,
                        "producer_id": t.producer_id, "first_offset": t.first_offset,
@@ -1140,8 +1146,16 @@ def _snapshot_id(name: str) -> tuple[int, int]:
     return int(offset), int(epoch)
 
 
+def _named(path: str) -> str:
+    """The file a path given on the command line names: a link the user named is followed
+    (their choice); the files found beside it never are (:func:`_sibling`, opened through
+    :mod:`kafkafs.log.safeio`)."""
+    return os.path.realpath(path) if os.path.islink(path) else path
+
+
 def _sibling(path: str, suffix: str) -> str:
-    """The file of the same segment with ``suffix`` (``00..42.index`` → ``00..42.log``)."""
+    """The file of the same segment with ``suffix`` (``00..42.index`` → ``00..42.log``),
+    beside ``path`` as named; open it with ``beside=True`` (never a link or special file)."""
     name = os.path.basename(path)
     return os.path.join(os.path.dirname(os.path.abspath(path)), name.split(".")[0] + suffix)
 

@@ -80,7 +80,8 @@ def _describe(manager, topic: str) -> None:
     overrides = manager.topic_overrides(topic)
     first = manager.get_log(topic, parts[0])
     try:
-        topic_id = ckpt.read_partition_metadata(os.path.join(first.dir, PARTITION_METADATA))
+        topic_id = ckpt.read_partition_metadata(first.pdir.join(PARTITION_METADATA),
+                                                dir=first.pdir)
     except (OSError, LogError):
         topic_id = "AAAAAAAAAAAAAAAAAAAAAA"
     configs = ",".join(f"{k}={v}" for k, v in sorted(overrides.items()))

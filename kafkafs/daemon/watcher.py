@@ -125,10 +125,13 @@ async def _follow(manager: LogManager, receive) -> None:
 def _fingerprint(lg) -> tuple | None:
     """What changes when a writer touches a partition: the directory's mtime (segments
     created, renamed, deleted) and the active segment's size and mtime (appends, also into
-    a preallocated file)."""
+    a preallocated file). None once the dir's path no longer names the log's directory.
+    Nothing is followed: the stats go through the log's open partition dir."""
+    if not lg.pdir.at_path():
+        return None
     try:
-        d = os.stat(lg.dir)
-        f = os.stat(lg.active_segment.log_path)
+        d = os.fstat(lg.pdir.fd)
+        f = lg.pdir.lstat(os.path.basename(lg.active_segment.log_path))
     except OSError:
         return None
     return (d.st_mtime_ns, f.st_size, f.st_mtime_ns)
@@ -155,7 +158,7 @@ def refresh_logs(manager: LogManager, dirs: set[str] | None = None,
             continue
         # taken before the refresh: a write after it shows at the next poll
         mark = _fingerprint(lg) if seen is not None else None
-        if mark is None and not os.path.isdir(d):
+        if mark is None and not lg.pdir.at_path():
             if gone is not None:
                 gone.append((lg.topic, lg.partition))
             if seen is not None:
@@ -178,7 +181,7 @@ def _adopt(manager: LogManager) -> bool:
     changed = bool(manager.scan_for_new_partitions())
     for lg in list(manager.logs.values()):
         try:
-            names = os.listdir(lg.dir)
+            names = lg.pdir.files()  # regular files only: a planted link is never adopted
         except OSError:
             continue
         for name in sorted(names):

@@ -320,7 +320,9 @@ class KafkaFS(pyfuse3.Operations):
         if kind == T.BYTIME_LINK:
             return self._attr(node, len(node.data or b""))
         if kind == T.SEGFILE:
-            st = os.stat(os.path.join(lg.dir, node.name))
+            st = lg.pdir.lstat(node.name)  # the entry itself, through the partition dir's fd
+            if not stat.S_ISREG(st.st_mode):  # swapped for a link since the lookup
+                raise _err(errno.ENOENT)
             return self._attr(node, st.st_size, st.st_mtime_ns)
         return self._attr(node)
 
@@ -394,20 +396,19 @@ class KafkaFS(pyfuse3.Operations):
         if kind == T.SEGMENTS:
             fname = name.decode("utf-8", "surrogateescape")
             lg = self.manager.get_log(parent.topic, parent.partition)
-            if not self._segment_file_visible(lg, fname):
+            if not (self._segment_name_visible(fname) and lg.pdir.is_file(fname)):
                 raise _err(errno.ENOENT)
             return self.inodes.get(T.SEGFILE, parent.topic, parent.partition, fname)
         raise _err(errno.ENOTDIR)
 
     @staticmethod
-    def _segment_file_visible(lg: Log, fname: str) -> bool:
-        if "/" in fname or fname.startswith("."):
+    def _segment_name_visible(fname: str) -> bool:
+        """Whether ``segments/`` shows a regular file of this name (links and special files
+        in the partition dir never show: see :meth:`~kafkafs.log.safeio.Dir.files`)."""
+        if "/" in fname or fname.startswith(".") or not fname:
             return False
         p = parse_segment_filename(fname)
-        if p is not None and p[2]:  # .deleted / .cleaned / .swap: transient
-            return False
-        path = os.path.join(lg.dir, fname)
-        return os.path.isfile(path) and not os.path.islink(path)
+        return p is None or not p[2]  # .deleted / .cleaned / .swap: transient
 
     @fuse_errors
     async def getattr(self, inode, ctx=None):
@@ -476,7 +477,7 @@ class KafkaFS(pyfuse3.Operations):
             lg = self._log(node)
             names = [(f.encode("utf-8", "surrogateescape"),
                       self.inodes.get(T.SEGFILE, node.topic, node.partition, f))
-                     for f in sorted(os.listdir(lg.dir)) if self._segment_file_visible(lg, f)]
+                     for f in sorted(lg.pdir.files()) if self._segment_name_visible(f)]
         elif kind == T.OFFSETS:
             yield from self._offset_entries(node, start_id)
             return
@@ -624,10 +625,10 @@ class KafkaFS(pyfuse3.Operations):
                 info.keep_cache = True
         elif kind == T.SEGFILE:
             lg = self._log(node)
-            # never follow a symlink planted in a log dir (the name was checked at lookup,
-            # O_NOFOLLOW closes the race with a swap after that)
-            h.fd = os.open(os.path.join(lg.dir, node.name),
-                           os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            # never follow a link planted in a log dir, nor open a FIFO or device: the name
+            # was checked at lookup; the partition dir's descriptor, O_NOFOLLOW and fstat
+            # close the race with a swap after that (ENOENT then)
+            h.fd = lg.pdir.open_file(node.name)
             info.keep_cache = not node.name.endswith(".log") or \
                 lg.active_segment.log_path != os.path.join(lg.dir, node.name)
         else:

@@ -250,7 +250,7 @@ class LineView:
                 seg = self.log.segment_at(base)
                 if seg is None:
                     return None
-                st = os.stat(seg.log_path)
+                st = seg.pdir.lstat(os.path.basename(seg.log_path))  # never through a link
                 segments[str(base)] = [st.st_ino, st.st_size, st.st_mtime_ns]
             return {"version": 1, "committed": self.committed,
                     "start_offset": self.start_offset,
@@ -279,7 +279,8 @@ class LineView:
             for base in sorted({int(b) for b in state["segments"]}):
                 live = self.log.segment_at(base)
                 try:
-                    st = os.stat(live.log_path) if live is not None else None
+                    st = live.pdir.lstat(os.path.basename(live.log_path)) \
+                        if live is not None else None
                 except OSError:
                     st = None
                 if st is None or [st.st_ino, st.st_size, st.st_mtime_ns] != \

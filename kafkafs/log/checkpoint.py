@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import errno
 import os
 import re
 import time
 import uuid
 
+from . import safeio
 from .errors import CorruptCheckpointError
 from .properties import (
     PropertiesSyntaxError,
@@ -44,6 +44,7 @@ __all__ = [
     "atomic_write",
     "new_topic_id",
     "parse_uuid",
+    "read_file",
     "read_leader_epoch_checkpoint",
     "read_offset_checkpoint",
     "read_partition_metadata",
@@ -57,7 +58,6 @@ __all__ = [
 
 CHECKPOINT_VERSION = 0
 PARTITION_METADATA_VERSION = 0
-TMP_SUFFIX = ".tmp"
 
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
@@ -68,47 +68,26 @@ _JAVA_WS = re.compile(r"[ \t\n\x0b\f\r]+")  # Java's \s
 # -- atomic writes --------------------------------------------------------------------
 def _fsync_dir(path: str) -> None:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        with safeio.Dir.open(path, follow=True) as d:
+            d.fsync()
     except FileNotFoundError:
         return
-    try:
-        os.fsync(fd)
-    except OSError as exc:  # some filesystems cannot fsync a directory
-        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
-            raise
-    finally:
-        os.close(fd)
 
 
-def atomic_write(path, data: bytes, sync: bool = True) -> None:
+def atomic_write(path, data: bytes, sync: bool = True, *, dir: safeio.Dir | None = None) -> None:
     """Replace ``path`` with ``data`` atomically and (with ``sync``) durably.
 
     Writes ``<path>.tmp``, fsyncs it, renames it over ``path`` and fsyncs the directory;
-    ``sync=False`` skips both fsyncs (the caller makes it durable later). On any failure
-    the temporary file is removed, the old content of ``path`` is untouched and the
-    OSError propagates.
+    ``sync=False`` skips both fsyncs (the caller makes it durable later). Never through a
+    link or into a special file planted in the log dir: a planted ``.tmp`` is unlinked, the
+    temporary file created exclusively, and the rename replaces a planted ``path`` itself
+    (:meth:`kafkafs.log.safeio.Dir.atomic_write`). ``dir``: the open partition dir holding
+    ``path`` (the file is named by its last component there); without it the directory of
+    ``path`` is trusted (a log dir root). On any failure the temporary file is removed, the
+    old content of ``path`` is untouched and the OSError propagates.
     """
-    path = os.fspath(path)
-    tmp = path + TMP_SUFFIX
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    if sync:
-        _fsync_dir(os.path.dirname(os.path.abspath(path)))
+    with safeio.parent(path, dir) as (d, name):
+        d.atomic_write(name, data, sync)
 
 
 # -- text helpers ---------------------------------------------------------------------
@@ -129,9 +108,16 @@ def _java_int(text: str, lo: int, hi: int) -> int | None:
     return value if lo <= value <= hi else None
 
 
-def _read_text(path: str, encoding: str = "utf-8") -> str:
-    with open(path, "rb") as f:
-        data = f.read()
+def read_file(path, *, dir: safeio.Dir | None = None) -> bytes:
+    """The content of the regular file ``path`` (in ``dir`` when given, see
+    :func:`atomic_write`). A planted link, FIFO or device reads as missing: raises
+    FileNotFoundError (:class:`~kafkafs.log.safeio.NotRegularFileError`, warned once)."""
+    with safeio.parent(path, dir) as (d, name):
+        return d.read(name)
+
+
+def _read_text(path: str, encoding: str = "utf-8", dir: safeio.Dir | None = None) -> str:
+    data = read_file(path, dir=dir)
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as exc:
@@ -147,13 +133,14 @@ def _corrupt(message: str, path: str, line_number: int | None) -> CorruptCheckpo
 
 
 # -- CheckpointFile ---------------------------------------------------------------------
-def _read_checkpoint(path, parse_entry, fields: int) -> list:
+def _read_checkpoint(path, parse_entry, fields: int, dir=None) -> list:
     """Parse a ``CheckpointFile`` (``CheckpointReadBuffer.read``): version line, count line,
     one entry per line. ``parse_entry(parts)`` returns the entry or None when malformed.
-    Missing file, empty file, or a file with only a version line: no entries."""
+    Missing file (or not a regular file), empty file, or a file with only a version line:
+    no entries."""
     path = os.fspath(path)
     try:
-        text = _read_text(path)
+        text = _read_text(path, dir=dir)
     except FileNotFoundError:
         return []
     location = os.path.abspath(path)
@@ -188,9 +175,9 @@ def _read_checkpoint(path, parse_entry, fields: int) -> list:
     return entries
 
 
-def _write_checkpoint(path, lines: list[str]) -> None:
+def _write_checkpoint(path, lines: list[str], dir=None) -> None:
     body = "".join(f"{line}\n" for line in lines)
-    atomic_write(path, f"{CHECKPOINT_VERSION}\n{len(lines)}\n{body}".encode())
+    atomic_write(path, f"{CHECKPOINT_VERSION}\n{len(lines)}\n{body}".encode(), dir=dir)
 
 
 def _parse_offset_entry(parts):
@@ -232,16 +219,17 @@ def _parse_epoch_entry(parts):
     return epoch, start
 
 
-def read_leader_epoch_checkpoint(path) -> list[tuple[int, int]]:
+def read_leader_epoch_checkpoint(path, *, dir=None) -> list[tuple[int, int]]:
     """Read a ``leader-epoch-checkpoint`` (Kafka ``LeaderEpochCheckpointFile``) as a list of
-    ``(epoch, start_offset)`` in file order. Missing or empty file: ``[]``. Raises
-    CorruptCheckpointError, OSError."""
-    return _read_checkpoint(path, _parse_epoch_entry, 2)
+    ``(epoch, start_offset)`` in file order. Missing or empty file: ``[]``. ``dir``: the
+    open partition dir (see :func:`atomic_write`). Raises CorruptCheckpointError, OSError."""
+    return _read_checkpoint(path, _parse_epoch_entry, 2, dir)
 
 
-def write_leader_epoch_checkpoint(path, entries) -> None:
-    """Atomically write ``(epoch, start_offset)`` pairs, in the given order. Raises OSError."""
-    _write_checkpoint(path, [f"{int(epoch)} {int(start)}" for epoch, start in entries])
+def write_leader_epoch_checkpoint(path, entries, *, dir=None) -> None:
+    """Atomically write ``(epoch, start_offset)`` pairs, in the given order (``dir`` as
+    for :func:`atomic_write`). Raises OSError."""
+    _write_checkpoint(path, [f"{int(epoch)} {int(start)}" for epoch, start in entries], dir)
 
 
 # -- Uuid and partition.metadata -------------------------------------------------------
@@ -280,26 +268,28 @@ def new_topic_id() -> str:
             return text
 
 
-def write_partition_metadata(path, topic_id: str) -> None:
+def write_partition_metadata(path, topic_id: str, *, dir=None) -> None:
     """Atomically write ``partition.metadata``: ``version: 0\\ntopic_id: <id>`` with no
-    final newline, exactly as Kafka's ``PartitionMetadataFile``. Raises ValueError for an
-    invalid or zero id, OSError."""
+    final newline, exactly as Kafka's ``PartitionMetadataFile`` (``dir``: the open
+    partition dir, see :func:`atomic_write`). Raises ValueError for an invalid or zero id,
+    OSError."""
     raw = parse_uuid(topic_id)
     if raw == _ZERO_UUID:
         raise ValueError("the zero Uuid is not a topic id")
     text = f"version: {PARTITION_METADATA_VERSION}\ntopic_id: {uuid_to_string(raw)}"
-    atomic_write(path, text.encode("utf-8"))
+    atomic_write(path, text.encode("utf-8"), dir=dir)
 
 
-def read_partition_metadata(path) -> str:
-    """The topic id stored in ``partition.metadata`` (``PartitionMetadataReadBuffer``).
+def read_partition_metadata(path, *, dir=None) -> str:
+    """The topic id stored in ``partition.metadata`` (``PartitionMetadataReadBuffer``);
+    ``dir``: the open partition dir (see :func:`atomic_write`).
 
-    Raises FileNotFoundError when missing; CorruptCheckpointError on a malformed line, a
-    negative version or the zero id (Kafka's messages); OSError.
+    Raises FileNotFoundError when missing (or not a regular file); CorruptCheckpointError
+    on a malformed line, a negative version or the zero id (Kafka's messages); OSError.
     """
     path = os.fspath(path)
     location = os.path.abspath(path)
-    lines = java_lines(_read_text(path))
+    lines = java_lines(_read_text(path, dir=dir))
 
     def field(number: int, key: str) -> str:
         line = lines[number - 1] if len(lines) >= number else None
@@ -344,12 +334,12 @@ def _java_date(now: float | None) -> str:
 def read_properties(path) -> dict[str, str]:
     """Read a Java properties file (``Properties.load``, as Kafka reads ``meta.properties``;
     syntax in :mod:`kafkafs.log.properties`). Bytes are ISO-8859-1, as Java reads an
-    InputStream. Raises FileNotFoundError, CorruptCheckpointError on a malformed ``\\u``
+    InputStream. Raises FileNotFoundError (also for a planted link or special file),
+    CorruptCheckpointError on a malformed ``\\u``
     escape, OSError.
     """
     path = os.fspath(path)
-    with open(path, "rb") as f:
-        text = f.read().decode("latin-1")
+    text = read_file(path).decode("latin-1")
     try:
         return parse_properties(text)
     except PropertiesSyntaxError as exc:

@@ -55,5 +55,10 @@ class LogDirLockedError(LogError):
     """Another process holds the log dir's ``.lock`` (a running daemon or broker)."""
 
 
+class UnsafeLogDirError(LogError):
+    """A file kafkafs cannot do without in a log dir (``.lock``) is a symbolic link, FIFO,
+    device or anything but a regular file: kafkafs refuses the log dir (DESIGN §4)."""
+
+
 class ReadOnlyLogError(LogError):
     """A write to a log opened read-only."""

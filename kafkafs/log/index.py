@@ -33,6 +33,11 @@ timestamps that do not increase, positions past the end of the ``.log``), and
 :meth:`~_Index.replace_entries` installs entries rebuilt from the ``.log`` -- written to the
 file when the index is writable, kept in memory (the file untouched) when it is not.
 
+The file is reached through its directory's descriptor (:class:`~kafkafs.log.safeio.Dir`),
+never through a link, and only as a regular file: a planted link, FIFO or device reads as a
+missing file (an empty index: lookups scan the ``.log``) and a writable index replaces it
+by a new empty file, as Kafka deletes and rebuilds a corrupt index.
+
 Synchronous and thread-safe: every operation holds the index's lock.
 """
 
@@ -48,6 +53,7 @@ import threading
 from array import array
 from collections.abc import Callable, Sequence
 
+from . import safeio
 from .errors import (
     CorruptIndexError,
     IndexFullError,
@@ -95,8 +101,12 @@ class _Index:
     _KIND = "index"  # used in messages
 
     def __init__(self, path, base_offset: int, max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
-                 writable: bool = True):
+                 writable: bool = True, *, dir: safeio.Dir | None = None):
         self._path = os.fspath(path)
+        # the directory holding the file: a segment's open partition dir, or (a path named
+        # by the caller, e.g. dump's argument) the directory of ``path``, trusted
+        self._dir = dir if dir is not None else \
+            safeio.Dir.open(os.path.dirname(self._path) or ".", follow=True)
         self._base_offset = int(base_offset)
         self._max_index_size = int(max_index_size)
         self._writable = bool(writable)
@@ -115,18 +125,13 @@ class _Index:
     # -- opening ---------------------------------------------------------------------
     def _open_writable(self) -> None:
         size = self.ENTRY_SIZE
-        try:
-            fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-            created = True
-        except FileExistsError:
-            fd = os.open(self._path, os.O_RDWR | os.O_CLOEXEC)
-            created = False
+        fd, created = self._dir.open_or_create(self._name)
         try:
             if created:
                 if self._max_index_size < size:
                     os.close(fd)
                     fd = -1
-                    os.unlink(self._path)
+                    self._dir.unlink(self._name)
                     raise ValueError(f"Invalid max index size: {self._max_index_size}")
                 os.ftruncate(fd, _round_down(self._max_index_size, size))
             self._length = os.fstat(fd).st_size
@@ -148,8 +153,8 @@ class _Index:
     def _load_snapshot(self) -> None:
         """(read-only) Read the file's length and entries into memory."""
         try:
-            fd = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
+            fd = self._dir.open_file(self._name)
+        except FileNotFoundError:  # also a link or special file (safeio.NotRegularFileError)
             self._length, self._entries, self._buf = 0, 0, None
             return
         try:
@@ -177,6 +182,10 @@ class _Index:
     def path(self) -> str:
         """The index file's current path."""
         return self._path
+
+    @property
+    def _name(self) -> str:
+        return os.path.basename(self._path)
 
     @property
     def base_offset(self) -> int:
@@ -322,11 +331,18 @@ class _Index:
             rounded = _round_down(new_size, self.ENTRY_SIZE)
             if rounded == self._length:
                 return False
-            if self._buf is not None:
-                self._buf.close()
-                self._buf = None
-            fd = os.open(self._path, os.O_RDWR | os.O_CLOEXEC)
+            # the file as named now: when something was planted in its place since (a link,
+            # a FIFO) or it was removed, a new file holding the entries replaces it
+            fd, created = self._dir.open_or_create(self._name)
             try:
+                if created and self._buf is not None:
+                    data = self._buf[:min(self._length, rounded)]  # a copy (bytes)
+                    written = 0
+                    while written < len(data):
+                        written += os.pwrite(fd, data[written:], written)
+                if self._buf is not None:
+                    self._buf.close()
+                    self._buf = None
                 os.ftruncate(fd, rounded)
                 self._length = rounded
                 self._buf = mmap.mmap(fd, rounded) if rounded else None
@@ -356,11 +372,7 @@ class _Index:
                 return
             if self._buf is not None:
                 self._buf.flush()
-            fd = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            self._dir.fsync_file(self._name)
 
     def close(self) -> None:
         """Trim (writable) and release the mapping. Idempotent."""
@@ -385,11 +397,7 @@ class _Index:
             if not self._writable:
                 raise ReadOnlyLogError(f"{self._KIND} {self._path} is opened read-only")
             self._close_handler()
-            try:
-                os.unlink(self._path)
-            except FileNotFoundError:
-                return False
-            return True
+            return self._dir.unlink(self._name)
 
     def rename_to(self, new_path) -> None:
         """Rename the backing file (the mapping stays valid). Raises ReadOnlyLogError,
@@ -398,7 +406,7 @@ class _Index:
             if not self._writable:
                 raise ReadOnlyLogError(f"{self._KIND} {self._path} is opened read-only")
             new_path = os.fspath(new_path)
-            os.replace(self._path, new_path)
+            self._dir.rename(self._name, os.path.basename(new_path))  # in the same directory
             self._path = new_path
 
     def reload(self) -> bool:
@@ -426,7 +434,7 @@ class _Index:
         if n == 0 or self._buf is None:
             return False
         try:
-            fd = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = self._dir.open_file(self._name)
         except OSError:
             return False
         try:

@@ -32,12 +32,14 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..record.errors import CorruptRecordError
 from . import checkpoint as ckpt
+from . import safeio
 from .config import BrokerConfig, LogConfig, validate_topic_overrides
 from .errors import (
     CorruptCheckpointError,
@@ -82,7 +84,8 @@ class Finding:
     does, or one of the log-dir kinds (``meta-properties``, ``checkpoint``,
     ``clean-shutdown``, ``foreign-dir``, ``ignored-dir``, ``duplicate-partition``,
     ``partition-file``, ``topic-configs``, ``lock``, ``revalidate``, ``changed``,
-    ``load-failed``, ``repair-failed``); ``path``: the file or directory concerned
+    ``load-failed``, ``repair-failed``, ``not-regular-file``: a link, FIFO, socket or device
+    where kafkafs only ever uses regular files); ``path``: the file or directory concerned
     (absolute); ``message``: what is wrong, in Kafka's words where Kafka has words for it;
     ``action``: what Kafka's startup / ``--repair`` does about it, or why nothing is done;
     ``severity``: ``"problem"`` or ``"note"`` (notes never make the exit status non-zero);
@@ -157,7 +160,8 @@ def lock_holder(log_dir: str) -> str | None:
     changes nothing. Never call it in a process that holds the lock (closing any descriptor
     of the file drops that process's POSIX lock)."""
     try:
-        fd = os.open(os.path.join(log_dir, LOCK_FILE), os.O_RDONLY | os.O_CLOEXEC)
+        with safeio.Dir.open(log_dir, follow=True) as root:
+            fd = root.open_file(LOCK_FILE)  # never a link, never a FIFO (it would block)
     except OSError:
         return None
     try:
@@ -197,8 +201,7 @@ def _topic_overrides(log_dir: str) -> tuple[dict[str, dict[str, str]], str | Non
     error message when the file cannot be used."""
     path = os.path.join(log_dir, TOPIC_CONFIG_FILE)
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = json.loads(ckpt.read_file(path).decode("utf-8"))
         topics = data.get("topics") or {}
         for conf in topics.values():
             validate_topic_overrides(conf)
@@ -210,8 +213,9 @@ def _topic_overrides(log_dir: str) -> tuple[dict[str, dict[str, str]], str | Non
 
 
 def _read_offsets(path: str) -> tuple[dict | None, str | None]:
-    """``(entries, None)``, ``(None, None)`` when missing, ``({}, error)`` when garbled."""
-    if not os.path.exists(path):
+    """``(entries, None)``, ``(None, None)`` when missing (or not a regular file),
+    ``({}, error)`` when garbled."""
+    if not safeio.is_file(path):
         return None, None
     try:
         return ckpt.read_offset_checkpoint(path), None
@@ -293,7 +297,8 @@ class _Inspector:
                      "findings describe a live log; a missing .kafka_cleanshutdown is "
                      "expected while it runs; --repair refuses until it stops",
                      severity=NOTE, repairable=False)
-        names = sorted(os.listdir(d))
+        entries = safeio.scan(d)
+        names = sorted(entries)
         self._check_meta(names)
         overrides, err = _topic_overrides(d)
         if err is not None:
@@ -302,9 +307,12 @@ class _Inspector:
                      repairable=False)
         for name in names:
             path = os.path.join(d, name)
+            mode = entries[name]
             if not os.path.isdir(path):
+                if not stat.S_ISREG(mode):
+                    self._not_regular(path, mode)
                 continue
-            if os.path.islink(path):
+            if stat.S_ISLNK(mode):
                 self.add("ignored-dir", path, f"{name} is a symbolic link",
                          "ignored: kafkafs never follows a symbolic link in a log dir "
                          "(a Kafka broker would load what it points to)",
@@ -351,6 +359,20 @@ class _Inspector:
             self._check_partition(tp, path, cfg, recovery.get(tp, 0), starts.get(tp, 0), clean)
         return self.report
 
+    def _not_regular(self, path: str, mode: int, partition: str | None = None) -> None:
+        kind = safeio.describe(mode)
+        if partition is None and os.path.basename(path) == LOCK_FILE:
+            self.add("not-regular-file", path, f"{LOCK_FILE} is a {kind}, not a regular file",
+                     "none: kafkafs refuses to start on this log dir (and --repair to lock "
+                     "it); remove it by hand", repairable=False)
+            return
+        self.add("not-regular-file", path,
+                 f"{os.path.basename(path)} is a {kind}, not a regular file",
+                 "ignored: kafkafs never follows a symbolic link nor opens a special file in a "
+                 "log dir (it does not exist for kafkafs; kafkafs replaces it when it writes a "
+                 "file of that name); remove it by hand", partition=partition,
+                 severity=NOTE, repairable=False)
+
     # -- log-dir files ---------------------------------------------------------------------
     def _check_meta(self, names: list[str]) -> None:
         path = os.path.join(self.dir, META_PROPERTIES)
@@ -368,7 +390,7 @@ class _Inspector:
 
     def _check_marker(self, live: bool) -> bool:
         path = os.path.join(self.dir, CLEAN_SHUTDOWN_FILE)
-        clean = os.path.exists(path)
+        clean = safeio.is_file(path)
         if not clean and self.partitions:
             self.add("clean-shutdown", path,
                      f"No {CLEAN_SHUTDOWN_FILE} in {self.dir}: the last shutdown was not clean",
@@ -411,13 +433,24 @@ class _Inspector:
     def _check_partition(self, tp, path: str, cfg: LogConfig, recovery_point: int,
                          log_start: int, clean: bool) -> None:
         name = os.path.basename(path)
+        try:
+            pdir = safeio.Dir.open(path)  # never through a link swapped in since the listing
+            entries = safeio.scan(pdir.fd)
+        except OSError as exc:
+            self.add("changed", path, f"{name} could not be checked: {exc}",
+                     "none; run kafkafs check again (files change under a running daemon)",
+                     partition=name, repairable=False)
+            return
+        for fname, mode in sorted(entries.items()):
+            if not stat.S_ISREG(mode):
+                self._not_regular(pdir.join(fname), mode, partition=name)
         for fname, reader in ((PARTITION_METADATA, ckpt.read_partition_metadata),
                               (LEADER_EPOCH_CHECKPOINT, ckpt.read_leader_epoch_checkpoint)):
             fpath = os.path.join(path, fname)
-            if not os.path.exists(fpath):
+            if not stat.S_ISREG(entries.get(fname, 0)):
                 continue
             try:
-                reader(fpath)
+                reader(fpath, dir=pdir)
             except (CorruptCheckpointError, OSError) as exc:
                 self.add("partition-file", fpath, str(exc),
                          "none: a Kafka broker takes the log dir offline when it loads this "
@@ -427,8 +460,8 @@ class _Inspector:
         args = {"recovery_point": recovery_point, "log_start_offset": log_start,
                 "had_clean_shutdown": clean, "scans": scans}
         try:
-            startup = plan_load(path, cfg, **args)
-            thorough = plan_load(path, cfg, thorough=True, **args)
+            startup = plan_load(pdir, cfg, **args)
+            thorough = plan_load(pdir, cfg, thorough=True, **args)
         except OSError as exc:
             self.add("changed", path, f"{name} could not be checked: {exc}",
                      "none; run kafkafs check again (files change under a running daemon)",
@@ -572,13 +605,13 @@ def _repair_dir(report: LogDirReport, manager: LogManager, config: BrokerConfig,
     if not any(f.repairable for f in report.problems):
         return
     meta_path = os.path.join(d, META_PROPERTIES)
-    if not os.path.exists(meta_path):
+    if not safeio.is_file(meta_path):
         manager._ensure_meta(d)
         _done(report, on_action, LoadAction(
             "meta-properties", meta_path, f"No meta.properties file found in {d}.",
             "wrote meta.properties (cluster.id, node.id, directory.id) as the daemon does"))
     marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
-    clean = os.path.exists(marker)
+    clean = safeio.is_file(marker)
     if clean:
         # as LogManager.loadLogs (KAFKA-10471): a crash from here on means recovery again
         os.unlink(marker)

@@ -26,6 +26,12 @@ written at the segment's end.
 Read-only loads skip 1, 2 and 4, build the producer state in memory only, and never write a
 byte.
 
+Every file is reached through the partition dir's descriptor
+(:class:`~kafkafs.log.safeio.Dir`), and only regular files take part: a planted link, FIFO
+or device does not exist for the loader (warned once). A ``.log`` that is one is skipped;
+an index that is one counts as missing, so a writable load recovers the segment and replaces
+the planted entry by a rebuilt index (unlinking it: nothing it points to changes).
+
 The same steps run in two ways: :func:`load_log` carries them out (the daemon's startup,
 ``kafkafs check --repair``) and :func:`plan_load` only works out what they would do, reading
 the files read-only, and returns the list of :class:`LoadAction` (``kafkafs check``). Both go
@@ -42,7 +48,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .checkpoint import TMP_SUFFIX
+from . import safeio
 from .config import LogConfig
 from .errors import CorruptIndexError, LogError
 from .log import Log, rebuild_producer_state, try_take_snapshot
@@ -63,6 +69,7 @@ from .producer_state import (
     parse_snapshot_filename,
     read_snapshot,
 )
+from .safeio import TMP_SUFFIX
 from .segment import LogSegment, SegmentScan
 
 log = logging.getLogger(__name__)
@@ -130,9 +137,10 @@ class _Executor:
 
     dry = False
 
-    def __init__(self, dir: str, config: LogConfig,
+    def __init__(self, dir: safeio.Dir, config: LogConfig,
                  on_action: Callable[[LoadAction], None] | None = None):
-        self.dir = dir
+        self.pdir = dir
+        self.dir = dir.path
         self.config = config
         self.on_action = on_action
         self.actions: list[LoadAction] = []
@@ -150,25 +158,26 @@ class _Executor:
             self.on_action(action)
 
     def names(self) -> set[str]:
-        return set(os.listdir(self.dir))
+        return self.pdir.files()
 
     def unlink(self, name: str, action: LoadAction) -> None:
-        os.unlink(os.path.join(self.dir, name))
+        self.pdir.unlink(name)
         self.report(action)
 
     def rename(self, old: str, new: str, action: LoadAction) -> None:
-        os.replace(os.path.join(self.dir, old), os.path.join(self.dir, new))
+        self.pdir.rename(old, new)
         self.report(action)
 
     def swap_next_offset(self, base: int) -> int:
-        swap = LogSegment(self.dir, base, self.config, suffix=SWAP_SUFFIX, check_indexes=False)
+        swap = LogSegment(self.pdir, base, self.config, suffix=SWAP_SUFFIX,
+                          check_indexes=False)
         try:
             return swap.read_next_offset()
         finally:
             swap.close()
 
     def open_segment(self, base: int) -> LogSegment:
-        return LogSegment(self.dir, base, self.config, check_indexes=False)
+        return LogSegment(self.pdir, base, self.config, check_indexes=False)
 
     def size(self, seg: LogSegment) -> int:
         return seg.size
@@ -190,7 +199,7 @@ class _Executor:
         # LogLoader.recoverSegment: the producer state at the segment's base offset (from
         # the snapshots and the segments before it) rebuilds its .txnindex; a snapshot at its
         # end spares the next segment's recovery the replay
-        pm = ProducerStateManager(self.dir)
+        pm = ProducerStateManager(self.pdir)
         rebuild_producer_state(pm, self.segments, self.log_start_offset, seg.base_offset,
                                False, log_name=self.dir)
         seg.recover(pm)
@@ -211,12 +220,13 @@ class _Planner:
 
     dry = True
 
-    def __init__(self, dir: str, config: LogConfig, scans: dict | None = None):
-        self.dir = dir
+    def __init__(self, dir: safeio.Dir, config: LogConfig, scans: dict | None = None):
+        self.pdir = dir
+        self.dir = dir.path
         self.config = config
         # simulated name -> the real name holding its bytes (None: an empty file the
         # executor would create)
-        self.files: dict[str, str | None] = {n: n for n in os.listdir(dir)}
+        self.files: dict[str, str | None] = {n: n for n in dir.files()}
         self.actions: list[LoadAction] = []
         self.sizes: dict[int, int] = {}
         self.recovered: dict[int, SegmentScan] = {}
@@ -238,7 +248,7 @@ class _Planner:
         self.report(action)
 
     def swap_next_offset(self, base: int) -> int:
-        swap = LogSegment(self.dir, base, self.config, suffix=SWAP_SUFFIX, writable=False,
+        swap = LogSegment(self.pdir, base, self.config, suffix=SWAP_SUFFIX, writable=False,
                           check_indexes=False)
         try:
             next_offset = swap.read_next_offset()
@@ -252,7 +262,7 @@ class _Planner:
     def open_segment(self, base: int) -> LogSegment:
         real = self.files.get(filename_prefix(base) + LOG_SUFFIX) or ""
         suffix = SWAP_SUFFIX if real.endswith(SWAP_SUFFIX) else ""
-        seg = LogSegment(self.dir, base, self.config, writable=False, suffix=suffix,
+        seg = LogSegment(self.pdir, base, self.config, writable=False, suffix=suffix,
                          check_indexes=False)
         self.opened.append(seg)
         self.sizes[base] = seg.size
@@ -384,10 +394,8 @@ def _remove_corrupt_snapshots(ops) -> None:
                     "it)", base_offset=tmp_of))
             continue
         path = os.path.join(ops.dir, name)
-        if not os.path.isfile(path):
-            continue
         try:
-            read_snapshot(path)
+            read_snapshot(path, dir=ops.pdir)
         except FileNotFoundError:
             continue  # deleted meanwhile (beside a running daemon: retention)
         except CorruptSnapshotError as exc:
@@ -694,12 +702,13 @@ def _log_start_action(dir: str, log_start_offset: int, leo: int) -> LoadAction:
 
 
 # -- entry points ------------------------------------------------------------------------------
-def load_log(dir: str, topic: str, partition: int, config: LogConfig, *,
+def load_log(dir: str | safeio.Dir, topic: str, partition: int, config: LogConfig, *,
              recovery_point: int = 0, log_start_offset: int = 0,
              had_clean_shutdown: bool = False, writable: bool = True,
              thorough: bool = False,
              on_action: Callable[[LoadAction], None] | None = None) -> Log:
-    """Load the partition in ``dir`` and return its :class:`Log`.
+    """Load the partition in ``dir`` (a path, opened not following a link, or an open
+    :class:`~kafkafs.log.safeio.Dir`) and return its :class:`Log`.
 
     ``recovery_point`` and ``log_start_offset`` come from the log dir's checkpoints (0 when
     unknown). ``thorough`` (writable loads, ``kafkafs check --repair``): also verify every
@@ -713,20 +722,22 @@ def load_log(dir: str, topic: str, partition: int, config: LogConfig, *,
     marker that cannot be parsed) met while replaying the producer state.
     """
     segments: list[LogSegment]
+    pdir = safeio.Dir.of(dir)
+    dir = pdir.path
     if writable:
-        ops = _Executor(dir, config, on_action)
+        ops = _Executor(pdir, config, on_action)
         segments = _load_segments(ops, recovery_point=recovery_point,
                                   log_start_offset=log_start_offset,
                                   had_clean_shutdown=had_clean_shutdown, thorough=thorough)
     else:
-        names = set(os.listdir(dir))
+        names = pdir.files()
         bases = sorted(p[0] for p in map(parse_segment_filename, names)
                        if p and p[1] == LOG_SUFFIX and p[2] == "")
-        segments = [LogSegment(dir, b, config, writable=False) for b in bases]
+        segments = [LogSegment(pdir, b, config, writable=False) for b in bases]
     if not segments:
         if not writable:
             raise FileNotFoundError(f"{dir} holds no log segments")
-        seg = LogSegment(dir, log_start_offset, config, create=True)
+        seg = LogSegment(pdir, log_start_offset, config, create=True)
         seg.open_indexes()
         segments = [seg]
         ops.report(_no_segments_action(dir, log_start_offset))
@@ -736,10 +747,10 @@ def load_log(dir: str, topic: str, partition: int, config: LogConfig, *,
         active.time_index.resize(config.segment_index_bytes)
         for seg in segments:  # from now on a bad index is rebuilt when first opened
             seg.check_indexes = True
-    log_obj = Log(dir, topic, partition, config, segments,
+    log_obj = Log(pdir, topic, partition, config, segments,
                   log_start_offset=max(log_start_offset, segments[0].base_offset),
                   recovery_point=0, writable=writable,
-                  producer_state=ProducerStateManager(dir, writable=writable))
+                  producer_state=ProducerStateManager(pdir, writable=writable))
     leo = log_obj.log_end_offset
     if had_clean_shutdown or not writable:
         log_obj.recovery_point = leo
@@ -758,7 +769,7 @@ def load_log(dir: str, topic: str, partition: int, config: LogConfig, *,
     return log_obj
 
 
-def plan_load(dir: str, config: LogConfig, *, recovery_point: int = 0,
+def plan_load(dir: str | safeio.Dir, config: LogConfig, *, recovery_point: int = 0,
               log_start_offset: int = 0, had_clean_shutdown: bool = False,
               thorough: bool = False, scans: dict | None = None) -> list[LoadAction]:
     """What a writable :func:`load_log` with the same arguments would do to the partition in
@@ -769,7 +780,7 @@ def plan_load(dir: str, config: LogConfig, *, recovery_point: int = 0,
     same unchanged directory (``{(path, end): SegmentScan}``). Raises OSError on I/O failure
     (FileNotFoundError when a file vanishes meanwhile, e.g. beside a running daemon).
     """
-    ops = _Planner(dir, config, scans)
+    ops = _Planner(safeio.Dir.of(dir), config, scans)
     try:
         segments = _load_segments(ops, recovery_point=recovery_point,
                                   log_start_offset=log_start_offset,

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import bisect
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -41,6 +40,7 @@ from ..record.batch import (
 )
 from ..record.control import end_txn_marker
 from ..record.errors import CorruptRecordError
+from . import safeio
 from .config import LogConfig
 from .errors import (
     LogError,
@@ -67,7 +67,9 @@ def now_ms() -> int:
 class Log:
     """One partition's log (Kafka ``UnifiedLog``).
 
-    Attributes: ``dir`` (partition directory), ``topic``, ``partition``, ``config``
+    Attributes: ``dir`` (partition directory path), ``pdir`` (the partition directory, open:
+    :class:`~kafkafs.log.safeio.Dir`; every file of the log is reached through it, so a
+    dir swapped for a link after the load redirects nothing), ``topic``, ``partition``, ``config``
     (:class:`LogConfig`), ``log_start_offset``, ``recovery_point`` (offsets below it are
     flushed), ``writable``. Offsets are Kafka offsets, sizes bytes, times ms.
     Listeners in ``on_change`` are called as ``fn(log)`` after every append, roll, truncation
@@ -83,10 +85,11 @@ class Log:
     rebuilt). Exposed as :attr:`producer_state`; change it only under :attr:`lock`.
     """
 
-    def __init__(self, dir: str, topic: str, partition: int, config: LogConfig,
+    def __init__(self, dir: str | safeio.Dir, topic: str, partition: int, config: LogConfig,
                  segments: Sequence[LogSegment], *, log_start_offset: int, recovery_point: int,
                  writable: bool = True, producer_state: ProducerStateManager | None = None):
-        self.dir = dir
+        self.pdir = safeio.Dir.of(dir)
+        self.dir = self.pdir.path
         self.topic = topic
         self.partition = partition
         self.config = config
@@ -103,7 +106,7 @@ class Log:
         self.on_change: list[Callable[[Log], None]] = []
         self.closed = False
         if producer_state is None:
-            producer_state = ProducerStateManager(dir, writable=writable)
+            producer_state = ProducerStateManager(self.pdir, writable=writable)
             producer_state.update_map_end_offset(self._log_end_offset)
         self.producer_state = producer_state
         self._first_unstable_offset: int | None = None
@@ -194,7 +197,7 @@ class Log:
     def _list_txn_indexes(self) -> set[int]:
         """Base offsets of the segments whose ``.txnindex`` file exists."""
         try:
-            names = os.listdir(self.dir)
+            names = self.pdir.files()
         except OSError:
             return set()
         return self._txn_indexes_in(names)
@@ -397,7 +400,7 @@ class Log:
                     return active
                 raise RuntimeError(f"cannot roll {self.name}: segment {new_base} exists")
             active.on_become_inactive()
-            segment = LogSegment(self.dir, new_base, self.config, create=True)
+            segment = LogSegment(self.pdir, new_base, self.config, create=True)
             segment.open_indexes()
             self._bases.append(new_base)
             self._segments[new_base] = segment
@@ -433,17 +436,13 @@ class Log:
             s.flush()
         try:
             for path in snapshots:
-                fsync_snapshot(path)
+                fsync_snapshot(path, dir=self.pdir)
         except OSError:
             with self.lock:
                 self._unsynced_snapshots[:0] = snapshots
             raise
         try:
-            fd = os.open(self.dir, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            self.pdir.fsync()
         except OSError:
             pass
         with self.lock:
@@ -675,7 +674,7 @@ class Log:
             self.producer_state.truncate_fully_and_start_at(new_offset)
             self._txn_index_bases = set()
             self._first_unstable_offset = None
-            seg = LogSegment(self.dir, new_offset, self.config, create=True)
+            seg = LogSegment(self.pdir, new_offset, self.config, create=True)
             seg.open_indexes()
             self._bases = [new_offset]
             self._segments = {new_offset: seg}
@@ -700,13 +699,13 @@ class Log:
                 return False  # past the active segment: only appends extend the log
             if i > 0 and self._segments[self._bases[i - 1]].read_next_offset() > base_offset:
                 return False  # the segment before it reaches into it
-            seg = LogSegment(self.dir, base_offset, self.config, writable=self.writable)
+            seg = LogSegment(self.pdir, base_offset, self.config, writable=self.writable)
             if seg.read_next_offset() > self._bases[i]:
                 seg.close()
                 return False  # it reaches into the segment after it
             self._bases.insert(i, base_offset)
             self._segments[base_offset] = seg
-            if os.path.exists(seg.txn_index_path):
+            if seg.txn_index.exists():
                 self._txn_index_bases.add(base_offset)
             if i == 0 and (self.log_start_offset == self._bases[1] or
                            self.log_start_offset > base_offset):
@@ -728,7 +727,7 @@ class Log:
         with self.lock:
             before = (self.log_start_offset, self._log_end_offset, self.last_stable_offset)
             try:
-                names = os.listdir(self.dir)
+                names = self.pdir.files()
             except FileNotFoundError:
                 return False
             bases = sorted(p[0] for p in map(parse_segment_filename, names)
@@ -744,7 +743,7 @@ class Log:
             for b in bases:
                 if b not in self._segments:
                     try:
-                        seg = LogSegment(self.dir, b, self.config, writable=False)
+                        seg = LogSegment(self.pdir, b, self.config, writable=False)
                     except FileNotFoundError:
                         continue
                     self._segments[b] = seg

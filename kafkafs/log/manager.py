@@ -8,6 +8,13 @@ in a regular file per log dir, writes checkpoints, and on shutdown flushes and w
 clean-shutdown marker.
 
 Read-only managers (``read_only=True``) take no lock and write nothing.
+
+A log dir is untrusted input (:mod:`kafkafs.log.safeio`): a partition dir is loaded only when
+it is a directory itself (a link is skipped with a warning) and is then used through its
+open descriptor; every file is read and written as a regular file only, never through a
+link (a planted checkpoint reads as missing and is replaced when written); a ``.lock`` that
+is not a regular file refuses the start. The log dir roots themselves are the
+administrator's and trusted.
 """
 
 from __future__ import annotations
@@ -18,12 +25,14 @@ import json
 import logging
 import os
 import shutil
+import stat
 import threading
 import time
 import uuid
 from collections.abc import Iterable, Mapping
 
 from . import checkpoint as ckpt
+from . import safeio
 from .config import BrokerConfig, LogConfig, validate_topic_overrides
 from .errors import (
     CorruptCheckpointError,
@@ -32,6 +41,7 @@ from .errors import (
     ReadOnlyLogError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
+    UnsafeLogDirError,
 )
 from .loader import load_log
 from .log import Log
@@ -100,7 +110,7 @@ class LogManager:
         self.started = True
 
     def _lock_dir(self, d: str) -> None:
-        fd = os.open(os.path.join(d, LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = open_lock_file(d, create=True)
         try:
             # flock excludes other kafkafs managers (in this process too); the POSIX lock is
             # the one Java's FileLock takes, so a broker and kafkafs exclude each other
@@ -124,8 +134,9 @@ class LogManager:
 
     def _ensure_meta(self, d: str) -> None:
         path = os.path.join(d, META_PROPERTIES)
-        if os.path.exists(path):
-            return
+        with safeio.Dir.open(d, follow=True) as root:
+            if root.is_file(META_PROPERTIES):
+                return  # (a planted link or special file is replaced below)
         cluster = self._cluster_id()
         props = {"version": "1", "cluster.id": cluster,
                  "node.id": str(max(self.config.node_id, 0)),
@@ -144,28 +155,27 @@ class LogManager:
 
     def _load_dir(self, d: str) -> None:
         clean_marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
-        clean = os.path.exists(clean_marker)
+        with safeio.Dir.open(d, follow=True) as root:
+            clean = root.is_file(CLEAN_SHUTDOWN_FILE)
         recovery = _read_ckpt(os.path.join(d, RECOVERY_POINT_CHECKPOINT))
         starts = _read_ckpt(os.path.join(d, LOG_START_OFFSET_CHECKPOINT))
-        names = sorted(os.listdir(d))
-        if not clean and not self.read_only and any(parse_partition_dir(n) for n in names):
+        parts = partition_dirs(d)
+        if not clean and not self.read_only and parts:
             log.info("No clean shutdown marker in %s: recovering unflushed segments", d)
-        for name in names:
-            tp = parse_partition_dir(name)
-            path = os.path.join(d, name)
-            if tp is None or not os.path.isdir(path) or os.path.islink(path):
-                continue
+        for tp, path in parts:
             if tp in self.logs:
                 log.error("Duplicate log directories for %s-%d: %s and %s; ignoring the second",
                           tp[0], tp[1], self.logs[tp].dir, path)
                 continue
-            self._open_log(tp, path, recovery.get(tp, 0), starts.get(tp, 0), clean)
+            pdir = open_partition_dir(path)
+            if pdir is not None:
+                self._open_log(tp, pdir, recovery.get(tp, 0), starts.get(tp, 0), clean)
         if clean and not self.read_only:
             os.unlink(clean_marker)
 
-    def _open_log(self, tp, path, recovery_point, log_start, clean) -> Log:
+    def _open_log(self, tp, pdir: safeio.Dir, recovery_point, log_start, clean) -> Log:
         topic, partition = tp
-        lg = load_log(path, topic, partition, self.topic_config(topic),
+        lg = load_log(pdir, topic, partition, self.topic_config(topic),
                       recovery_point=recovery_point, log_start_offset=log_start,
                       had_clean_shutdown=clean, writable=not self.read_only)
         self.logs[tp] = lg
@@ -298,16 +308,18 @@ class LogManager:
         for (t, _p), lg in self.logs.items():
             if t == topic:
                 try:
-                    return ckpt.read_partition_metadata(os.path.join(lg.dir, PARTITION_METADATA))
+                    return ckpt.read_partition_metadata(lg.pdir.join(PARTITION_METADATA),
+                                                        dir=lg.pdir)
                 except (OSError, CorruptCheckpointError):
                     return None
         return None
 
     def _create_partition(self, topic: str, partition: int, topic_id: str) -> Log:
         path = os.path.join(self._choose_dir(), partition_dir_name(topic, partition))
-        os.makedirs(path, exist_ok=False)
-        ckpt.write_partition_metadata(os.path.join(path, PARTITION_METADATA), topic_id)
-        lg = load_log(path, topic, partition, self.topic_config(topic), had_clean_shutdown=True)
+        os.mkdir(path)  # FileExistsError for anything already there, a planted link too
+        pdir = safeio.Dir.open(path)
+        ckpt.write_partition_metadata(pdir.join(PARTITION_METADATA), topic_id, dir=pdir)
+        lg = load_log(pdir, topic, partition, self.topic_config(topic), had_clean_shutdown=True)
         self.logs[(topic, partition)] = lg
         return lg
 
@@ -340,8 +352,11 @@ class LogManager:
                 lg = self.logs.pop((topic, p))
                 lg.close(take_snapshot=False)
                 doomed = f"{lg.dir}.{uuid.uuid4().hex}-delete"
-                os.replace(lg.dir, doomed)
-                shutil.rmtree(doomed, ignore_errors=True)
+                os.replace(lg.dir, doomed)  # renames the entry: a link swapped in is not followed
+                if os.path.islink(doomed):
+                    os.unlink(doomed)
+                else:  # fd-based on Linux: never follows a link inside (avoids_symlink_attacks)
+                    shutil.rmtree(doomed, ignore_errors=True)
             if self._overrides.pop(topic, None) is not None:
                 self._save_topic_overrides()
 
@@ -381,9 +396,8 @@ class LogManager:
         for d in self.log_dirs:
             path = os.path.join(d, TOPIC_CONFIG_FILE)
             try:
-                with open(path, encoding="utf-8") as f:
-                    data = json.load(f)
-            except FileNotFoundError:
+                data = json.loads(ckpt.read_file(path).decode("utf-8"))
+            except FileNotFoundError:  # (also a planted link or special file: warned once)
                 continue
             except (OSError, ValueError) as exc:
                 raise InvalidConfigError(f"cannot read topic configs {path}: {exc}") from None
@@ -409,19 +423,17 @@ class LogManager:
         with self.lock:
             for d in self.log_dirs:
                 try:
-                    names = os.listdir(d)
+                    parts = partition_dirs(d)
                 except OSError:
                     continue
-                for name in names:
-                    tp = parse_partition_dir(name)
-                    path = os.path.join(d, name)
-                    if tp is None or tp in self.logs or not os.path.isdir(path) \
-                            or os.path.islink(path):
+                for tp, path in parts:
+                    if tp in self.logs:
                         continue
-                    if not any(n.endswith(".log") for n in os.listdir(path)):
-                        continue  # still being copied, or empty
                     try:
-                        new.append(self._open_log(tp, path, 0, 0, clean=False))
+                        pdir = open_partition_dir(path)
+                        if pdir is None or not any(n.endswith(".log") for n in pdir.files()):
+                            continue  # still being copied, or empty
+                        new.append(self._open_log(tp, pdir, 0, 0, clean=False))
                         log.info("Adopted partition %s-%d from %s", tp[0], tp[1], path)
                     except (OSError, ValueError) as exc:
                         log.warning("Cannot adopt %s yet: %s", path, exc)
@@ -473,6 +485,55 @@ class LogManager:
                    for lg in list(self.logs.values()))
 
 
+def partition_dirs(log_dir: str) -> list[tuple[TopicPartition, str]]:
+    """``[((topic, partition), path), ...]`` of the partition dirs in the log dir root
+    ``log_dir``, sorted by name: the entries named ``<topic>-<partition>`` that are
+    directories themselves -- a link (or any other file) with such a name is skipped with
+    one warning. Raises OSError when the root cannot be listed."""
+    out = []
+    for name, mode in sorted(safeio.scan(log_dir).items()):
+        tp = parse_partition_dir(name)
+        if tp is None:
+            continue
+        path = os.path.join(log_dir, name)
+        if stat.S_ISDIR(mode):
+            out.append((tp, path))
+        else:
+            safeio.warn_once(path, safeio.describe(mode), "partition directory")
+    return out
+
+
+def open_partition_dir(path: str) -> safeio.Dir | None:
+    """The partition dir ``path`` opened (``O_DIRECTORY | O_NOFOLLOW``), or None -- with one
+    warning -- when it is no longer a directory (swapped for a link since it was listed).
+    Raises OSError otherwise."""
+    try:
+        return safeio.Dir.open(path)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        safeio.warn_once(path, "symbolic link" if exc.errno == errno.ELOOP
+                         else "file that is not a directory", "partition directory")
+        return None
+
+
+def open_lock_file(log_dir: str, *, create: bool) -> int:
+    """A read-write descriptor of ``log_dir``/.lock (created when missing with ``create``).
+    Raises UnsafeLogDirError when ``.lock`` is a link, FIFO, device or anything but a
+    regular file (kafkafs refuses to start on it), FileNotFoundError, OSError."""
+    path = os.path.join(log_dir, LOCK_FILE)
+    with safeio.Dir.open(log_dir, follow=True) as root:
+        try:
+            if create:
+                return root.open_or_create(LOCK_FILE, replace=False)[0]
+            return root.open_file(LOCK_FILE, os.O_RDWR)
+        except safeio.NotRegularFileError as exc:
+            raise UnsafeLogDirError(
+                f"Refusing to use {path}: it is a {exc.kind}, not a regular file. Someone "
+                f"planted it in the log dir; remove it (kafkafs never follows a link or opens "
+                f"a special file in a log dir).") from None
+
+
 def _read_ckpt(path: str) -> dict:
     try:
         return ckpt.read_offset_checkpoint(path)
@@ -486,10 +547,10 @@ def is_locked(log_dirs: Iterable[str]) -> str | None:
     Never call it in a process that holds the lock: closing any descriptor of the file
     drops that process's POSIX lock."""
     for d in log_dirs:
-        path = os.path.join(d, LOCK_FILE)
-        if not os.path.exists(path):
+        try:
+            fd = open_lock_file(d, create=False)
+        except (FileNotFoundError, UnsafeLogDirError):
             continue
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

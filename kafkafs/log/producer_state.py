@@ -53,7 +53,8 @@ from crc32c import crc32c
 
 from ..record.control import ABORT, end_txn_marker
 from ..record.errors import CorruptRecordError
-from .checkpoint import _fsync_dir, atomic_write
+from . import safeio
+from .checkpoint import atomic_write
 from .errors import LogError, ReadOnlyLogError
 from .names import DELETED_SUFFIX, SNAPSHOT_SUFFIX, filename_prefix
 from .txnindex import AbortedTxn
@@ -255,41 +256,37 @@ def decode_snapshot(data, path: str | None = None) -> list[ProducerStateEntry]:
     return out
 
 
-def read_snapshot(path) -> list[ProducerStateEntry]:
-    """The entries of the snapshot file at ``path`` (``ProducerStateManager.readSnapshot``).
+def read_snapshot(path, *, dir: safeio.Dir | None = None) -> list[ProducerStateEntry]:
+    """The entries of the snapshot file at ``path`` (``ProducerStateManager.readSnapshot``;
+    ``dir``: the open partition dir holding it, see :func:`~kafkafs.log.checkpoint.atomic_write`).
 
     Raises CorruptSnapshotError naming the file (see :func:`decode_snapshot`), OSError
-    (FileNotFoundError...) when it cannot be read.
+    (FileNotFoundError... also for a link or special file) when it cannot be read.
     """
     path = os.fspath(path)
-    with open(path, "rb") as f:
-        data = f.read()
+    with safeio.parent(path, dir) as (d, name):
+        data = d.read(name)
     return decode_snapshot(data, path)
 
 
-def write_snapshot(path, entries: Iterable[ProducerStateEntry], *, sync: bool = True) -> None:
+def write_snapshot(path, entries: Iterable[ProducerStateEntry], *, sync: bool = True,
+                   dir: safeio.Dir | None = None) -> None:
     """Write ``entries`` as the snapshot ``path``: ``<path>.tmp`` written, fsynced, renamed
-    over ``path``, directory fsynced. ``sync=False`` skips both fsyncs (Kafka's
-    ``takeSnapshot(false)`` on roll: the caller fsyncs the file later, see
-    :func:`fsync_snapshot`). Raises ValueError (a field out of range) or OSError; on failure
-    ``path`` is untouched."""
-    atomic_write(path, encode_snapshot(entries), sync=sync)
+    over ``path``, directory fsynced (:func:`~kafkafs.log.checkpoint.atomic_write`, ``dir``
+    as there). ``sync=False`` skips both fsyncs (Kafka's ``takeSnapshot(false)`` on roll:
+    the caller fsyncs the file later, see :func:`fsync_snapshot`). Raises ValueError (a
+    field out of range) or OSError; on failure ``path`` is untouched."""
+    atomic_write(path, encode_snapshot(entries), sync=sync, dir=dir)
 
 
-def fsync_snapshot(path) -> bool:
+def fsync_snapshot(path, *, dir: safeio.Dir | None = None) -> bool:
     """fsync the snapshot file ``path`` (written with ``sync=False``) and its directory
-    (Kafka ``flushProducerStateSnapshot``). Returns False when the file no longer exists
-    (deleted meanwhile); raises other OSErrors."""
-    path = os.fspath(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    _fsync_dir(os.path.dirname(os.path.abspath(path)))
+    (Kafka ``flushProducerStateSnapshot``; ``dir`` as for :func:`read_snapshot`). Returns
+    False when the file no longer exists (deleted meanwhile); raises other OSErrors."""
+    with safeio.parent(path, dir) as (d, name):
+        if not d.fsync_file(name):
+            return False
+        d.fsync()
     return True
 
 
@@ -310,21 +307,17 @@ def parse_snapshot_filename(name: str) -> int | None:
 
 
 def list_snapshot_files(log_dir) -> list[tuple[int, str]]:
-    """``[(offset, path), ...]`` of the snapshot files (regular files) in ``log_dir``,
-    oldest first; [] when the directory does not exist (``listSnapshotFiles``)."""
-    log_dir = os.fspath(log_dir)
+    """``[(offset, path), ...]`` of the snapshot files (regular files: a link or special
+    file is left out, warned once) in ``log_dir`` (a path, or an open
+    :class:`~kafkafs.log.safeio.Dir`), oldest first; [] when the directory does not exist
+    (``listSnapshotFiles``)."""
     try:
-        names = os.listdir(log_dir)
+        d = safeio.Dir.of(log_dir)
+        names = d.files()
     except (FileNotFoundError, NotADirectoryError):
         return []
-    out = []
-    for name in names:
-        offset = parse_snapshot_filename(name)
-        path = os.path.join(log_dir, name)
-        if offset is not None and os.path.isfile(path):
-            out.append((offset, path))
-    out.sort()
-    return out
+    return sorted((offset, d.join(name)) for name in names
+                  if (offset := parse_snapshot_filename(name)) is not None)
 
 
 def latest_snapshot(log_dir) -> tuple[int, str] | None:
@@ -333,32 +326,32 @@ def latest_snapshot(log_dir) -> tuple[int, str] | None:
     return files[-1] if files else None
 
 
-def _unlink(path: str) -> bool:
-    try:
-        os.unlink(path)
-        return True
-    except FileNotFoundError:
-        return False
+def _delete_snapshots(log_dir, doomed) -> list[int]:
+    d = safeio.Dir.of(log_dir)
+    return [o for o, p in list_snapshot_files(d) if doomed(o) and d.unlink(os.path.basename(p))]
 
 
 def delete_snapshots_before(log_dir, offset: int) -> list[int]:
-    """Delete the snapshots of ``log_dir`` named below ``offset`` (exclusive; Kafka
-    ``deleteSnapshotsBefore``). Returns the offsets deleted."""
-    return [o for o, p in list_snapshot_files(log_dir) if o < offset and _unlink(p)]
+    """Delete the snapshots of ``log_dir`` (a path or a :class:`~kafkafs.log.safeio.Dir`)
+    named below ``offset`` (exclusive; Kafka ``deleteSnapshotsBefore``). Returns the
+    offsets deleted."""
+    return _delete_snapshots(log_dir, lambda o: o < offset)
 
 
 def delete_snapshots_after(log_dir, offset: int) -> list[int]:
     """Delete the snapshots of ``log_dir`` named above ``offset`` (exclusive; what
     ``truncateAndReload`` does past the log end offset). Returns the offsets deleted."""
-    return [o for o, p in list_snapshot_files(log_dir) if o > offset and _unlink(p)]
+    return _delete_snapshots(log_dir, lambda o: o > offset)
 
 
 def take_snapshot(log_dir, offset: int, entries: Iterable[ProducerStateEntry], *,
                   sync: bool = True) -> str:
     """Write ``entries`` (sorted by producer id) as ``log_dir/<offset>.snapshot`` with
-    :func:`write_snapshot` (``sync`` as there); returns its path."""
-    path = snapshot_path(log_dir, offset)
-    write_snapshot(path, sorted(entries, key=lambda e: e.producer_id), sync=sync)
+    :func:`write_snapshot` (``sync`` as there; ``log_dir``: a path or an open
+    :class:`~kafkafs.log.safeio.Dir`); returns its path."""
+    d = safeio.Dir.of(log_dir)
+    path = d.join(snapshot_filename(offset))
+    write_snapshot(path, sorted(entries, key=lambda e: e.producer_id), sync=sync, dir=d)
     return path
 
 
@@ -367,8 +360,9 @@ class ProducerStateManager:
     """Producer state of one partition, rebuilt from its batches (Kafka
     ``ProducerStateManager`` driven as ``LogSegment.updateProducerState`` drives it).
 
-    ``log_dir``: the partition directory holding the ``.snapshot`` files, listed once here
-    (as Kafka does; :meth:`reload_snapshots` lists them again). ``writable=False`` never
+    ``log_dir``: the partition directory holding the ``.snapshot`` files (a path, or the
+    log's open :class:`~kafkafs.log.safeio.Dir`: every file is reached through it), listed
+    once here (as Kafka does; :meth:`reload_snapshots` lists them again). ``writable=False`` never
     creates or deletes a file: snapshots that would be deleted are only forgotten, and
     :meth:`take_snapshot` raises ReadOnlyLogError.
 
@@ -377,7 +371,8 @@ class ProducerStateManager:
     """
 
     def __init__(self, log_dir, *, writable: bool = True):
-        self._log_dir = os.fspath(log_dir)
+        self._dir = safeio.Dir.of(log_dir)
+        self._log_dir = self._dir.path
         self._writable = bool(writable)
         self._producers: dict[int, ProducerStateEntry] = {}
         self._ongoing: dict[int, TxnMetadata] = {}  # first offset → txn
@@ -391,6 +386,11 @@ class ProducerStateManager:
     @property
     def log_dir(self) -> str:
         return self._log_dir
+
+    @property
+    def dir(self) -> safeio.Dir:
+        """The partition directory, open (every snapshot file is reached through it)."""
+        return self._dir
 
     @property
     def writable(self) -> bool:
@@ -556,7 +556,7 @@ class ProducerStateManager:
     # -- snapshots ----------------------------------------------------------------------
     def reload_snapshots(self) -> None:
         """List the snapshot files of :attr:`log_dir` again (``loadSnapshots``)."""
-        self._snapshots = dict(list_snapshot_files(self._log_dir))
+        self._snapshots = dict(list_snapshot_files(self._dir))
 
     def snapshot_offsets(self) -> list[int]:
         """Offsets of the snapshots known, oldest first."""
@@ -575,7 +575,7 @@ class ProducerStateManager:
     def _remove_snapshot(self, offset: int) -> None:
         path = self._snapshots.pop(offset, None)
         if path is not None and self._writable:
-            _unlink(path)
+            self._dir.unlink(os.path.basename(path))
 
     def take_snapshot(self, sync: bool = True) -> str | None:
         """Write the state as ``<map_end_offset>.snapshot`` unless a snapshot at or past
@@ -587,7 +587,7 @@ class ProducerStateManager:
             return None
         if not self._writable:
             raise ReadOnlyLogError(f"producer state of {self._log_dir} is read-only")
-        path = take_snapshot(self._log_dir, self._map_end_offset, self._producers.values(),
+        path = take_snapshot(self._dir, self._map_end_offset, self._producers.values(),
                              sync=sync)
         self._snapshots[self._map_end_offset] = path
         self._last_snap_offset = self._map_end_offset
@@ -604,8 +604,9 @@ class ProducerStateManager:
         path = self._snapshots.pop(offset, None)
         if path is None:
             return None
+        name = os.path.basename(path)
         try:
-            os.replace(path, path + DELETED_SUFFIX)
+            self._dir.rename(name, name + DELETED_SUFFIX)
         except FileNotFoundError:  # removed from outside already
             return None
         return path + DELETED_SUFFIX
@@ -649,7 +650,7 @@ class ProducerStateManager:
         while self._snapshots:
             offset = max(self._snapshots)
             try:
-                entries = read_snapshot(self._snapshots[offset])
+                entries = read_snapshot(self._snapshots[offset], dir=self._dir)
             except (CorruptSnapshotError, FileNotFoundError):
                 self._remove_snapshot(offset)
                 continue

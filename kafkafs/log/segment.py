@@ -47,6 +47,7 @@ from ..record.batch import (
 )
 from ..record.errors import CorruptRecordError
 from ..record.legacy import RECORD_OVERHEAD_V0
+from . import safeio
 from .config import LogConfig
 from .errors import CorruptIndexError, ReadOnlyLogError
 from .index import OffsetIndex, TimeIndex
@@ -136,28 +137,35 @@ class SegmentScan:
 class LogSegment:
     """A segment of a partition's log (Kafka ``LogSegment``).
 
-    ``dir``: the partition directory; ``base_offset``: first offset the segment may hold
-    (its name). ``writable=False`` never changes a file (read-only mounts). Sizes are bytes,
-    times ms. Index objects open lazily (an old segment's indexes cost nothing until a lookup).
-    ``check_indexes``: check an index's order when it is opened and rebuild a bad one (see
-    the module); False leaves the files as they are for those who report on them (the
-    loader, ``kafkafs check``, ``kafkafs dump``).
+    ``dir``: the partition directory, a path or the log's open
+    :class:`~kafkafs.log.safeio.Dir` (kept as ``pdir``; every file of the segment is opened,
+    renamed and removed through it, never through a link, and only as a regular file: a
+    ``.log`` that is a link or special file raises
+    :class:`~kafkafs.log.safeio.NotRegularFileError`, a FileNotFoundError);
+    ``base_offset``: first offset the segment may hold (its name). ``writable=False`` never
+    changes a file (read-only mounts). Sizes are bytes, times ms. Index objects open lazily
+    (an old segment's indexes cost nothing until a lookup). ``check_indexes``: check an
+    index's order when it is opened and rebuild a bad one (see the module); False leaves the
+    files as they are for those who report on them (the loader, ``kafkafs check``).
     """
 
-    def __init__(self, dir: str, base_offset: int, config: LogConfig, *, writable: bool = True,
-                 create: bool = False, suffix: str = "", check_indexes: bool = True):
-        self.dir = dir
+    def __init__(self, dir: str | safeio.Dir, base_offset: int, config: LogConfig, *,
+                 writable: bool = True, create: bool = False, suffix: str = "",
+                 check_indexes: bool = True):
+        self.pdir = safeio.Dir.of(dir)
+        self.dir = dir = self.pdir.path
         self.base_offset = base_offset
         self.config = config
         self.writable = writable
         self.suffix = suffix
         self.log_path = os.path.join(dir, filename_prefix(base_offset) + LOG_SUFFIX + suffix)
-        flags = os.O_RDWR if writable else os.O_RDONLY
+        name = os.path.basename(self.log_path)
         if create:
             if not writable:
                 raise ReadOnlyLogError(f"cannot create {self.log_path} read-only")
-            flags |= os.O_CREAT | os.O_EXCL
-        self._fd = os.open(self.log_path, flags | os.O_CLOEXEC, 0o644)
+            self._fd = self.pdir.create_file(name)
+        else:
+            self._fd = self.pdir.open_file(name, os.O_RDWR if writable else os.O_RDONLY)
         self.size = os.fstat(self._fd).st_size
         self.created_ms = int(time.time() * 1000)
         self._index: OffsetIndex | None = None
@@ -191,7 +199,8 @@ class LogSegment:
         """The ``.index`` (opened on first use, its order checked then: see the module)."""
         if self._index is None:
             self._index = OffsetIndex(self.index_path, self.base_offset,
-                                      self.config.segment_index_bytes, writable=self.writable)
+                                      self.config.segment_index_bytes, writable=self.writable,
+                                      dir=self.pdir)
             self._check_opened_index(self._index)
         return self._index
 
@@ -200,7 +209,8 @@ class LogSegment:
         """The ``.timeindex`` (opened on first use, its order checked then)."""
         if self._time_index is None:
             self._time_index = TimeIndex(self.time_index_path, self.base_offset,
-                                         self.config.segment_index_bytes, writable=self.writable)
+                                         self.config.segment_index_bytes, writable=self.writable,
+                                         dir=self.pdir)
             self._check_opened_index(self._time_index)
         return self._time_index
 
@@ -209,10 +219,12 @@ class LogSegment:
         replaced: recovery, a rebuild)."""
         if self._index is None:
             self._index = OffsetIndex(self.index_path, self.base_offset,
-                                      self.config.segment_index_bytes, writable=self.writable)
+                                      self.config.segment_index_bytes, writable=self.writable,
+                                      dir=self.pdir)
         if self._time_index is None:
             self._time_index = TimeIndex(self.time_index_path, self.base_offset,
-                                         self.config.segment_index_bytes, writable=self.writable)
+                                         self.config.segment_index_bytes, writable=self.writable,
+                                         dir=self.pdir)
 
     def _check_opened_index(self, idx) -> None:
         if self._created or not self.check_indexes or not idx.entries:
@@ -236,7 +248,7 @@ class LogSegment:
         by the first entry only (never on a read-only segment)."""
         if self._txn_index is None:
             self._txn_index = TransactionIndex(self.txn_index_path, self.base_offset,
-                                               writable=self.writable)
+                                               writable=self.writable, dir=self.pdir)
         return self._txn_index
 
     def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int
@@ -372,14 +384,7 @@ class LogSegment:
         # fsync the index files through their own descriptors: this writes back pages dirtied
         # through the mmap too, and never touches the mmap object an appender may be using
         for path in (self.index_path, self.time_index_path, self.txn_index_path):
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            except FileNotFoundError:
-                continue
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            self.pdir.fsync_file(os.path.basename(path))
 
     def on_become_inactive(self) -> None:
         """Called when a newer segment becomes active: write the final time index entry and
@@ -744,7 +749,7 @@ class LogSegment:
         index files count as corrupt so that recovery rebuilds them; a missing ``.txnindex``
         is an empty one, as in Kafka)."""
         for path in (self.index_path, self.time_index_path):
-            if not os.path.exists(path):
+            if not self.pdir.is_file(os.path.basename(path)):
                 raise CorruptIndexError(f"Index file {path} is missing")
         self.index.sanity_check()
         self.time_index.sanity_check()
@@ -783,18 +788,21 @@ class LogSegment:
     def rename_suffix(self, new_suffix: str) -> None:
         """Rename all files of the segment to carry ``new_suffix`` (``""``, ``.deleted``,
         ``.swap``, ``.cleaned``), as Kafka's ``changeFileSuffixes``."""
-        prefix = os.path.join(self.dir, filename_prefix(self.base_offset))
+        prefix = filename_prefix(self.base_offset)
         for suffix, idx in ((LOG_SUFFIX, None), (INDEX_SUFFIX, self._index),
                             (TIME_INDEX_SUFFIX, self._time_index),
                             (TXN_INDEX_SUFFIX, self._txn_index)):
             old = prefix + suffix + self.suffix
             new = prefix + suffix + new_suffix
             if idx is not None:
-                idx.rename_to(new)
-            elif os.path.exists(old):
-                os.replace(old, new)
+                idx.rename_to(self.pdir.join(new))
+            else:
+                try:
+                    self.pdir.rename(old, new)  # a planted link is renamed, not followed
+                except FileNotFoundError:
+                    pass
         self.suffix = new_suffix
-        self.log_path = prefix + LOG_SUFFIX + new_suffix
+        self.log_path = self.pdir.join(prefix + LOG_SUFFIX + new_suffix)
 
     def mark_deleted(self) -> None:
         """Rename to ``.deleted`` (the files are removed later by :meth:`delete`)."""
@@ -830,10 +838,7 @@ class LogSegment:
                                       SNAPSHOT_SUFFIX + DELETED_SUFFIX))
         self.close()
         for p in paths:
-            try:
-                os.unlink(p)
-            except FileNotFoundError:
-                pass
+            self.pdir.unlink(os.path.basename(p))
 
     def __repr__(self):
         return f"LogSegment({self.log_path!r}, base_offset={self.base_offset}, size={self.size})"

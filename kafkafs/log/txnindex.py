@@ -27,18 +27,23 @@ Where this differs from Kafka, on purpose:
 * An append to a file with a partial trailing entry is refused (it would misalign every
   entry after it).
 
+The file is reached through its directory's descriptor (:class:`~kafkafs.log.safeio.Dir`),
+never through a link, and only as a regular file: a planted link, FIFO or device reads as a
+missing file (no aborted transactions) and the first append replaces it by a new file.
+
 The version is read as Kafka reads it (``AbortedTxn.version()``: the first byte of the i16,
 signed) and an entry whose version is above 0 is refused, as Kafka does.
 """
 
 from __future__ import annotations
 
-import errno
 import os
+import stat
 import struct
 import threading
 from typing import NamedTuple
 
+from . import safeio
 from .errors import CorruptIndexError, ReadOnlyLogError
 
 __all__ = [
@@ -134,11 +139,16 @@ class TransactionIndex:
     ``writable=False`` opens it read-only: nothing is ever created, written, truncated,
     renamed or deleted (those calls raise ReadOnlyLogError), and every read looks at the file
     as it is now (a live broker may append to it). A writable index creates its file on the
-    first :meth:`append`. Thread-safe: every operation holds the index's lock.
+    first :meth:`append`. Thread-safe: every operation holds the index's lock. ``dir``: the
+    segment's open partition dir (:class:`~kafkafs.log.safeio.Dir`); without it the
+    directory of ``path`` is opened, trusted (a path the caller named).
     """
 
-    def __init__(self, path, start_offset: int, writable: bool = True):
+    def __init__(self, path, start_offset: int, writable: bool = True, *,
+                 dir: safeio.Dir | None = None):
         self._path = os.fspath(path)
+        self._dir = dir if dir is not None else \
+            safeio.Dir.open(os.path.dirname(self._path) or ".", follow=True)
         self._start_offset = int(start_offset)
         self._writable = bool(writable)
         self._lock = threading.RLock()
@@ -171,8 +181,13 @@ class TransactionIndex:
         """``last_offset`` of the last entry (what the next append must exceed), or None."""
         return self._last_offset
 
+    @property
+    def _name(self) -> str:
+        return os.path.basename(self._path)
+
     def exists(self) -> bool:
-        return os.path.exists(self._path)
+        """Whether the file exists as a regular file."""
+        return self._dir.is_file(self._name)
 
     def size_in_bytes(self) -> int:
         """The file's length (0 when it does not exist)."""
@@ -182,15 +197,16 @@ class TransactionIndex:
     # -- file plumbing ------------------------------------------------------------------
     def _size(self) -> int:
         try:
-            return os.stat(self._path).st_size
+            st = self._dir.lstat(self._name)
         except FileNotFoundError:
             return 0
+        return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
     def _read(self, start: int = 0, end: int | None = None) -> bytes:
         """Bytes ``[start, end)`` of the file (to EOF when ``end`` is None; b"" if missing)."""
         try:
-            fd = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
+            fd = self._dir.open_file(self._name)
+        except FileNotFoundError:  # also a link or special file (safeio.NotRegularFileError)
             return b""
         try:
             parts, pos = [], start
@@ -211,8 +227,7 @@ class TransactionIndex:
 
     def _open_fd(self) -> int:
         if self._fd < 0:
-            self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
-                               0o644)
+            self._fd, _created = self._dir.open_or_create(self._name, os.O_RDWR | os.O_APPEND)
         return self._fd
 
     # -- reading ------------------------------------------------------------------------
@@ -292,7 +307,7 @@ class TransactionIndex:
             new_last = None
             for n, txn in enumerate(self.all_aborted_txns(allow_torn_tail=True)):
                 if txn.last_offset >= offset:
-                    os.truncate(self._path, n * ENTRY_SIZE)
+                    self._dir.truncate(self._name, n * ENTRY_SIZE)
                     self._last_offset = new_last
                     return
                 new_last = txn.last_offset
@@ -303,8 +318,8 @@ class TransactionIndex:
         with self._lock:
             self._check_writable()
             try:
-                os.truncate(self._path, 0)
-            except FileNotFoundError:
+                self._dir.truncate(self._name, 0)
+            except FileNotFoundError:  # missing, or not a regular file (never written)
                 pass
             self._last_offset = None
 
@@ -328,11 +343,7 @@ class TransactionIndex:
         with self._lock:
             self._check_writable()
             self.close()
-            try:
-                os.unlink(self._path)
-                return True
-            except FileNotFoundError:
-                return False
+            return self._dir.unlink(self._name)
 
     def rename_to(self, new_path) -> None:
         """Rename the file (if it exists) to ``new_path`` and follow it there (Kafka
@@ -342,10 +353,9 @@ class TransactionIndex:
             self._check_writable()
             new_path = os.fspath(new_path)
             try:
-                os.replace(self._path, new_path)
-            except OSError as exc:
-                if exc.errno != errno.ENOENT:
-                    raise
+                self._dir.rename(self._name, os.path.basename(new_path))  # same directory
+            except FileNotFoundError:
+                pass
             self._path = new_path
 
     def __enter__(self):
