@@ -321,6 +321,25 @@ def test_get_offsets_meets_damage_with_one_line(ld):
 # -- through the mount ----------------------------------------------------------------------
 
 @needs_fuse
+def test_read_only_mount_skips_a_partition_it_cannot_open(ld, tmp_path):
+    """A partition dir with no segment (a broker creating it, a copy in progress, or a
+    planted link hiding the only .log): the other partitions are served, with a warning; the
+    old code refused to mount at all."""
+    os.mkdir(os.path.join(ld, "u-0"))
+    os.symlink("/etc/hostname", os.path.join(ld, "u-0", f"{0:020d}.log"))
+    m = Mount(tmp_path, log_dirs=[ld], extra_args=["--read-only"]).start()
+    try:
+        with open(m.path("t", "0", "messages"), "rb") as f:
+            assert f.read().splitlines() == VALUES
+        assert sorted(os.listdir(m.mnt)) == ["t"]
+    finally:
+        assert m.umount() == 0
+    assert "Skipping partition u-0" in m.log()
+    rc, out, _err = consume(ld)
+    assert (rc, out) == (0, VALUES)
+
+
+@needs_fuse
 @pytest.mark.parametrize("read_only", [True, False], ids=["read-only", "read-write"])
 def test_mount_delivers_the_intact_prefix_then_eio(ld, tmp_path, read_only):
     """One CRC-corrupt batch: cat messages failed with EIO after 0 bytes on the old code.

@@ -36,8 +36,10 @@ from . import safeio
 from .config import BrokerConfig, LogConfig, validate_topic_overrides
 from .errors import (
     CorruptCheckpointError,
+    CorruptRecordError,
     InvalidConfigError,
     LogDirLockedError,
+    LogError,
     ReadOnlyLogError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
@@ -168,8 +170,17 @@ class LogManager:
                           tp[0], tp[1], self.logs[tp].dir, path)
                 continue
             pdir = open_partition_dir(path)
-            if pdir is not None:
+            if pdir is None:
+                continue
+            try:
                 self._open_log(tp, pdir, recovery.get(tp, 0), starts.get(tp, 0), clean)
+            except (OSError, LogError, CorruptRecordError) as exc:
+                if not self.read_only:
+                    raise
+                # a reader shows what it can: one partition it cannot open (no segment yet,
+                # a segment it may not read) does not take the others with it; the watcher
+                # adopts it once it holds a segment
+                log.warning("Skipping partition %s-%d in %s: %s", tp[0], tp[1], path, exc)
         if clean and not self.read_only:
             os.unlink(clean_marker)
 
