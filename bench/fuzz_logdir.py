@@ -152,6 +152,11 @@ def _write_repros(args, figures: Figures, out: str) -> None:
     repro_root = os.path.join(out, "repro")
     os.makedirs(repro_root, exist_ok=True)
     readme = os.path.join(repro_root, "README")
+    if not os.path.exists(readme):
+        with open(readme, "w") as f:
+            f.write("# <reader>-<kind>-<case>: minimized mutations -> verdict. Each dir holds the "
+                    "mutated log dir (logs/) and mutations.json;\n# replay one with: python "
+                    "bench/fuzz_logdir.py --replay <dir>/mutations.json\n")
     done = set(os.listdir(repro_root))
     print(f"\nminimized reproductions in {repro_root}:")
     for (reader, kind), indexes in sorted(figures.first.items()):
@@ -162,7 +167,9 @@ def _write_repros(args, figures: Figures, out: str) -> None:
             if name in done:
                 continue
             mutations = F.random_case(args.seed, index)
-            small = F.minimize(mutations, reader, kind, args.timeout)
+            # a hang costs the whole time limit per try
+            small = F.minimize(mutations, reader, kind, args.timeout,
+                               budget=4 if kind == "hang" else 40)
             verdict = F.run_case(small, (reader,), args.timeout)[reader]
             case = os.path.join(repro_root, name)
             os.makedirs(case)

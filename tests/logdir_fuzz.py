@@ -80,7 +80,8 @@ Per reader (:data:`READERS`), the same rule with these specifics:
 Verdict kinds (:data:`FAIL_KINDS`, worst first): ``crash`` (traceback, unexpected exception,
 signal), ``hang``, ``wrote`` (the log dir changed), ``dirty`` (a record not in EXPECTED or
 AFTER, out of order or duplicated), ``silent_loss`` (exit 0, an intact record missing),
-``silent_skip`` (exit 0 past a damaged batch, nothing intact missing), ``short`` (exit 1, an
+``silent_skip`` (exit 0 although there is damage, nothing intact missing: the damaged batch
+skipped, or the reading stopped at it quietly), ``short`` (exit 1, an
 EXPECTED record missing), ``overrun`` (exit 1 after delivering records past the damage),
 ``false_alarm`` (an error on a log without damage), ``wrong_offset`` (get-offsets disagrees on
 an intact partition), ``bad_error`` (the right records, but no single error line naming the
@@ -1208,60 +1209,80 @@ def minimize(mutations: list[dict], reader: str, kind: str, timeout: float = 20.
 
 # -- real mounts -------------------------------------------------------------------------
 
+def _sh(cmd: str, timeout: float):
+    """``conftest.sh(cmd)``; None when it did not finish in ``timeout`` s."""
+    from conftest import sh
+
+    try:
+        return sh(cmd, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def _missed(damaged: bool, detail: str) -> Verdict:
+    """An intact thing a reader did not deliver, with an error."""
+    return Verdict("short" if damaged else "false_alarm", detail)
+
+
 def check_mount(case_dir: str, scratch: str, timeout: float = 20.0) -> dict[str, Verdict]:
     """A real read-only mount of ``case_dir`` (``kafkafs mount --read-only``; mount point and
-    daemon log under ``scratch``): per partition ``cat messages`` (cat_messages), ``ls -lR``
-    of the mount (ls), ``cat offset/N`` of an intact record before and after the damage
-    (offset). Returns {check: Verdict}."""
+    daemon log under ``scratch``), checked as {check: Verdict}: ``mount`` (it comes up),
+    ``ls`` (``ls -lR`` of the mount succeeds), ``cat_messages`` (per partition, twice: the
+    EXPECTED values, then "Input/output error" and a non-zero exit iff damage),
+    ``offset`` (``cat offset/N`` of the last intact record before the damage and of one
+    after it answers its value), ``daemon_log`` (no traceback; each damage that a ``cat``
+    met is logged exactly once, not once per read)."""
     import pathlib
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from conftest import Mount, sh
+    from conftest import Mount
 
+    truths = {p: judge_partition(case_dir, p) for p in partitions(case_dir)}
+    damaged = any(t.damage is not None for t in truths.values())
     mnt = Mount(pathlib.Path(scratch), log_dirs=[case_dir], extra_args=["--read-only"])
-    out = {}
     try:
         try:
             mnt.start(timeout=timeout)
         except RuntimeError as exc:
-            return {"mount": Verdict("crash", str(exc)[-300:])}
-        checks = {"cat_messages": [], "ls": [], "offset": []}
-        try:
-            r = sh(f"ls -lR {mnt.mnt} > /dev/null", timeout=timeout)
-            checks["ls"].append(Verdict("clean") if r.returncode == 0 else
-                                Verdict("false_alarm", r.stderr.decode()[-200:]))
-        except subprocess.TimeoutExpired:
-            checks["ls"].append(Verdict("hang", "ls -lR"))
-        for p in partitions(case_dir):
-            t = judge_partition(case_dir, p)
-            try:
-                r = sh(f"cat {mnt.path(TOPIC, str(p), 'messages')}", timeout=timeout)
-            except subprocess.TimeoutExpired:
-                checks["cat_messages"].append(Verdict("hang", f"cat partition {p}"))
-                continue
-            v = classify(_split_lines(r.stdout), _items_messages(t.expected),
-                         _items_messages(t.after), r.returncode != 0, t.damage, t.ambiguous)
-            if v.kind == "clear" and b"Input/output error" not in r.stderr:
-                v = Verdict("bad_error", f"cat said {r.stderr[-200:]!r}")
-            checks["cat_messages"].append(v)
-            for rec in (t.expected[-1:] + t.after[len(t.after) // 2:][:1]):
-                if t.ambiguous:
+            return {"mount": _traceback_verdict(str(exc)) or
+                    _missed(damaged, f"the mount did not come up: {str(exc)[-300:]}")}
+        checks = {"mount": [Verdict("clean")], "ls": [], "cat_messages": [], "offset": [],
+                  "daemon_log": []}
+        r = _sh(f"ls -lR {mnt.mnt} > /dev/null", timeout)
+        checks["ls"].append(Verdict("hang", "ls -lR") if r is None else Verdict("clean")
+                            if r.returncode == 0 else _missed(damaged, r.stderr.decode()[-200:]))
+        met = set()
+        for p, t in truths.items():
+            for _ in range(2):
+                r = _sh(f"cat {mnt.path(TOPIC, str(p), 'messages')}", timeout)
+                if r is None:
+                    checks["cat_messages"].append(Verdict("hang", f"cat partition {p}"))
                     break
-                try:
-                    r = sh(f"cat {mnt.path(TOPIC, str(p), 'offset', str(rec.offset))}",
-                           timeout=timeout)
-                except subprocess.TimeoutExpired:
+                v = classify(_split_lines(r.stdout), _items_messages(t.expected),
+                             _items_messages(t.after), r.returncode != 0, t.damage, t.ambiguous)
+                if v.kind == "clear" and b"Input/output error" not in r.stderr:
+                    v = Verdict("bad_error", f"cat said {r.stderr[-200:]!r}")
+                checks["cat_messages"].append(v)
+                if r.returncode != 0 and t.damage is not None:
+                    met.add(t.damage[:2])
+            for rec in [] if t.ambiguous else t.expected[-1:] + t.after[len(t.after) // 2:][:1]:
+                r = _sh(f"cat {mnt.path(TOPIC, str(p), 'offset', str(rec.offset))}", timeout)
+                if r is None:
                     checks["offset"].append(Verdict("hang", f"offset/{rec.offset}"))
-                    continue
-                ok = r.returncode == 0 and r.stdout == (rec.value or b"")
-                checks["offset"].append(Verdict("clean") if ok else Verdict(
-                    "silent_loss" if r.returncode == 0 else "false_alarm",
-                    f"partition {p} offset/{rec.offset}: exit {r.returncode} "
-                    f"{r.stderr.decode()[-120:]!r}"))
-        out = {k: worst(v or [Verdict("clean")]) for k, v in checks.items()}
-        crash = _traceback_verdict(mnt.log())
-        if crash:
-            out["daemon_log"] = crash
+                elif r.returncode != 0:
+                    checks["offset"].append(_missed(damaged, f"partition {p} offset/{rec.offset}"
+                                                             f": {r.stderr.decode()[-120:]!r}"))
+                elif r.stdout != (rec.value or b""):
+                    checks["offset"].append(Verdict("dirty", f"partition {p} offset/"
+                                                             f"{rec.offset}: {r.stdout[:80]!r}"))
+        log_text = mnt.log()
+        checks["daemon_log"].append(_traceback_verdict(log_text) or Verdict("clean"))
+        for rel, pos in met:
+            n = sum(1 for line in log_text.splitlines()
+                    if rel in line and f"position {pos}" in line)
+            if n != 1:
+                checks["daemon_log"].append(Verdict(
+                    "bad_error", f"{rel} position {pos} logged {n} times after two cats"))
+        return {k: worst(v or [Verdict("clean")]) for k, v in checks.items()}
     finally:
         mnt.stop()
-    return out

@@ -88,6 +88,38 @@ def test_judge_finds_a_crc_flip_and_a_torn_tail():
         F.shutil.rmtree(case_dir, ignore_errors=True)
 
 
+def test_judge_zero_tails_and_incomplete_batches():
+    """A zero run to the end of any segment is a preallocated tail; one that stops short of
+    the end, or an incomplete batch at the end of a segment that is not the last, is damage.
+    A log start inside a segment makes damage before it ambiguous."""
+    seg, active = _p0("log")[4], _p0("log")[-1]
+    cases = {
+        "zero tail, middle segment": ([{"kind": "garbage", "file": seg.rel, "data": "00" * 300}],
+                                      None),
+        "zero run inside": ([{"kind": "zero", "file": seg.rel, "pos": seg.batches[1][0],
+                              "length": 20}], (seg.rel, seg.batches[1][0])),
+        "torn middle segment": ([{"kind": "truncate", "file": seg.rel, "size": seg.size - 5}],
+                                (seg.rel, seg.batches[-1][0])),
+        "torn active segment": ([{"kind": "truncate", "file": active.rel,
+                                  "size": active.size - 5}], None),
+    }
+    for name, (mutations, damage) in cases.items():
+        case_dir = F.make_case_dir(mutations)
+        try:
+            t = F.judge_partition(case_dir, 0)
+            assert (t.damage[:2] if t.damage else None) == damage, name
+        finally:
+            F.shutil.rmtree(case_dir, ignore_errors=True)
+    mutations = [{"kind": "flip", "file": seg.rel, "pos": seg.batches[0][0] + 30, "xor": 1},
+                 {"kind": "checkpoint", "file": F.LOG_START_CHECKPOINT,
+                  "text": f"0\n1\nt 0 {int(seg.rel[4:24]) + 20}\n".encode().hex()}]
+    case_dir = F.make_case_dir(mutations)
+    try:
+        assert F.judge_partition(case_dir, 0).ambiguous
+    finally:
+        F.shutil.rmtree(case_dir, ignore_errors=True)
+
+
 def test_checkpoint_parsing_follows_kafkas_reader():
     ok = F.parse_checkpoint
     assert ok(b"") == {} and ok(b"0\n") == {}
