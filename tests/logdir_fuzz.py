@@ -960,6 +960,8 @@ def run_dump(case_dir: str, isolation: str) -> dict:
 
 
 def _json_bytes(b: bytes | None):
+    """How ``dump --json`` shows a key or payload (text, else base64); kept apart from
+    kafkafs's own text_or_base64 so that the expected side uses none of kafkafs's code."""
     if b is None:
         return None
     try:
