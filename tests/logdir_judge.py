@@ -1,0 +1,344 @@
+"""The independent judge of the damaged-log-dir fuzzer: what a log dir holds, decoded with
+kafka-python (``kafka.record``: ``DefaultRecordBatch``, ``LegacyRecordBatch``,
+``validate_crc()``), never with kafkafs's decoder.
+
+:func:`judge_partition` gives a partition's :class:`Truth` (the records a reader must
+deliver, the first damage, what follows it, the log start and end offsets) under the
+contract written in ``logdir_fuzz``'s docstring; :func:`judge_file` the same for one
+``.log`` read on its own (as ``kafkafs dump`` reads it); :func:`parse_checkpoint` reads an
+offset checkpoint as Kafka's ``CheckpointFile`` does; :func:`explain` prints it all for a
+person.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import struct
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from kafka.record.default_records import DefaultRecordBatch
+from kafka.record.legacy_records import LegacyRecordBatch
+
+TOPIC = "t"
+LOG_OVERHEAD = 12
+HEADER_UP_TO_MAGIC = 17
+MIN_ENTRY_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0
+V2_HEADER = 61
+ATTR_CONTROL = 0x20
+SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
+PARTITION_DIR_RE = re.compile(r"^(.+)-(\d+)$")
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+
+
+@dataclass(frozen=True)
+class Rec:
+    """A record as the judge decoded it (kafka-python): offset, key, value, timestamp (ms)."""
+
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+
+
+@dataclass
+class Entry:
+    """One framed entry of a segment. ``state``: intact (decoded; ``records``), damaged
+    (``reason``; ``size`` None when the frame itself is unusable), incomplete (at the end of
+    the file) or zero_tail. ``base``/``last`` offsets of a decoded entry."""
+
+    position: int
+    size: int | None
+    state: str
+    reason: str = ""
+    base: int = -1
+    last: int = -1
+    control: bool = False
+    records: tuple = ()
+
+
+def _decode_v2(buf: bytes) -> Entry:
+    if len(buf) < V2_HEADER:
+        return Entry(0, len(buf), "damaged", f"batch of {len(buf)} bytes is below the v2 header")
+    batch = DefaultRecordBatch(buf)
+    if not batch.validate_crc():
+        return Entry(0, len(buf), "damaged", "CRC-32C mismatch")
+    base, delta = batch.base_offset, batch.last_offset_delta
+    if delta < 0:
+        return Entry(0, len(buf), "damaged", f"lastOffsetDelta {delta} < 0")
+    control = bool(batch.attributes & ATTR_CONTROL)
+    plain = bytearray(buf)  # decode a control batch's records as records (kafka-python
+    plain[22] &= ~ATTR_CONTROL & 0xFF  # would parse their keys as control keys)
+    records = tuple(Rec(r.offset, r.key, r.value, r.timestamp)
+                    for r in DefaultRecordBatch(bytes(plain)))
+    return Entry(0, len(buf), "intact", base=base, last=base + delta, control=control,
+                 records=records)
+
+
+def _decode_legacy(buf: bytes, magic: int) -> Entry:
+    batch = LegacyRecordBatch(buf, magic)
+    if not batch.validate_crc():
+        return Entry(0, len(buf), "damaged", "CRC-32 mismatch")
+    records = tuple(Rec(r.offset, r.key, r.value, -1 if r.timestamp is None else r.timestamp)
+                    for r in batch)
+    for r, raw in zip(records, batch):
+        if not raw.validate_crc():
+            return Entry(0, len(buf), "damaged", "inner message CRC-32 mismatch")
+    last = batch.base_offset  # a legacy entry's offset is its last inner offset
+    base = records[0].offset if records else last
+    if last < base:
+        return Entry(0, len(buf), "damaged", "last offset < base offset")
+    return Entry(0, len(buf), "intact", base=base, last=last, records=records)
+
+
+def decode_entry(buf: bytes) -> Entry:
+    """Decode one complete frame (``buf`` = its bytes) with kafka-python."""
+    magic = buf[16]
+    try:
+        if magic == 2:
+            return _decode_v2(buf)
+        if magic in (0, 1):
+            return _decode_legacy(buf, magic)
+    except Exception as exc:  # noqa: BLE001 - kafka-python's errors, codecs', struct's, ...
+        return Entry(0, len(buf), "damaged", f"records do not decode: {type(exc).__name__}")
+    return Entry(0, len(buf), "damaged", f"unknown magic {magic}")
+
+
+_SCANS: OrderedDict = OrderedDict()
+
+
+def scan_segment(data: bytes) -> list[Entry]:
+    """Frame a segment's bytes from position 0 and decode each frame; stops after a frame
+    whose size is unusable, at a zero tail, or at an incomplete entry. Cached by content."""
+    key = hashlib.blake2b(data, digest_size=16).digest()
+    hit = _SCANS.get(key)
+    if hit is not None:
+        _SCANS.move_to_end(key)
+        return hit
+    out, pos, n = [], 0, len(data)
+    while pos < n:
+        rest = memoryview(data)[pos:]
+        if not rest.tobytes().strip(b"\x00"):
+            out.append(Entry(pos, n - pos, "zero_tail"))
+            break
+        if n - pos < HEADER_UP_TO_MAGIC:
+            out.append(Entry(pos, None, "incomplete", f"{n - pos} bytes left"))
+            break
+        length = struct.unpack_from(">i", data, pos + 8)[0]
+        if length < MIN_ENTRY_SIZE:
+            out.append(Entry(pos, None, "damaged", f"size {length} below the minimum"))
+            break
+        size = length + LOG_OVERHEAD
+        if pos + size > n:
+            out.append(Entry(pos, None, "incomplete", f"batch of {size} bytes past the end"))
+            break
+        e = decode_entry(bytes(data[pos:pos + size]))
+        e.position = pos
+        out.append(e)
+        pos += size
+    _SCANS[key] = out
+    if len(_SCANS) > 4096:
+        _SCANS.popitem(last=False)
+    return out
+
+
+_INT = re.compile(r"^[+-]?[0-9]+$")
+
+
+def _java_int(text: str, bits: int) -> int | None:
+    if not _INT.match(text):
+        return None
+    v = int(text)
+    return v if -2**(bits - 1) <= v < 2**(bits - 1) else None
+
+
+def parse_checkpoint(raw: bytes) -> dict[tuple[str, int], int] | None:
+    """Kafka's offset checkpoint reader (``CheckpointFile.CheckpointReadBuffer`` with
+    ``OffsetCheckpointFile.Formatter``): ``{(topic, partition): offset}``, or None when Kafka
+    would refuse the file."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = re.split(r"\r\n|\r|\n", text)
+    if lines and lines[-1] == "":
+        lines.pop()  # readLine: a final terminator ends the last line
+    if not lines:
+        return {}
+    if _java_int(lines[0], 32) != 0:
+        return None
+    if len(lines) == 1:
+        return {}
+    count = _java_int(lines[1], 32)
+    if count is None:
+        return None
+    out = {}
+    for line in lines[2:]:
+        parts = re.split(r"[ \t\n\x0b\f\r]+", line)
+        while parts and parts[-1] == "":
+            parts.pop()  # Java's split drops trailing empty strings
+        if len(parts) != 3:
+            return None
+        part, off = _java_int(parts[1], 32), _java_int(parts[2], 64)
+        if part is None or off is None:
+            return None
+        out[(parts[0], part)] = off
+    return out if len(lines) - 2 == count else None
+
+
+@dataclass
+class Truth:
+    """The judge's view of one partition (or one file, for dump): ``expected`` data records
+    before the first damage from the log start on, ``after`` those of intact batches after
+    it, ``damage`` (rel path, position, reason) or None, ``ambiguous``, ``log_start``,
+    ``log_end`` (None when it cannot be told), ``timed`` (every intact record before the
+    damage from the log start on, control records too, for ListOffsets)."""
+
+    expected: list = field(default_factory=list)
+    after: list = field(default_factory=list)
+    damage: tuple | None = None
+    ambiguous: bool = False
+    log_start: int = 0
+    log_end: int | None = None
+    timed: list = field(default_factory=list)
+
+
+def _segments(part_dir: str) -> list[tuple[int, str]]:
+    out = []
+    for name in os.listdir(part_dir):
+        m = SEGMENT_RE.match(name)
+        if m and os.path.isfile(os.path.join(part_dir, name)):
+            out.append((int(m.group(1)), name))
+    return sorted(out)
+
+
+class _Walk:
+    """Accumulates a Truth over the entries of segments in order."""
+
+    def __init__(self, log_start: int, cross_segment: bool = True):
+        self.t = Truth(log_start=log_start)
+        self.next_offset = None
+        self.cross_segment = cross_segment
+
+    def feed(self, rel: str, base: int, entries: list[Entry], last_segment: bool,
+             holds_start: bool) -> None:
+        t = self.t
+        reached_start = False
+        for e in entries:
+            if e.state == "zero_tail":
+                return
+            if e.state == "incomplete" and (last_segment or not self.cross_segment):
+                if t.damage is None:
+                    return  # a torn tail: quietly the end
+                continue
+            ok = e.state == "intact"
+            reason = e.reason
+            if ok and e.base < base:
+                ok, reason = False, f"base offset {e.base} below the segment's {base}"
+            elif ok and self.next_offset is not None and e.base < self.next_offset:
+                ok, reason = False, (f"offsets go back: base offset {e.base} after "
+                                     f"{self.next_offset - 1}")
+            if not ok:
+                if t.damage is None:
+                    t.damage = (rel, e.position, reason or e.state)
+                    t.ambiguous = holds_start and not reached_start and base < t.log_start
+                if e.size is None:
+                    return
+                continue
+            self.next_offset = e.last + 1
+            reached_start = reached_start or e.last >= t.log_start
+            shown = [r for r in e.records if r.offset >= t.log_start]
+            if t.damage is None:
+                t.timed.extend(shown)
+                if not e.control:
+                    t.expected.extend(shown)
+            elif not e.control:
+                t.after.extend(shown)
+
+    def finish(self, last_base: int | None, last_has_batch: bool) -> Truth:
+        t = self.t
+        if t.damage is None and last_base is not None and (
+                last_has_batch or self.next_offset is None or self.next_offset <= last_base):
+            t.log_end = self.next_offset if last_has_batch else last_base
+        return t
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def judge_partition(root: str, partition: int) -> Truth:
+    """The judge's Truth for partition ``partition`` of topic ``t`` in log dir ``root``."""
+    part_dir = os.path.join(root, f"{TOPIC}-{partition}")
+    segs = _segments(part_dir) if os.path.isdir(part_dir) else []
+    starts = None
+    with contextlib.suppress(OSError):
+        starts = parse_checkpoint(_read(os.path.join(root, LOG_START_CHECKPOINT)))
+    ckpt = (starts or {}).get((TOPIC, partition))
+    if not segs:
+        return Truth(log_start=ckpt or 0)
+    log_start = max(segs[0][0], ckpt if ckpt is not None else segs[0][0])
+    walk = _Walk(log_start)
+    last_has_batch = False
+    for i, (base, name) in enumerate(segs):
+        last = i == len(segs) - 1
+        if not last and segs[i + 1][0] <= log_start:
+            continue  # wholly below the log start: not read
+        entries = scan_segment(_read(os.path.join(part_dir, name)))
+        walk.feed(f"{TOPIC}-{partition}/{name}", base, entries, last,
+                  holds_start=base <= log_start and (last or segs[i + 1][0] > log_start))
+        if last:
+            last_has_batch = any(e.state == "intact" for e in entries)
+    return walk.finish(segs[-1][0], last_has_batch)
+
+
+def judge_file(root: str, rel: str) -> Truth:
+    """The judge's Truth for one ``.log`` file on its own (how ``dump`` reads it)."""
+    base = int(os.path.basename(rel)[:20])
+    walk = _Walk(log_start=-2**63, cross_segment=False)
+    walk.feed(rel, base, scan_segment(_read(os.path.join(root, rel))), True, False)
+    return walk.t
+
+
+def partitions(root: str) -> list[int]:
+    """The partitions of topic ``t`` in ``root`` (its ``t-N`` dirs)."""
+    out = []
+    for name in os.listdir(root):
+        m = PARTITION_DIR_RE.match(name)
+        if m and m.group(1) == TOPIC and os.path.isdir(os.path.join(root, name)):
+            out.append(int(m.group(2)))
+    return sorted(out)
+
+
+def log_files(root: str) -> list[str]:
+    """Every segment ``.log`` of topic ``t`` in ``root``, relative paths, in order."""
+    return [f"{TOPIC}-{p}/{name}" for p in partitions(root)
+            for _base, name in _segments(os.path.join(root, f"{TOPIC}-{p}"))]
+
+
+def explain(case_dir: str) -> str:
+    """The judge's view of a case dir, for a person: per partition its log start, each
+    segment's entries (position, size, state, offsets, reason), the first damage and the
+    counts of EXPECTED and AFTER records."""
+    lines = []
+    for p in partitions(case_dir):
+        t = judge_partition(case_dir, p)
+        lines.append(f"partition {p}: log start {t.log_start}, log end {t.log_end}, "
+                     f"damage {t.damage}, ambiguous {t.ambiguous}, expected "
+                     f"{len(t.expected)} ({_span(t.expected)}), after {len(t.after)} "
+                     f"({_span(t.after)})")
+        for base, name in _segments(os.path.join(case_dir, f"{TOPIC}-{p}")):
+            lines.append(f"  {name}")
+            for e in scan_segment(_read(os.path.join(case_dir, f"{TOPIC}-{p}", name))):
+                offsets = f" offsets {e.base}..{e.last}" if e.state == "intact" else ""
+                lines.append(f"    @{e.position} size {e.size} {e.state}{offsets}"
+                             f"{' control' if e.control else ''} {e.reason}")
+    return "\n".join(lines)
+
+
+def _span(records) -> str:
+    return f"{records[0].offset}..{records[-1].offset}" if records else "-"
