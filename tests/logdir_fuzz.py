@@ -18,18 +18,24 @@ kafkafs's decoder, under this contract (what the readers must meet):
   hints only: the judge ignores them; the readers' output must not depend on them.
 * In each segment, batches are found by framing from position 0 (offset i64, length i32,
   ...). A batch is INTACT when: it is complete in the file, its size is at least the minimum
-  (length >= 14, and 61 bytes for magic 2), its magic is 0/1/2, its CRC is valid (v2: CRC-32C
-  over [21, end); v0/v1: CRC-32), its records decode exactly (count, varints, decompression;
-  no bytes left over; a control batch's records are decoded as records too), last offset >=
-  base offset, base offset >= the segment's base offset, and its first offset is >= the next
-  offset after the previous intact batch of the partition (offsets strictly increase across
-  batches AND segments).
+  (length >= 14, and >= 49 when its magic byte says 2: a size below is damage, never a torn
+  write), its magic is 0/1/2, its CRC is valid (v2: CRC-32C over [21, end); v0/v1: CRC-32),
+  its records decode exactly (count, varints, decompression; no bytes left over; a control
+  batch's records too: no reader shows them, but a Kafka consumer decodes them), last offset
+  >= base offset, base
+  offset >= the segment's base offset, last offset - segment base offset <= 2^31 - 1 (Kafka's
+  ``LogSegment.ensureOffsetInRange``), last offset < the next segment's base offset (segments
+  do not overlap), last offset < the log end offset (the offset after the last complete frame
+  of the last segment, framing from position 0, CRCs and order not looked at:
+  ``logdir_judge.framed_end``), and its first offset is >= the next offset after the
+  previous intact batch of the partition (offsets strictly increase across batches AND
+  segments).
 * The first batch that is not intact is the FIRST DAMAGE, with two exceptions that are not
   damage: an incomplete batch at the very end of the LAST segment (a torn tail: fewer than 17
   bytes left, or a batch running past the end of the file; reading stops there quietly), and
   a run of zero bytes that extends to the end of a file (a preallocated tail). A zero run not
   reaching the end of the file is damage. An incomplete batch at the end of a segment that is
-  not the last is damage. A size field below 14 is damage wherever it is.
+  not the last is damage. A size field below the minimum is damage wherever it is.
 * The log start offset is max(first segment's base offset, the partition's entry in
   ``log-start-offset-checkpoint`` when that file parses exactly in Kafka's checkpoint format
   (``CheckpointFile.CheckpointReadBuffer``: a line ``0``, a count line, then exactly that many

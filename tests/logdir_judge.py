@@ -20,6 +20,7 @@ import struct
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+import crc32c
 from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.legacy_records import LegacyRecordBatch
 
@@ -71,9 +72,9 @@ def _decode_v2(buf: bytes) -> Entry:
         return Entry(0, len(buf), "damaged", f"lastOffsetDelta {delta} < 0")
     control = bool(batch.attributes & ATTR_CONTROL)
     plain = bytearray(buf)  # decode a control batch's records as records (kafka-python
-    plain[22] &= ~ATTR_CONTROL & 0xFF  # would parse their keys as control keys)
-    records = tuple(Rec(r.offset, r.key, r.value, r.timestamp)
-                    for r in DefaultRecordBatch(bytes(plain)))
+    plain[22] &= ~ATTR_CONTROL & 0xFF  # would parse their keys as control keys): no reader
+    records = tuple(Rec(r.offset, r.key, r.value, r.timestamp)  # shows them, but a Kafka
+                    for r in DefaultRecordBatch(bytes(plain)))  # consumer decodes them too
     return Entry(0, len(buf), "intact", base=base, last=base + delta, control=control,
                  records=records)
 
@@ -128,7 +129,8 @@ def scan_segment(data: bytes) -> list[Entry]:
             out.append(Entry(pos, None, "incomplete", f"{n - pos} bytes left"))
             break
         length = struct.unpack_from(">i", data, pos + 8)[0]
-        if length < MIN_ENTRY_SIZE:
+        minimum = V2_HEADER - LOG_OVERHEAD if data[pos + 16] == 2 else MIN_ENTRY_SIZE
+        if length < minimum:
             out.append(Entry(pos, None, "damaged", f"size {length} below the minimum"))
             break
         size = length + LOG_OVERHEAD
@@ -143,6 +145,28 @@ def scan_segment(data: bytes) -> list[Entry]:
     if len(_SCANS) > 4096:
         _SCANS.popitem(last=False)
     return out
+
+
+def framed_end(data: bytes, base: int) -> int:
+    """The log end offset a reader takes from the last segment's bytes: the offset after
+    the last complete frame found by framing from position 0 (a v2 batch's base offset +
+    lastOffsetDelta + 1, a legacy entry's offset + 1; CRCs and order not looked at), up to
+    a frame that cannot be read; ``base`` when there is none."""
+    end, pos, n = base, 0, len(data)
+    while n - pos >= HEADER_UP_TO_MAGIC:
+        offset, length = struct.unpack_from(">qi", data, pos)
+        magic = data[pos + 16]
+        if length < (V2_HEADER - LOG_OVERHEAD if magic == 2 else MIN_ENTRY_SIZE) or \
+                pos + length + LOG_OVERHEAD > n:
+            break
+        if magic == 2:
+            end = offset + struct.unpack_from(">i", data, pos + 23)[0] + 1
+        elif magic in (0, 1):
+            end = offset + 1
+        else:
+            break
+        pos += length + LOG_OVERHEAD
+    return end
 
 
 _INT = re.compile(r"^[+-]?[0-9]+$")
@@ -224,7 +248,8 @@ class _Walk:
         self.cross_segment = cross_segment
 
     def feed(self, rel: str, base: int, entries: list[Entry], last_segment: bool,
-             holds_start: bool) -> None:
+             holds_start: bool, next_base: int | None = None,
+             log_end: int | None = None) -> None:
         t = self.t
         reached_start = False
         for e in entries:
@@ -238,6 +263,16 @@ class _Walk:
             reason = e.reason
             if ok and e.base < base:
                 ok, reason = False, f"base offset {e.base} below the segment's {base}"
+            elif ok and e.last - base > 2**31 - 1:
+                # Kafka's LogSegment.ensureOffsetInRange: offsets are stored relative to the
+                # segment's base offset in an int
+                ok, reason = False, f"last offset {e.last} out of range of the segment's {base}"
+            elif ok and next_base is not None and e.last >= next_base:
+                # segments do not overlap: a batch ends below the next segment's base offset
+                ok, reason = False, f"last offset {e.last} reaches the next segment's {next_base}"
+            elif ok and log_end is not None and e.last >= log_end:
+                # the log end offset is where the last segment's last batch ends
+                ok, reason = False, f"last offset {e.last} reaches the log end {log_end}"
             elif ok and self.next_offset is not None and e.base < self.next_offset:
                 ok, reason = False, (f"offsets go back: base offset {e.base} after "
                                      f"{self.next_offset - 1}")
@@ -283,17 +318,40 @@ def judge_partition(root: str, partition: int) -> Truth:
         return Truth(log_start=ckpt or 0)
     log_start = max(segs[0][0], ckpt if ckpt is not None else segs[0][0])
     walk = _Walk(log_start)
+    # the log end offset, where the last segment's last batch ends: no batch reaches it
+    log_end = framed_end(_read(os.path.join(part_dir, segs[-1][1])), segs[-1][0])
     last_has_batch = False
     for i, (base, name) in enumerate(segs):
         last = i == len(segs) - 1
         if not last and segs[i + 1][0] <= log_start:
             continue  # wholly below the log start: not read
-        entries = scan_segment(_read(os.path.join(part_dir, name)))
+        data = _read(os.path.join(part_dir, name))
+        entries = scan_segment(data)
         walk.feed(f"{TOPIC}-{partition}/{name}", base, entries, last,
-                  holds_start=base <= log_start and (last or segs[i + 1][0] > log_start))
+                  holds_start=base <= log_start and (last or segs[i + 1][0] > log_start),
+                  next_base=None if last else segs[i + 1][0], log_end=log_end)
         if last:
             last_has_batch = any(e.state == "intact" for e in entries)
+            if entries and entries[-1].state == "incomplete" and \
+                    _intact_batch_after(data, entries[-1].position):
+                # an incomplete frame with intact batches after it: a torn tail to whoever
+                # frames from position 0, damage to a reader whose index reaches past it
+                walk.t.ambiguous = True
     return walk.finish(segs[-1][0], last_has_batch)
+
+
+def _intact_batch_after(data: bytes, pos: int) -> bool:
+    """Whether a whole v2 batch with a valid CRC starts somewhere after ``pos``."""
+    q = data.find(b"\x02", pos + 1 + 16)
+    while q >= 0:
+        p = q - 16
+        length = struct.unpack_from(">i", data, p + 8)[0]
+        end = p + LOG_OVERHEAD + length
+        if length >= V2_HEADER - LOG_OVERHEAD and end <= len(data) and \
+                struct.unpack_from(">I", data, p + 17)[0] == crc32c.crc32c(data[p + 21:end]):
+            return True
+        q = data.find(b"\x02", q + 1)
+    return False
 
 
 def judge_file(root: str, rel: str) -> Truth:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import itertools
+import json
 import os
 import struct
 import time
@@ -374,6 +375,25 @@ def test_mount_delivers_the_intact_prefix_then_eio(ld, tmp_path, read_only):
     assert len(damage_lines) == 1, m.log()
     assert f"{path}: position 0: record batch is corrupt" in damage_lines[0]
     assert "Traceback" not in m.log()
+
+
+@needs_fuse
+def test_log_start_offset_inside_a_batch(ld, tmp_path):
+    """The log start offset (log-start-offset-checkpoint; Kafka's DeleteRecords moves it so)
+    may lie inside a batch: messages and records.jsonl start at it, as consume does. The old
+    view rendered the whole first batch (value-000..value-004 shown)."""
+    with open(os.path.join(ld, "log-start-offset-checkpoint"), "w") as f:
+        f.write("0\n1\nt 0 5\n")
+    rc, out, _err = consume(ld)
+    assert (rc, out) == (0, VALUES[5:])
+    m = Mount(tmp_path, log_dirs=[ld], extra_args=["--read-only"]).start()
+    try:
+        with open(m.path("t", "0", "messages"), "rb") as f:
+            assert f.read().splitlines() == VALUES[5:]
+        with open(m.path("t", "0", "records.jsonl"), "rb") as f:
+            assert [json.loads(x)["offset"] for x in f] == list(range(5, 300))
+    finally:
+        assert m.umount() == 0
 
 
 @needs_fuse

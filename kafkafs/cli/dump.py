@@ -72,6 +72,13 @@ Files are dispatched on their suffix (:data:`SUFFIX_DUMPERS`) and batches on the
 
 Exit status: 0 when every file was dumped (findings such as index mismatches do not change
 it, as in Kafka), 1 when a file could not be read, was corrupt, or is not supported yet.
+Damage (DESIGN §4) ends the dump of a ``.log``: the damaged batch's line is printed as Kafka
+prints it (``isvalid: false`` for a bad CRC), never its records, then one ``error: FILE:
+position N: REASON`` line, and the dump goes on with the next file. Kafka prints every batch
+and exits 0; here a bad CRC, an inner message that fails its own CRC, offsets that go back,
+zeros followed by data, a size below the minimum and an unknown magic are errors. A run of
+zeros that reaches the end of the file is a preallocated segment's unwritten rest: the dump
+ends there quietly (Kafka reports a record of size 0).
 Unlike Kafka, a corrupt snapshot (bad CRC, version or length) is an error naming the file
 (Kafka prints the message and exits 0), and a ``.txnindex`` ending in a partial entry is
 dumped up to it and then reported as an error (Kafka skips the partial entry silently).
@@ -92,9 +99,11 @@ from ..log import safeio
 from ..log.errors import CorruptIndexError
 from ..log.index import OffsetIndex, TimeIndex
 from ..log.producer_state import CorruptSnapshotError, read_snapshot
+from ..log.names import parse_segment_filename
+from ..log.segment import first_data_at, offset_order_problem, zeroed_range_error
 from ..log.txnindex import TransactionIndex
 from ..record import LOG_APPEND_TIME, RecordBatch, compression, control, legacy
-from ..record.batch import TIMESTAMP_TYPE_NAMES
+from ..record.batch import TIMESTAMP_TYPE_NAMES, min_entry_length
 from ..record.errors import CorruptRecordError
 
 INT_MAX = 0x7FFFFFFF
@@ -238,8 +247,11 @@ class SegmentFile:
     """A ``.log`` file opened read-only, read through a window of ``READ_CHUNK`` bytes.
 
     Iterates entries like Kafka's ``FileLogInputStream``: stops when fewer than 17 bytes are
-    left or an entry runs past the end (a torn tail); raises CorruptRecordError for a size
-    below the minimum entry overhead, an unknown magic or a malformed v2 header.
+    left or an entry runs past the end (a torn tail), and -- unlike Kafka, which calls it a
+    record of size 0 -- at a run of zeros that reaches the end of the file (a preallocated
+    segment's unwritten rest: :attr:`zero_tail` is then True); raises CorruptRecordError
+    naming the file and position for a size below the minimum entry overhead, zeros followed
+    by data, an unknown magic or a malformed v2 header.
     """
 
     def __init__(self, path: str, *, beside: bool = False):
@@ -252,6 +264,7 @@ class SegmentFile:
         self.size = os.fstat(self._fd).st_size
         self._win = b""
         self._win_start = 0
+        self.zero_tail = False
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -290,10 +303,17 @@ class SegmentFile:
             return None
         offset, length = _OFFSET_SIZE.unpack_from(head)
         magic = head[16]
-        if length < RECORD_OVERHEAD_V0:
+        if offset == 0 and length == 0:
+            data_at = first_data_at(self._fd, pos)
+            if data_at is None:
+                self.zero_tail = True
+                return None
+            raise zeroed_range_error(self.path, pos, data_at)
+        minimum = min_entry_length(magic)
+        if length < minimum:
             raise CorruptRecordError(
                 f"Found record size {length} smaller than minimum record overhead "
-                f"({RECORD_OVERHEAD_V0}) in file {self.path}.")
+                f"({minimum}) in file {self.path}.", path=self.path, position=pos)
         size = length + LOG_OVERHEAD
         if pos > end - size:
             return None
@@ -310,7 +330,7 @@ class SegmentFile:
                 return None
             return _Entry(pos, offset, size, magic, None, data)
         raise CorruptRecordError(f"Found unknown magic {magic} at position {pos} in file "
-                                 f"{self.path}.")
+                                 f"{self.path}.", path=self.path, position=pos)
 
     def entries(self, start: int = 0, end: int | None = None):
         """Yield the entries from ``start`` (an entry boundary) up to ``end`` (default EOF)."""
@@ -745,7 +765,9 @@ def _legacy_records(entry: _Entry):
 def _entry_damage(entry: _Entry, obj: dict, expected: int | None,
                   path: str) -> CorruptRecordError | None:
     """What is wrong with an entry that frames well (the CRC its line shows as ``isvalid``,
-    offsets that go back), as the error the dump ends with; None when nothing is."""
+    offsets out of place: :func:`~kafkafs.log.segment.offset_order_problem`, the segment's
+    base offset taken from the file name when it carries one), as the error the dump ends
+    with; None when nothing is."""
     if not obj["isvalid"]:
         computed = entry.batch.compute_crc() if entry.batch is not None else \
             zlib.crc32(entry.data[LOG_OVERHEAD + 4:])
@@ -756,10 +778,22 @@ def _entry_damage(entry: _Entry, obj: dict, expected: int | None,
         first, last = entry.batch.base_offset, entry.batch.last_offset
     else:
         first = last = entry.offset
-    if last < first or (expected is not None and first < expected):
-        return CorruptRecordError(
-            f"offsets go back: the batch holds offsets [{first}, {last}] after offset "
-            f"{expected}", path=path, position=entry.position)
+    parsed = parse_segment_filename(os.path.basename(path))
+    reason = offset_order_problem(first, last, expected,
+                                  parsed[0] if parsed else -2**63)
+    if reason is None:
+        return None
+    return CorruptRecordError(reason, path=path, position=entry.position)
+
+
+def _records_damage(entry: _Entry, objs: list[dict], path: str) -> CorruptRecordError | None:
+    """A legacy wrapper whose inner message fails its own CRC (its record lines say
+    ``isValid: false``) as the error the dump ends with, or None."""
+    for obj in objs:
+        if obj.get("is_valid") is False:
+            return CorruptRecordError(
+                f"inner message at offset {obj['offset']} is corrupt (stored crc = "
+                f"{obj['crc']})", path=path, position=entry.position)
     return None
 
 
@@ -961,7 +995,7 @@ class LogDumper:
                       "epoch": epoch})
         opts = self.options
         file_key = os.path.abspath(path)
-        damage = None  # the first damaged entry: printed as Kafka prints it, then the error
+        damage = None  # the first damaged entry ends the file's dump
         with SegmentFile(path) as log:
             end = min(log.size, opts.max_bytes)
             valid_bytes = 0
@@ -969,25 +1003,27 @@ class LogDumper:
             for entry in log.entries(0, end):
                 batch_object, record_objects = BATCH_OBJECTS[entry.magic]
                 obj = batch_object(entry, valid_bytes)
-                emit(obj)
-                if damage is None:
-                    damage = _entry_damage(entry, obj, expected, path)
+                emit(obj)  # a damaged batch's line too, isvalid: false, as Kafka prints it
+                damage = _entry_damage(entry, obj, expected, path)
+                if damage is not None:
+                    break
                 expected = entry.last_offset + 1
                 if opts.deep_iteration:
-                    for obj in record_objects(self, entry, file_key):
+                    objs = list(record_objects(self, entry, file_key))
+                    damage = _records_damage(entry, objs, path)
+                    if damage is not None:
+                        break
+                    for obj in objs:
                         emit(obj)
-                        if damage is None and obj.get("is_valid") is False:
-                            damage = CorruptRecordError(
-                                f"inner message at offset {obj['offset']} is corrupt (stored "
-                                f"crc = {obj['crc']})", path=path, position=entry.position)
                 valid_bytes += entry.size
             trailing = end - valid_bytes
-            if trailing > 0 and opts.max_bytes == INT_MAX:
+            if damage is None and trailing > 0 and opts.max_bytes == INT_MAX \
+                    and not log.zero_tail:
                 emit({"type": "invalid_bytes", "bytes": trailing, "name": name,
                       "position": valid_bytes})
         if damage is not None:
-            # Kafka prints the batch with isvalid: false and exits 0; a damaged log is an error
-            # here (DESIGN §4: never success with records missing)
+            # Kafka prints every batch (isvalid: false for a bad one) and exits 0; here the
+            # dump of a file stops at its first damage and says where (DESIGN §4)
             raise damage
 
     # -- .index ------------------------------------------------------------------------

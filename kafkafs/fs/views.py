@@ -44,18 +44,22 @@ LOCK_WAIT_S = 0.01
 
 # -- renderers: RecordBatch -> bytes (every line of the batch) ---------------------------
 
-def render_messages(batch: RecordBatch) -> bytes:
+def render_messages(batch: RecordBatch, start: int | None = None) -> bytes:
     """kafka-console-consumer's default output: each value, ``null`` for a null value, one
-    per line. Control batches render as nothing. Raises CorruptRecordError."""
+    per line; only the records at or after offset ``start`` when given (a log start offset
+    inside the batch). Control batches render as nothing. Raises CorruptRecordError."""
     if batch.is_control:
         return b""
+    if start is not None and batch.base_offset < start:
+        return b"".join((b"null" if r.value is None else r.value) + b"\n"
+                        for r in batch.records() if r.offset >= start)
     if batch.magic < 2:  # legacy message set: a handful of messages, no fast path needed
         return b"".join((b"null" if v is None else v) + b"\n" for v in batch_values(batch))
     try:
         payload, exact = batch.payload()
         return fast.render_values(payload, batch.records_count, exact=exact)
     except CorruptRecordError as exc:
-        raise exc.located(position=batch.position) from None
+        raise exc.located(path=batch.path, position=batch.position) from None
 
 
 def measure_messages(batch: RecordBatch) -> int:
@@ -82,12 +86,14 @@ def text_or_base64(b: bytes | None):
         return {"base64": base64.b64encode(b).decode("ascii")}
 
 
-def _control_json(batch: RecordBatch, ts_type: str) -> list[str]:
+def _control_json(batch: RecordBatch, ts_type: str, start: int | None = None) -> list[str]:
     """Control records as flagged objects: ``offset``, ``timestamp``, ``timestamp_type``,
     ``control`` (Kafka's ControlRecordType name: COMMIT, ABORT, LEADER_CHANGE, ...), and
     ``coordinator_epoch`` for transaction markers."""
     out = []
     for r in batch.records():
+        if start is not None and r.offset < start:
+            continue
         obj = {"offset": r.offset, "timestamp": r.timestamp, "timestamp_type": ts_type}
         _version, type_id = control.parse_control_key(r.key)
         obj["control"] = control.control_type_name(type_id)
@@ -97,19 +103,21 @@ def _control_json(batch: RecordBatch, ts_type: str) -> list[str]:
     return out
 
 
-def render_jsonl(batch: RecordBatch) -> bytes:
+def render_jsonl(batch: RecordBatch, start: int | None = None) -> bytes:
     """One JSON object per record: ``offset``, ``timestamp`` (ms), ``timestamp_type``,
     ``key``, ``value``, ``headers`` (list of ``{"key", "value"}``); bytes that are not UTF-8
     appear as ``{"base64": "..."}``. Control records (transaction markers, KRaft records)
-    appear flagged with ``control`` instead of key, value and headers. Raises
-    CorruptRecordError."""
+    appear flagged with ``control`` instead of key, value and headers. Only the records at
+    or after offset ``start`` when given. Raises CorruptRecordError."""
     ts_type = TIMESTAMP_TYPE_NAMES[batch.timestamp_type]
     if batch.is_control:
-        out = _control_json(batch, ts_type)
+        out = _control_json(batch, ts_type, start)
         return ("\n".join(out) + "\n").encode() if out else b""
     out = []
     dumps = json.dumps
     for r in batch.records():
+        if start is not None and r.offset < start:
+            continue
         out.append(dumps({
             "offset": r.offset, "timestamp": r.timestamp, "timestamp_type": ts_type,
             "key": text_or_base64(r.key), "value": text_or_base64(r.value),
@@ -187,13 +195,27 @@ class LineView:
         return self._filter is not None and batch.is_transactional and \
             self._filter.is_aborted(batch)
 
+    def _straddles_start(self, batch: RecordBatch) -> bool:
+        """Whether the log start offset lies inside ``batch`` (Kafka's DeleteRecords, a
+        checkpointed log start): its records below it are not shown."""
+        return self.start_offset is not None and batch.base_offset < self.start_offset
+
     def render(self, batch: RecordBatch) -> bytes:
-        """The batch's lines as this view shows them (nothing for an aborted batch)."""
-        return b"" if self._hidden(batch) else self._render(batch)
+        """The batch's lines as this view shows them (nothing for an aborted batch, no
+        record below the log start offset)."""
+        if self._hidden(batch):
+            return b""
+        if self._straddles_start(batch):
+            return self._render(batch, self.start_offset)
+        return self._render(batch)
 
     def measure(self, batch: RecordBatch) -> int:
         """``len(self.render(batch))``, without building it when the renderer can."""
-        return 0 if self._hidden(batch) else self._measure(batch)
+        if self._hidden(batch):
+            return 0
+        if self._straddles_start(batch):
+            return len(self.render(batch))
+        return self._measure(batch)
 
     def _learn_aborted(self, start: int, end: int) -> None:
         """Add the aborted transactions overlapping [start, end) to the view's filter."""
@@ -371,6 +393,14 @@ class LineView:
         run = self._render_run
         parts = []
         pos = filepos
+        if run is not None and (seg_base, filepos) == (self._seg[0], self._filepos[0]) and \
+                self._offset[0] < self.start_offset:
+            # the first batch holds records below the log start offset: render_run would
+            # show them, render() leaves them out
+            for batch in seg.batches(pos, end, validate=True, chunk_size=window):
+                parts.append(self.render(batch))
+                pos = batch.position + batch.size
+                break
         while pos < end:
             if run is not None:
                 data, pos, stopped = run(seg.fileno(), pos, min(end - pos, window), stop)

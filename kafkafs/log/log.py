@@ -490,11 +490,13 @@ class Log:
         Kafka consumer's ``check.crcs``).
 
         Raises CorruptRecordError, naming the file and position, at the first damage: a bad
-        batch, zeros followed by data, an incomplete batch at the end of a segment that is
-        not the last (at the end of the last one it is a torn write and ends the iteration
-        quietly), and offsets that do not strictly increase from batch to batch, within a
-        segment and across segments (:func:`~kafkafs.log.segment.check_batch_order`). Every
-        batch before the damage has been yielded."""
+        batch (with ``validate``, a control batch whose records do not decode too), zeros
+        followed by data, an incomplete batch at the end of a segment that is not the last
+        (at the end of the last one it is a torn write and ends the iteration quietly),
+        offsets that do not strictly increase from batch to batch, within a segment and
+        across segments, or that reach into the next segment
+        (:func:`~kafkafs.log.segment.check_batch_order`), and a batch reaching the log end
+        offset before the last one. Every batch before the damage has been yielded."""
         with self.lock:
             end = self._log_end_offset
             start = self.log_start_offset if start_offset is None else \
@@ -506,8 +508,9 @@ class Log:
         last = len(segs) - 1
         for k in range(i, len(segs)):
             seg, size = segs[k], sizes[k]
-            if seg.base_offset >= end:
-                return
+            # a segment at or past the end is still looked into: its first batch either
+            # starts at or past the end (appended since: the iteration ends) or is damage
+            # that kept the log end offset from reaching into it
             try:
                 if seg.base_offset < start:
                     first = seg.translate_offset(start)
@@ -516,14 +519,32 @@ class Log:
                     pos = first.position
                 else:
                     pos = 0
+                next_base = segs[k + 1].base_offset if k < last else None
                 for batch in seg.batches(pos, size, validate=validate, strict_end=k < last):
-                    check_batch_order(batch, expected, seg.base_offset, seg.log_path)
+                    check_batch_order(batch, expected, seg.base_offset, seg.log_path,
+                                      next_base)
                     expected = batch.next_offset
-                    if batch.base_offset >= end:
-                        return
+                    if batch.last_offset >= end:
+                        # the log end offset is where the last segment's last batch ends:
+                        # a batch before it that reaches that far contradicts it
+                        raise CorruptRecordError(
+                            f"batch offsets [{batch.base_offset}, {batch.last_offset}] reach "
+                            f"the log end offset {end}, where the segment's last batch ends",
+                            path=seg.log_path, position=batch.position)
                     if batch.last_offset < start:
                         continue
+                    if validate and batch.is_control:
+                        batch.record_tuples()  # no reader shows them, but they must decode
                     yield seg, batch
+                    pos = batch.position + batch.size
+                if k == last and (seg.base_offset if expected is None else expected) < end:
+                    # the last segment's bytes end (an incomplete batch, zeros) before the
+                    # log end offset its tail gave: what lies between cannot be read
+                    raise CorruptRecordError(
+                        f"the data ends before the log end offset {end} (an incomplete or "
+                        f"unreadable batch where offset "
+                        f"{seg.base_offset if expected is None else expected} should start)",
+                        path=seg.log_path, position=pos)
             except (OSError, ValueError):
                 if seg.closed:  # removed by retention under us
                     return
@@ -833,9 +854,10 @@ def replay_producer_state(pm: ProducerStateManager, segments: Sequence[LogSegmen
     meet the damage themselves (DESIGN §4: a damaged log still shows its intact part)."""
     applied = 0
     expected = None
-    for seg in segments:
+    for i, seg in enumerate(segments):
         if seg.base_offset >= end_offset:
             break
+        next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
         if seg.closed:
             continue
         batches: list[RecordBatch] = []
@@ -848,7 +870,7 @@ def replay_producer_state(pm: ProducerStateManager, segments: Sequence[LogSegmen
                     continue
                 pos = first.position
             for batch in seg.batches(pos):
-                check_batch_order(batch, expected, seg.base_offset, seg.log_path)
+                check_batch_order(batch, expected, seg.base_offset, seg.log_path, next_base)
                 expected = batch.next_offset
                 if batch.last_offset >= end_offset:
                     reached_end = True

@@ -43,10 +43,10 @@ from ..record.batch import (
     Record,
     RecordBatch,
     iter_batches,
+    min_entry_length,
     peek_offset_and_size,
 )
 from ..record.errors import CorruptRecordError
-from ..record.legacy import RECORD_OVERHEAD_V0
 from . import safeio
 from .config import LogConfig
 from .errors import CorruptIndexError, ReadOnlyLogError
@@ -77,27 +77,69 @@ def first_offset(batch: RecordBatch) -> int:
     return batch.base_offset if batch.magic >= 2 else batch.last_offset
 
 
+def first_data_at(fd: int, pos: int) -> int | None:
+    """The position of the first byte that is not zero at or after ``pos`` in the file open
+    as ``fd``, or None when zeros reach its end (the unwritten rest of a preallocated
+    segment). Holes are skipped without reading (SEEK_DATA/SEEK_HOLE)."""
+    size = os.fstat(fd).st_size
+    at = pos
+    while at < size:
+        try:
+            data_at = max(os.lseek(fd, at, os.SEEK_DATA), at)
+        except OSError:  # ENXIO: nothing but a hole to the end
+            return None
+        hole_at = min(os.lseek(fd, data_at, os.SEEK_HOLE), size)
+        while data_at < hole_at:
+            chunk = os.pread(fd, min(_ZERO_CHECK_CHUNK, hole_at - data_at), data_at)
+            if not chunk:
+                return None
+            if any(chunk):
+                return data_at + len(chunk) - len(chunk.lstrip(b"\x00"))
+            data_at += len(chunk)
+        at = max(hole_at, at + 1)
+    return None
+
+
+def zeroed_range_error(path: str, pos: int, data_at: int) -> CorruptRecordError:
+    """The damage of zeros at ``pos`` where a batch should start, with data at ``data_at``
+    after them (a zero run ends the data only when it reaches the end of the file)."""
+    return CorruptRecordError(
+        f"zeroed bytes where a batch should start, followed by data at byte {data_at} (a "
+        "zero run ends the data only at the end of the file)", path=path, position=pos)
+
+
 def check_batch_order(batch: RecordBatch, expected: int | None, segment_base: int,
-                      path: str) -> None:
-    """Raise CorruptRecordError (naming ``path`` and the batch's position) unless ``batch``
-    may follow where the log stands: its last offset not below its base offset, its offsets
-    at or above ``segment_base`` and within an int of it (Kafka's ``ensureOffsetInRange``),
-    and its first offset at or above ``expected``, the offset after the batch before it
-    (None: no batch before it). Offsets that go back are damage, not data: a reader that
-    followed them would read records twice or never end."""
-    first = first_offset(batch)
-    if batch.last_offset < first:
-        reason = (f"batch last offset {batch.last_offset} is below its base offset {first} "
-                  f"(last offset delta {batch.last_offset - first})")
-    elif first < segment_base or batch.last_offset - segment_base > _INT_MAX:
-        reason = (f"batch offsets [{first}, {batch.last_offset}] are out of range for a segment "
-                  f"with base offset {segment_base}")
-    elif expected is not None and first < expected:
-        reason = (f"offsets go back: the batch starts at offset {first}, below the offset "
-                  f"{expected} that follows the batch before it")
-    else:
-        return
-    raise CorruptRecordError(reason, path=path, position=batch.position)
+                      path: str, next_base: int | None = None) -> None:
+    """Raise CorruptRecordError (naming ``path`` and the batch's position) when
+    :func:`offset_order_problem` finds the batch's offsets out of place."""
+    reason = offset_order_problem(first_offset(batch), batch.last_offset, expected,
+                                  segment_base, next_base)
+    if reason is not None:
+        raise CorruptRecordError(reason, path=path, position=batch.position)
+
+
+def offset_order_problem(first: int, last: int, expected: int | None, segment_base: int,
+                         next_base: int | None = None) -> str | None:
+    """Why a batch holding offsets ``[first, last]`` cannot stand where it is, or None: its
+    last offset not below its first, its offsets at or above ``segment_base`` and within an
+    int of it (Kafka's ``ensureOffsetInRange``), below ``next_base`` (the base offset of the
+    next segment, when there is one: segments do not overlap), and ``first`` at or above
+    ``expected``, the offset after the batch before it (None: no batch before it). Offsets
+    that go back are damage, not data: a reader that followed them would read records twice
+    or never end."""
+    if last < first:
+        return (f"batch last offset {last} is below its base offset {first} (last offset "
+                f"delta {last - first})")
+    if first < segment_base or last - segment_base > _INT_MAX:
+        return (f"batch offsets [{first}, {last}] are out of range for a segment with base "
+                f"offset {segment_base}")
+    if next_base is not None and last >= next_base:
+        return (f"batch offsets [{first}, {last}] reach into the next segment, which starts "
+                f"at offset {next_base}")
+    if expected is not None and first < expected:
+        return (f"offsets go back: the batch starts at offset {first}, below the offset "
+                f"{expected} that follows the batch before it")
+    return None
 
 
 @dataclass
@@ -432,13 +474,13 @@ class LogSegment:
                 if not any(buf[:LOG_OVERHEAD]):
                     self._check_zero_tail(pos)
                     return  # a preallocated zero tail: nothing written from here on
-                offset_len = buf[8:12]
-                size = int.from_bytes(offset_len, "big", signed=True) + LOG_OVERHEAD
-                if size < BATCH_OVERHEAD:
+                length = int.from_bytes(buf[8:12], "big", signed=True)
+                minimum = min_entry_length(buf[16])
+                if length < minimum:
                     raise CorruptRecordError(
-                        f"record size {size - LOG_OVERHEAD} is smaller than the minimum record "
-                        f"overhead ({BATCH_OVERHEAD - LOG_OVERHEAD})",
-                        path=self.log_path, position=pos)
+                        f"record size {length} is smaller than the minimum record overhead "
+                        f"({minimum})", path=self.log_path, position=pos)
+                size = length + LOG_OVERHEAD
                 if pos + size > end:
                     break
                 chunk_size = size
@@ -455,7 +497,7 @@ class LogSegment:
         if os.fstat(self._fd).st_size > end:
             return
         head = os.pread(self._fd, LOG_OVERHEAD, pos)
-        if len(head) == LOG_OVERHEAD and not any(head):
+        if not any(head):  # zeros, however few: the end of a preallocated file, or damage
             self._check_zero_tail(pos)
             return
         declared = (f" of the {int.from_bytes(head[8:12], 'big', signed=True) + LOG_OVERHEAD} "
@@ -467,32 +509,15 @@ class LogSegment:
 
     def _check_zero_tail(self, pos: int) -> None:
         """Raise CorruptRecordError unless the file holds only zeros from ``pos`` to its end
-        (a zeroed range followed by data is damage, not the unwritten rest of a preallocated
-        segment). Holes are skipped without reading (SEEK_DATA); a checked tail is
-        remembered, so a reader at the end of a preallocated segment checks it once."""
+        (:func:`first_data_at`); a checked tail is remembered, so a reader at the end of a
+        preallocated segment checks it once."""
         size = os.fstat(self._fd).st_size
         known = self._zero_from
         if known is not None and known[0] <= pos and known[1] == size:
             return
-        at = pos
-        while at < size:
-            try:
-                data_at = os.lseek(self._fd, at, os.SEEK_DATA)
-            except OSError:  # ENXIO: nothing but a hole to the end
-                break
-            hole_at = min(os.lseek(self._fd, data_at, os.SEEK_HOLE), size)
-            while data_at < hole_at:
-                chunk = os.pread(self._fd, min(_ZERO_CHECK_CHUNK, hole_at - data_at), data_at)
-                if not chunk:
-                    break
-                if any(chunk):
-                    first = data_at + len(chunk) - len(chunk.lstrip(b"\x00"))
-                    raise CorruptRecordError(
-                        f"zeroed bytes where a batch should start, followed by data at byte "
-                        f"{first} (a zero run ends the data only at the end of the file)",
-                        path=self.log_path, position=pos)
-                data_at += len(chunk)
-            at = hole_at
+        data_at = first_data_at(self._fd, pos)
+        if data_at is not None:
+            raise zeroed_range_error(self.log_path, pos, data_at)
         self._zero_from = (pos, size)
 
     def translate_offset(self, offset: int, start_position: int = 0) -> RecordBatch | None:
@@ -533,7 +558,7 @@ class LogSegment:
         base, size, magic = peek_offset_and_size(head)
         if magic not in (0, 1, 2):
             return f"no batch starts there (magic {magic})"
-        if size < (LOG_OVERHEAD + RECORD_OVERHEAD_V0 if magic < 2 else BATCH_OVERHEAD) or \
+        if size < LOG_OVERHEAD + min_entry_length(magic) or \
                 position + size > max(self.size, os.fstat(self._fd).st_size):
             return f"no batch starts there (a size of {size} bytes)"
         last = base + int.from_bytes(head[23:27], "big", signed=True) if magic == 2 else base
@@ -585,17 +610,16 @@ class LogSegment:
 
     def read_next_offset(self) -> int:
         """The offset after the segment's last batch, or the base offset when empty
-        (``LogSegment.readNextOffset``). Scans from the last index entry (checked as every
-        lookup's). Damage ends the scan: the offset after the last batch before it is
-        returned (a reader meets the damage itself, where it lies); never raises
-        CorruptRecordError."""
+        (``LogSegment.readNextOffset``): the last complete batch framed from the last index
+        entry (checked as every lookup's), whatever its CRC or the order of the offsets
+        before it -- readers judge those where they lie (a batch at or past this offset is
+        damage). A batch that cannot be framed ends the scan: the offset after the last one
+        before it is returned. Never raises CorruptRecordError."""
         position = self._last_indexed_position()
         last = None
-        expected = None
         try:
             for batch in self.batches(position):
-                check_batch_order(batch, expected, self.base_offset, self.log_path)
-                last, expected = batch, batch.next_offset
+                last = batch
         except CorruptRecordError:
             pass
         return last.next_offset if last is not None else self.base_offset

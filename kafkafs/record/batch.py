@@ -227,13 +227,14 @@ class RecordBatch:
     def payload(self) -> tuple[bytes | memoryview, bool]:
         """``(records section, exact)``: the bytes after the 61-byte header (a memoryview
         of the batch's buffer, no copy), decompressed when the codec bits are set;
-        ``exact`` is True for an uncompressed batch (no bytes may follow the last record).
-        Raises CorruptRecordError on damaged compressed data."""
+        ``exact`` is always True: no bytes may follow the last record, compressed or not
+        (Kafka's ``ensureNoneRemaining``: "Incorrect declared batch size, records still
+        remaining"). Raises CorruptRecordError on damaged compressed data."""
         codec = self.attributes & COMPRESSION_MASK
         if codec == _codec.NONE:
             return self.buffer[BATCH_OVERHEAD:], True
         try:
-            return _codec.decompress(codec, self.buffer[BATCH_OVERHEAD:]), False
+            return _codec.decompress(codec, self.buffer[BATCH_OVERHEAD:]), True
         except CorruptRecordError as exc:
             raise exc.located(path=self.path, position=self.position) from None
 
@@ -419,6 +420,14 @@ def peek_offset_and_size(buf, pos: int = 0) -> tuple[int, int, int]:
     return offset, length + LOG_OVERHEAD, buf[pos + MAGIC_OFFSET]
 
 
+def min_entry_length(magic: int) -> int:
+    """The smallest ``length`` field an entry of ``magic`` may have: a v2 batch's header
+    after the length (49), else a v0 message's (14: Kafka's ``RECORD_OVERHEAD_V0``, the
+    check ``FileLogInputStream`` makes before it looks at the magic). A smaller one is
+    damage, never a torn write."""
+    return BATCH_OVERHEAD - LOG_OVERHEAD if magic == CURRENT_MAGIC else _legacy.RECORD_OVERHEAD_V0
+
+
 def iter_batches(buf, start: int = 0, end: int | None = None, *, base_position: int = 0,
                  validate: bool = False, path: str | None = None,
                  zero_tail: bool = False) -> Iterator[RecordBatch]:
@@ -441,8 +450,9 @@ def iter_batches(buf, start: int = 0, end: int | None = None, *, base_position: 
         if zero_tail and length == 0 and off == 0:
             return
         size = length + LOG_OVERHEAD
-        legacy = buf[pos + MAGIC_OFFSET] in (0, 1)  # magic 0/1: a legacy message-set entry
-        minimum = _legacy.RECORD_OVERHEAD_V0 if legacy else BATCH_OVERHEAD - LOG_OVERHEAD
+        magic = buf[pos + MAGIC_OFFSET]
+        legacy = magic in (0, 1)  # magic 0/1: a legacy message-set entry
+        minimum = min_entry_length(magic)
         if length < minimum:
             raise CorruptRecordError(f"record size {length} is smaller than the minimum record "
                                      f"overhead ({minimum})",
