@@ -941,3 +941,47 @@ def test_key_separator_mount_option_keeps_any_text(mount_factory, given, sep):
         f.write(b"user1" + sep + b"hello" + sep + b"again\n")
     assert os.getxattr(f"{p}/offset/0", "user.kafka.key") == b"user1"
     assert open(f"{p}/offset/0", "rb").read() == b"hello" + sep + b"again"
+
+
+# -- the mount point ------------------------------------------------------------------------
+
+def test_missing_mount_point_does_not_exist_and_a_file_is_not_a_directory(tmp_path):
+    """``kafkafs mount`` names what is wrong with its mount point in one line, exit 1, before
+    it creates the log dir: a missing path "does not exist", a regular file "is not a
+    directory"."""
+    logs = tmp_path / "logs"
+    missing = tmp_path / "no-such-dir"
+    r = kafkafs("mount", str(missing), "--log-dirs", str(logs), check=False)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.decode().splitlines() == [f"error: mount point {missing} does not exist"]
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    r = kafkafs("mount", str(afile), "--log-dirs", str(logs), check=False)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.decode().splitlines() == [f"error: mount point {afile} is not a directory"]
+    assert not logs.exists()
+
+
+def test_mount_over_a_kafkafs_mount_is_refused(mount_factory, tmp_path):
+    """A second ``kafkafs mount`` on a mount point that shows a kafkafs mount already would
+    stack a mount that hides the first: it is refused with exit 1 and a message naming the
+    running daemon, before it takes any lock or loads its log dirs (a log dir of its own,
+    free, is not even created); the first mount keeps serving."""
+    m = mount_factory()
+    os.mkdir(m.path("t"))
+    assert sh(f"echo one >> {m.path('t', '0', 'append')}").returncode == 0
+    other = tmp_path / "other-logs"
+    r = kafkafs("mount", m.mnt, "--log-dirs", str(other), check=False, timeout=30)
+    err = r.stderr.decode()
+    assert r.returncode == 1, err
+    expected = (f"error: {m.mnt} already holds a kafkafs mount (daemon pid {m.proc.pid}); "
+                f"unmount it first (kafkafs umount {m.mnt})")
+    assert err.splitlines() == [expected]
+    assert not other.exists()
+    with open("/proc/self/mounts") as f:
+        assert sum(line.split()[1] == m.mnt for line in f) == 1
+    assert open(m.path("t", "0", "messages"), "rb").read() == b"one\n"
+    # the same log dirs again: refused for the mount point, not for the lock
+    r = kafkafs("mount", m.mnt, "--log-dirs", m.log_dirs[0], check=False, timeout=30)
+    assert r.returncode == 1 and b"already holds a kafkafs mount" in r.stderr
+    assert m.umount() == 0

@@ -138,6 +138,8 @@ async def _on_signal(signals, cancel_scope: trio.CancelScope) -> None:
 
 def run(mountpoint: str, config: BrokerConfig, options: list[str], read_only: bool = False) -> int:
     """Blocking entry point used by ``kafkafs mount``."""
+    if not os.path.exists(mountpoint):
+        raise FileNotFoundError(f"mount point {mountpoint} does not exist")
     if not os.path.isdir(mountpoint):
         raise NotADirectoryError(f"mount point {mountpoint} is not a directory")
     malloc.tune()
