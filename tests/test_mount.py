@@ -170,8 +170,12 @@ def test_message_max_bytes_emsgsize(mount_factory):
         with pytest.raises(OSError) as e:
             os.write(fd, b"z" * 2000)
         assert e.value.errno == errno.EMSGSIZE
-        # its continuation up to the newline is dropped; the next line goes in
-        os.write(fd, b"zzzz\nafter\n")
+        # every write of its rest fails too, the one with its newline included, and
+        # nothing of that write is stored; the next line goes in
+        with pytest.raises(OSError) as e:
+            os.write(fd, b"zzzz\nlost\n")
+        assert e.value.errno == errno.EMSGSIZE
+        assert os.write(fd, b"after\n") == 6
         # lines before an oversized one in the same write go in: a short count says so,
         # and the write that starts at the oversized line fails
         mixed = b"ok1\nok2\n" + b"w" * 5000 + b"\nlater\n"

@@ -18,7 +18,6 @@ fsync) goes to a worker thread. Errors leave through :func:`fs.errors.fuse_error
 
 from __future__ import annotations
 
-import bisect
 import errno
 import itertools
 import json
@@ -27,22 +26,21 @@ import os
 import stat
 import time
 from dataclasses import dataclass, field
-from itertools import accumulate
 
 import pyfuse3
 import trio
 
-from ..log import config as logconfig
-from ..log.errors import RecordTooLargeError
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL
-from ..log.log import Log, now_ms
+from ..log.log import Log
 from ..log.manager import LogManager
 from ..log.names import parse_segment_filename
 from ..record import plain
 from ..record.batch import TIMESTAMP_TYPE_NAMES, Record
 from . import markstore
 from . import tree as T
+from .append import LineWriter
 from .cache import BatchCache
+from .configfile import ConfigTooLargeError, ConfigWriter
 from .errors import fuse_errors
 from .timespec import parse_timestamp
 from .views import (
@@ -82,37 +80,15 @@ class FsOptions:
     gid: int = field(default_factory=os.getgid)
 
 
-RECORD_OVERHEAD_MAX = 32  # bytes a one-line record adds at most around the line (varints)
-BATCH_OVERHEAD_MAX = 128  # header and slack kept free in each batch
-
-
-def _groups(lines: list, budget: int):
-    """Split ``lines`` into consecutive groups whose estimated encoded size
-    (``len(line) + 24`` each) stays within ``budget``; every group has at least one line.
-    Cumulative sums and a binary search keep this out of a per-line Python loop."""
-    sums = list(accumulate(map(len, lines)))
-    n = len(lines)
-    start, base = 0, 0
-    while start < n:
-        j = start + bisect.bisect_right(range(start, n), budget,
-                                        key=lambda i: sums[i] - base + 24 * (i - start + 1))
-        j = max(j, start + 1)
-        yield lines[start:j]
-        base, start = sums[j - 1], j
-
-
 class _Handle:
-    __slots__ = ("buf", "discarding", "error", "fd", "line_no", "node", "record", "view")
+    __slots__ = ("fd", "node", "record", "view", "writer")
 
     def __init__(self, node):
         self.node = node
-        self.buf = bytearray()
-        self.discarding = False
-        self.line_no = 0
         self.view = None
         self.fd = -1
         self.record = None
-        self.error = None
+        self.writer = None  # append: a LineWriter; config opened for writing: a ConfigWriter
 
 
 def _err(code: int):
@@ -590,13 +566,16 @@ class KafkaFS(pyfuse3.Operations):
             if accmode != os.O_WRONLY:
                 raise _err(errno.EACCES)
             self._log(node)
+            h.writer = LineWriter(self.options.parse_key, self.options.key_separator)
             info.direct_io = True
         elif kind == T.CONFIG:
             if writing and self.options.read_only:
                 raise _err(errno.EROFS)
             if accmode == os.O_RDWR:
                 raise _err(errno.EACCES)
-            if not writing:
+            if writing:
+                h.writer = ConfigWriter(node.topic)
+            else:
                 h.record = self._config_text(node.topic)
             info.direct_io = True
         elif writing:
@@ -656,130 +635,31 @@ class KafkaFS(pyfuse3.Operations):
     @fuse_errors
     async def write(self, fh, off, buf):
         h = self._handles[fh]
-        if h.node.kind == T.CONFIG:
-            if len(h.buf) + len(buf) > 1024 * 1024:
-                raise _err(errno.EFBIG)
-            h.buf += buf
-            return len(buf)
-        if h.node.kind != T.APPEND:
+        if h.writer is None:
             raise _err(errno.EBADF)
-        return self._append(h, buf)
-
-    def _append(self, h: _Handle, buf: bytes) -> int:
-        """Split ``buf`` into lines and append the complete ones; keep the partial last line.
-        Returns bytes consumed; a bad line makes the write fail (earlier lines stay)."""
-        lg = self._log(h.node)
-        limit = lg.config.max_message_bytes
-        data = memoryview(buf)
-        start = 0
-        if h.discarding:
-            nl = buf.find(b"\n")
-            if nl < 0:
-                raise RecordTooLargeError("line is longer than max.message.bytes")
-            h.discarding = False
-            start = nl + 1
-        last_nl = buf.rfind(b"\n", start)
-        if last_nl < 0:
-            if len(h.buf) + len(buf) - start > limit:
-                h.buf.clear()
-                h.discarding = True
-                raise RecordTooLargeError(
-                    f"a line of more than {limit} bytes (max.message.bytes) was refused")
-            h.buf += data[start:]
-            return len(buf)
-        if self.options.parse_key:
-            chunk = bytes(h.buf) + bytes(data[start:last_nl])
-            h.buf.clear()
-            self._produce_lines(h, lg, chunk.split(b"\n"))
-        else:
-            if h.buf:  # the line begun by earlier writes
-                first_nl = buf.find(b"\n", start)
-                line = bytes(h.buf) + bytes(data[start:first_nl])
-                h.buf.clear()
-                self._produce_lines(h, lg, [line])
-                start = first_nl + 1
-            # the complete lines go from the write buffer to batches in C, no line objects
-            pos = start
-            budget = max(1, limit - BATCH_OVERHEAD_MAX)
-            while pos <= last_nl:
-                try:
-                    pos += lg.append_text(data[pos:last_nl + 1], budget)
-                except (RecordTooLargeError, OSError):
-                    if pos > 0:
-                        # part of this write is in the log: a short count says exactly which
-                        # part; the caller's next write starts at the line that failed
-                        return pos
-                    raise
-        rest = data[last_nl + 1:]
-        if len(rest) > limit:
-            h.discarding = True
-            raise RecordTooLargeError(
-                f"a line of more than {limit} bytes (max.message.bytes) was refused")
-        h.buf += rest
-        return len(buf)
-
-    def _records_from_lines(self, h: _Handle, lines) -> list[tuple]:
-        """Keyed records from ``lines`` (``parse.key``); EINVAL for a line without the
-        separator."""
-        ts = now_ms()
-        sep = self.options.key_separator
-        out = []
-        for line in lines:
-            h.line_no += 1
-            k, found, v = line.partition(sep)
-            if not found:
-                raise _err(errno.EINVAL)
-            out.append((ts, k, v, ()))
-        return out
-
-    def _produce_lines(self, h: _Handle, lg: Log, lines) -> None:
-        """Append ``lines`` in batches that fit ``max.message.bytes``; a line that cannot
-        fit in any batch raises RecordTooLargeError after the lines before it went in."""
-        if not lines:
-            return
-        limit = lg.config.max_message_bytes
-        too_long = [i for i, n in enumerate(map(len, lines)) if n + RECORD_OVERHEAD_MAX > limit] \
-            if max(map(len, lines)) + RECORD_OVERHEAD_MAX > limit else []
-        ok = lines[:too_long[0]] if too_long else lines
-        for group in _groups(ok, max(1, limit - BATCH_OVERHEAD_MAX)):
-            self._append_group(h, lg, group)
-        if too_long:
-            raise RecordTooLargeError(
-                f"a line of {len(lines[too_long[0]])} bytes exceeds max.message.bytes ({limit})")
-
-    def _append_group(self, h, lg: Log, group) -> None:
-        try:
-            if self.options.parse_key:
-                lg.append(self._records_from_lines(h, group))
-            else:
-                lg.append_lines(group)
-        except RecordTooLargeError:
-            if len(group) == 1:
-                raise
-            mid = len(group) // 2
-            self._append_group(h, lg, group[:mid])
-            self._append_group(h, lg, group[mid:])
+        if h.node.kind == T.CONFIG:
+            try:
+                return h.writer.write(buf)
+            except ConfigTooLargeError:
+                raise _err(errno.EFBIG) from None
+        # append (fs.append): the lines go to the log on the loop, a pwrite each batch
+        return h.writer.write(self._log(h.node), buf)
 
     @fuse_errors
     async def flush(self, fh):
         h = self._handles.get(fh)
-        if h is None:
+        if h is None or h.writer is None:
             return
-        if h.node.kind == T.APPEND and h.buf:
-            lg = self._log(h.node)
-            line = bytes(h.buf)
-            h.buf.clear()
-            self._produce_lines(h, lg, [line])
-        elif h.node.kind == T.CONFIG and h.buf:
-            text = bytes(h.buf)
-            h.buf.clear()
-            self._write_config(h.node.topic, text)
+        if h.node.kind == T.APPEND:
+            h.writer.close(self._log(h.node))
+        else:
+            props = h.writer.finish()
+            if props is not None:
+                self._store_config(h.node.topic, props)
 
-    def _write_config(self, topic: str, text: bytes) -> None:
-        try:
-            props = logconfig.parse_properties(text.decode("utf-8"))
-        except UnicodeDecodeError:
-            raise _err(errno.EINVAL) from None
+    def _store_config(self, topic: str, props: dict[str, str]) -> None:
+        """Replace ``topic``'s overrides with the checked ``props`` written to its config
+        file; keys whose value equals the broker's are not stored."""
         defaults = self.manager.config.log.to_properties()
         overrides = {k: v for k, v in props.items() if defaults.get(k) != v.strip()}
         self.manager.alter_topic_config(topic, overrides)
@@ -791,6 +671,8 @@ class KafkaFS(pyfuse3.Operations):
             return
         lg = self._log(h.node)
         await trio.to_thread.run_sync(lg.flush)
+        if h.writer is not None:
+            h.writer.raise_pending()
 
     @fuse_errors
     async def release(self, fh):
@@ -799,12 +681,13 @@ class KafkaFS(pyfuse3.Operations):
             return
         if h.fd >= 0:
             os.close(h.fd)
-        if h.buf and h.node.kind == T.APPEND:
+        if h.node.kind == T.APPEND and h.writer is not None and h.writer.buf:
             # flush() normally produced it; a handle closed without flush still loses nothing
             try:
-                self._produce_lines(h, self._log(h.node), [bytes(h.buf)])
+                h.writer.close(self._log(h.node))
             except Exception:
-                log.exception("dropping %d bytes of a partial line at close", len(h.buf))
+                log.exception("dropping %d bytes of a partial line at close",
+                              len(h.writer.buf))
 
     # -- extended attributes ---------------------------------------------------------
     def _xattr_values(self, node: T.Node) -> dict[str, bytes | None]:
