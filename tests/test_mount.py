@@ -989,3 +989,84 @@ def test_mount_over_a_kafkafs_mount_is_refused(mount_factory, tmp_path):
     r = kafkafs("mount", m.mnt, "--log-dirs", m.log_dirs[0], check=False, timeout=30)
     assert r.returncode == 1 and b"already holds a kafkafs mount" in r.stderr
     assert m.umount() == 0
+
+
+# -- the log dir's lock at shutdown and at the next mount -------------------------------------
+
+LOCK_HOLDER = """
+import fcntl, os, sys, time
+fd = os.open(os.path.join(sys.argv[1], ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def _hold_lock(log_dir, seconds: float) -> subprocess.Popen:
+    """A process holding ``log_dir``'s ``.lock`` as a daemon does, for ``seconds``."""
+    p = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(log_dir), str(seconds)],
+                         stdout=subprocess.PIPE)
+    assert p.stdout.readline() == b"locked\n"
+    return p
+
+
+def test_mount_waits_briefly_for_a_log_dir_being_released(tmp_path):
+    """``kafkafs mount`` while another process holds the log dir's lock (a daemon finishing
+    its shutdown) says once that it waits and for whom, and mounts as soon as the lock is
+    free; with ``--lock-timeout 0.5`` it gives up after that with the usual message."""
+    if not fuse_available():
+        pytest.skip("FUSE is not available")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    holder = _hold_lock(logs, 1.5)
+    m = Mount(tmp_path)
+    try:
+        m.start()
+        assert holder.poll() is not None  # mounted only once the holder let go
+        lines = [line for line in m.log().splitlines() if "waiting" in line]
+        assert len(lines) == 1 and lines[0].startswith(
+            f"kafkafs: waiting up to 10s for the lock on {logs}, held by pid {holder.pid} ("), \
+            m.log()
+        assert m.umount() == 0
+    finally:
+        holder.wait()
+        m.stop()
+    holder = _hold_lock(logs, 30)
+    try:
+        t0 = time.monotonic()
+        r = kafkafs("mount", m.mnt, "--log-dirs", str(logs), "--lock-timeout", "0.5",
+                    check=False)
+        err = r.stderr.decode()
+        assert r.returncode == 1 and time.monotonic() - t0 >= 0.5, err
+        assert f"kafkafs: waiting up to 0.5s for the lock on {logs}, held by pid {holder.pid}" \
+            in err
+        assert "error: Failed to acquire lock on file .lock in" in err
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_log_dir_is_free_before_the_mount_goes_after_sigint(manager_factory, mount_factory):
+    """After a listing of 300,000 offsets (the kernel then holds an inode per name, and
+    dropping them at unmount takes it a while) SIGINT flushes, checkpoints and frees the
+    log dir before the unmount: a ``kafkafs mount`` started as soon as the mount point is
+    empty takes the lock at once (no wait), and the first daemon still exits 0."""
+    mgr = manager_factory()
+    lg = mgr.create_topic("big")[0]
+    for i in range(0, 300_000, 1000):
+        lg.append([(1000, None, b"v", ())] * 1000)
+    mgr.shutdown()
+    m = mount_factory()
+    r = sh(f"ls -f {m.path('big', '0', 'offset')} | wc -l", timeout=300)
+    assert r.stdout.strip() == b"300000"
+    first = m.proc
+    first.send_signal(signal.SIGINT)
+    assert wait_for(lambda: not os.path.ismount(m.mnt), timeout=30)
+    m.proc = None
+    m._err.close()
+    again = mount_factory()
+    assert "waiting" not in again.log() and "Failed to acquire lock" not in again.log()
+    assert first.wait(60) == 0
+    assert sh(f"cat {again.path('big', '0', 'offset', '299999')}").stdout == b"v"
+    assert again.umount() == 0

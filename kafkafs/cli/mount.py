@@ -10,10 +10,12 @@ import subprocess
 import sys
 import time
 
+from ..daemon.options import split_options
 from ..log.errors import LogDirLockedError
 from .common import CliError, add_log_dir_args, broker_config
 
 FSTYPE = "fuse.kafkafs"  # the type /proc/self/mounts shows for a kafkafs mount
+DEFAULT_LOCK_TIMEOUT = 10.0  # seconds kafkafs mount waits for a log dir's lock
 
 
 def register(sub) -> None:
@@ -27,6 +29,9 @@ def register(sub) -> None:
     m.add_argument("--read-only", action="store_true",
                    help="never write to the log dirs (and take no lock)")
     m.add_argument("--debug", action="store_true", help="log every request")
+    m.add_argument("--lock-timeout", type=float, default=DEFAULT_LOCK_TIMEOUT, metavar="S",
+                   help="seconds to wait for a log dir another process holds (a daemon "
+                        f"still shutting down; default {DEFAULT_LOCK_TIMEOUT:g})")
     m.set_defaults(func=run_mount)
 
     u = sub.add_parser("umount", help="unmount; the daemon then flushes and exits 0")
@@ -50,11 +55,35 @@ def run_mount(args) -> int:
     check_mount_point(mountpoint)  # before any lock is taken or log dir loaded
     options = list(config.mount_options) + list(args.options)
     try:
+        own, _fuse = split_options(options)
+        if not (args.read_only or "ro" in own or "read_only" in own):  # those take no lock
+            wait_for_log_dirs(config.log_dirs, args.lock_timeout)
         return daemon.run(mountpoint, config, options, args.read_only)
     except LogDirLockedError as exc:
         raise CliError(str(exc)) from None
     except (OSError, ValueError, daemon.MountError) as exc:  # bad mount point, log dir, -o
         raise CliError(str(exc)) from None
+
+
+def wait_for_log_dirs(log_dirs, timeout: float) -> None:
+    """Wait up to ``timeout`` seconds while another process holds the lock of one of
+    ``log_dirs`` (a daemon that is still shutting down), saying once on stderr for whom it
+    waits. Returns when they are free or the time is up: taking the locks then fails with
+    the usual message."""
+    from ..log.inspect import lock_holder
+    from ..log.manager import is_locked
+
+    dirs = [d for d in log_dirs if os.path.isdir(d)]
+    deadline = time.monotonic() + timeout
+    held = is_locked(dirs)
+    if held is None or timeout <= 0:
+        return
+    who = lock_holder(held) or "another process"
+    print(f"kafkafs: waiting up to {timeout:g}s for the lock on {held}, held by {who}",
+          file=sys.stderr, flush=True)
+    while held is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        held = is_locked(dirs)
 
 
 def _daemon_pid(mountpoint: str) -> int | None:

@@ -36,12 +36,14 @@ from ..log.manager import LogManager
 from ..log.names import parse_segment_filename
 from ..record import plain
 from ..record.batch import TIMESTAMP_TYPE_NAMES, Record
+from ..record.errors import CorruptRecordError
 from . import markstore
 from . import tree as T
 from .append import LineWriter
 from .cache import BatchCache
 from .configfile import ConfigTooLargeError, ConfigWriter
 from .errors import fuse_errors
+from .listing import OffsetListing, note_damage
 from .timespec import parse_timestamp
 from .views import (
     LineView,
@@ -81,7 +83,7 @@ class FsOptions:
 
 
 class _Handle:
-    __slots__ = ("fd", "node", "record", "view", "writer")
+    __slots__ = ("fd", "listing", "node", "record", "view", "writer")
 
     def __init__(self, node):
         self.node = node
@@ -89,6 +91,7 @@ class _Handle:
         self.fd = -1
         self.record = None
         self.writer = None  # append: a LineWriter; config opened for writing: a ConfigWriter
+        self.listing = None  # offset/ opened as a directory: its OffsetListing
 
 
 def _err(code: int):
@@ -114,6 +117,7 @@ class KafkaFS(pyfuse3.Operations):
         self._fh = itertools.count(1)
         self._views: dict[tuple, LineView] = {}
         self.cache = BatchCache()
+        self._damage_seen: set = set()  # damaged batches already logged by offset/ listings
         self.nursery: trio.Nursery | None = None  # set by the daemon: background work
         self.mount_time_ns = time.time_ns()
         self.initialized = trio.Event()  # set when the kernel's INIT request is answered
@@ -347,7 +351,12 @@ class KafkaFS(pyfuse3.Operations):
             if not name.isdigit() or (len(name) > 1 and name.startswith(b"0")):
                 raise _err(errno.ENOENT)
             offset = int(name)
-            self._record(parent.topic, parent.partition, offset)
+            lg = self.manager.get_log(parent.topic, parent.partition)
+            try:
+                self._visible_record(lg, offset)
+            except CorruptRecordError as exc:  # EIO, the damage logged once
+                note_damage(lg, exc, self._damage_seen)
+                raise _err(errno.EIO) from None
             return self.inodes.get(T.OFFSET, parent.topic, parent.partition, offset)
         if kind == T.BYTIME:
             try:
@@ -449,34 +458,49 @@ class KafkaFS(pyfuse3.Operations):
             names = [(f.encode("utf-8", "surrogateescape"),
                       self.inodes.get(T.SEGFILE, node.topic, node.partition, f))
                      for f in sorted(os.listdir(lg.dir)) if self._segment_file_visible(lg, f)]
-        elif kind == T.OFFSETS:
-            yield from self._offset_entries(node, start_id)
-            return
         else:
             names = []
         for i, (name, child) in enumerate(names[start_id:], start_id):
             yield name, child, i + 1
 
-    def _offset_entries(self, node: T.Node, start_id: int):
+    def _readdir_offsets(self, h: _Handle, start_id: int, token) -> None:
+        """Stream ``offset/`` (fs.listing): names and computed inode numbers, no node and
+        no record per entry. The attributes given are a placeholder the kernel must not
+        keep (attr timeout 0): a stat asks for the real ones, a read past the placeholder's
+        size 0 does too. ``next_id`` of an entry is its offset + 1."""
+        node = h.node
         lg = self._log(node)
-        start = max(lg.log_start_offset, start_id)  # next_id is offset + 1
-        end = lg.last_stable_offset if self.committed else lg.log_end_offset
-        aborted = lg.committed_filter(start, end) if self.committed else None
-        for batch in lg.batches(start):
-            if batch.base_offset >= end:
-                break
-            if batch.is_control or (aborted is not None and batch.is_transactional
-                                    and aborted.is_aborted(batch)):
-                continue
-            for r in batch.records():
-                if r.offset < start:
-                    continue
-                yield str(r.offset).encode(), self.inodes.get(
-                    T.OFFSET, node.topic, node.partition, r.offset), r.offset + 1
+        listing = h.listing
+        if listing is None or listing.next_id != start_id or listing.log is not lg:
+            listing = h.listing = OffsetListing(lg, start_id, self.committed,
+                                                self._damage_seen)
+        base = self.inodes.offset_inodes(node.topic, node.partition)
+        attr = self._attr(node)
+        attr.st_mode = stat.S_IFREG | 0o444
+        attr.st_nlink = 1
+        attr.attr_timeout = 0
+        attr.entry_timeout = LONG_TIMEOUT
+        reply = pyfuse3.readdir_reply
+        for offset in listing:
+            child = None
+            if base is not None and offset < 1 << T.OFFSET_BITS:
+                attr.st_ino = base | offset
+            else:  # past the computed numbers: a kept node, counted as a lookup
+                child = self.inodes.get(T.OFFSET, node.topic, node.partition, offset)
+                attr.st_ino = child.inode
+            if not reply(token, str(offset).encode(), attr, offset + 1):
+                listing.push_back(offset)
+                return
+            if child is not None:
+                child.lookups += 1
+            listing.next_id = offset + 1
 
     @fuse_errors
     async def readdir(self, fh, start_id, token):
         h = self._handles[fh]
+        if h.node.kind == T.OFFSETS:
+            self._readdir_offsets(h, start_id, token)
+            return
         for name, child, next_id in self._dir_entries(h.node, start_id):
             try:
                 attr = await self._node_attr(child)
