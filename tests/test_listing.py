@@ -121,7 +121,7 @@ def _segments_with_damage(manager_factory):
 
 def test_a_damaged_batch_never_fails_the_listing(manager_factory, mount_factory):
     """With one CRC-corrupt batch in the middle segment: ``ls -f`` and ``ls -lR`` of
-    ``offset/`` exit 0; the listing holds the first segment, the second up to the damaged
+    ``offset/``, and ``ls -f`` of the partition, exit 0; the listing holds the first segment, the second up to the damaged
     batch and the rest (the rest of the damaged segment is skipped); the daemon logs the
     damage once however often the directory is listed or the damaged names looked up; the
     damaged offsets fail with EIO and an intact one after them in the same segment still
@@ -135,6 +135,10 @@ def test_a_damaged_batch_never_fails_the_listing(manager_factory, mount_factory)
     r = sh(f"ls -lR {offsets}", timeout=120)
     assert r.returncode == 0, r.stderr
     assert len(r.stdout.decode().splitlines()) == 2 + len(expected)  # "DIR:", "total", names
+    # the partition's own listing names its files even where a size cannot be had
+    r = sh(f"ls -f {m.path('t', '0')}")
+    assert (r.returncode, sorted(r.stdout.decode().split())) == \
+        (0, ["append", "by-time", "messages", "offset", "records.jsonl", "segments"]), r.stderr
     for _ in range(2):
         with pytest.raises(OSError) as e:
             os.stat(os.path.join(offsets, str(bad + 5)))

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import pyfuse3
 import trio
 
+from ..log.errors import LogError
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL
 from ..log.log import Log
 from ..log.manager import LogManager
@@ -505,7 +506,12 @@ class KafkaFS(pyfuse3.Operations):
             try:
                 attr = await self._node_attr(child)
             except pyfuse3.FUSEError:
-                continue
+                continue  # gone meanwhile
+            except (LogError, CorruptRecordError, OSError):
+                # a file whose size cannot be had now (damage in the log): listed all the
+                # same, without attributes the kernel may keep; a stat of it says why
+                attr = self._attr(child)
+                attr.attr_timeout = 0
             if not pyfuse3.readdir_reply(token, name, attr, next_id):
                 break
             child.lookups += 1
