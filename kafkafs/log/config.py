@@ -196,9 +196,11 @@ _BROKER_KEYS: dict[str, tuple[str, object, object]] = {
                                                 _int_at_least(0), 60000),
     "log.flush.start.offset.checkpoint.interval.ms": (
         "log_flush_start_offset_checkpoint_interval_ms", _int_at_least(0), 60000),
-    "producer.id.expiration.ms": ("producer_id_expiration_ms", _int_at_least(1), 86400000),
+    # INT in Kafka (TransactionLogConfig); kafkafs has always taken a long here, so that a
+    # log dir of old records can be opened with producer ids that never expire
+    "producer.id.expiration.ms": ("producer_id_expiration_ms", _long_at_least(1), 86400000),
     "producer.id.expiration.check.interval.ms": ("producer_id_expiration_check_interval_ms",
-                                                 _int_at_least(1), 600000),
+                                                 _long_at_least(1), 600000),
     "log.cleaner.enable": ("log_cleaner_enable", _parse_bool, True),
     "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", _long_at_least(0), 15000),
     "log.cleaner.dedupe.buffer.size": ("log_cleaner_dedupe_buffer_size", _long_at_least(0),
