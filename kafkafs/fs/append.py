@@ -300,15 +300,20 @@ class LineWriter:
     def close(self, lg: Log) -> None:
         """The descriptor is closed (``flush``): produce the last line if it has no newline,
         then report a refusal the writer may not have seen. Raises like :meth:`write`."""
+        try:
+            self.finish_line(lg)
+        except BaseException:
+            self.pending = None  # this error is the one close reports
+            raise
+        self.raise_pending()
+
+    def finish_line(self, lg: Log) -> None:
+        """Produce the last line if it has no newline (nothing to do when there is none).
+        Raises like :meth:`write`."""
         if self.buf:
             line = bytes(self.buf)
             self.buf.clear()
-            try:
-                self._append_lines(lg, [line])
-            except BaseException:
-                self.pending = None
-                raise
-        self.raise_pending()
+            self._append_lines(lg, [line])
 
     def raise_pending(self) -> None:
         """Raise, once, a refusal the writer may not have seen (``fsync``, ``close``)."""

@@ -713,11 +713,11 @@ class KafkaFS(pyfuse3.Operations):
             os.close(h.fd)
         if h.node.kind == T.APPEND and h.writer is not None and h.writer.buf:
             # flush() normally produced it; a handle closed without flush still loses nothing
+            size = len(h.writer.buf)
             try:
-                h.writer.close(self._log(h.node))
+                h.writer.finish_line(self._log(h.node))
             except Exception:
-                log.exception("dropping %d bytes of a partial line at close",
-                              len(h.writer.buf))
+                log.exception("dropping %d bytes of a partial line at close", size)
 
     # -- extended attributes ---------------------------------------------------------
     def _xattr_values(self, node: T.Node) -> dict[str, bytes | None]:
