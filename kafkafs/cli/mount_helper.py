@@ -18,7 +18,10 @@ SOURCE that names an existing file relative to its working directory into that f
 absolute path before the helper sees it, so a word could become somebody's directory.)
 When MOUNTPOINT already shows a kafkafs mount of the same log dirs, the helper says so
 (with ``-v``) and exits 0: ``mount -a`` compares the fstab SOURCE with the mount's source,
-which kafkafs reports as ``kafkafs``, so it would otherwise try again at every run.
+which kafkafs reports as ``kafkafs``, so it would otherwise try again at every run. A
+kafkafs mount of other log dirs there fails the mount (``kafkafs mount`` never stacks a mount
+that would hide one); a stale one (its daemon gone) is detached first, as ``kafkafs mount``
+does too (both ask :func:`kafkafs.cli.mount.kafkafs_mount_state`).
 Options, as mount.fuse3 treats them:
 
 * mount(8)'s generic options that are not for the file system are dropped: ``rw``,
