@@ -13,11 +13,8 @@ cd "$(dirname "$0")/.."
 VENV=${KAFKAFS_VENV:-$PWD/.venv}
 BIN_DIR=${KAFKAFS_BIN_DIR:-/usr/local/bin}
 HELPER_DIR=${KAFKAFS_HELPER_DIR:-/sbin}
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-
 link_into() {  # link_into TARGET DIR: DIR/$(basename TARGET) -> TARGET
-  local target=$1 dest
+  local target=$1 dest sudo=""
   dest=$2/$(basename "$1")
   if [ -L "$dest" ] && [ "$(readlink "$dest")" = "$target" ]; then
     return 0
@@ -26,8 +23,16 @@ link_into() {  # link_into TARGET DIR: DIR/$(basename TARGET) -> TARGET
     echo "link-commands.sh: $dest exists and is not a link: left as it is" >&2
     return 0
   fi
-  $SUDO mkdir -p "$2"
-  $SUDO ln -sfn "$target" "$dest"
+  mkdir -p "$2" 2>/dev/null || true
+  if [ ! -w "$2" ]; then  # not root: sudo, as install.sh's apt step
+    if ! command -v sudo >/dev/null; then
+      echo "link-commands.sh: cannot write $2 (not root, no sudo): $dest not made" >&2
+      return 0
+    fi
+    sudo="sudo"
+  fi
+  $sudo mkdir -p "$2"
+  $sudo ln -sfn "$target" "$dest"
   echo "link-commands.sh: $dest -> $target"
 }
 
