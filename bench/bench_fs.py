@@ -9,7 +9,9 @@ the same run:
 * point reads: open+read+close of random ``offset/N`` per second vs the same loop over the
   trivial filesystem's small files; and the per-read cost on a log of many records vs few
   (both pairs mounted together and measured in alternating rounds);
-* memory: the daemon's peak RSS (VmHWM) while appending and with many partitions open.
+* memory: the daemon's peak RSS (VmHWM) while appending and with many partitions open;
+* listing: ``ls -f offset | wc -l`` of a partition of ``--list-records`` records vs ``ls -f``
+  of a directory of as many names served by the trivial filesystem, each on a fresh mount.
 
 Run as root (FUSE): ``python bench/bench_fs.py [--mb 200] [--big-records 10000000]``.
 """
@@ -167,6 +169,49 @@ def build_log(logs: str, topic: str, n: int, batch: int = 100):
     m.shutdown()
 
 
+def timed_unmount(mnt: str) -> float:
+    return timed(["fusermount3", "-u", mnt])
+
+
+def list_offsets(work: str, n: int, repeat: int) -> None:
+    """``ls -f offset | wc -l`` of an ``n``-record partition against ``ls -f`` of the trivial
+    filesystem's directory of ``n`` names, each the first listing of a fresh mount (the
+    kernel then makes an inode per name: a second listing is cheaper on both sides), in
+    alternating rounds, best of ``repeat``; the unmounts after them are timed too (the
+    kernel drops those inodes)."""
+    logs = os.path.join(work, "list-logs")
+    build_log(logs, "p", n)
+    mnt, tmnt = os.path.join(work, "mnt-list"), os.path.join(work, "trivial-list")
+    os.makedirs(mnt)
+    os.makedirs(tmnt)
+    listing = "ls -f {} | wc -l"
+    t_ours = t_triv = u_ours = u_triv = float("inf")
+    for _ in range(repeat):
+        d = Daemon(mnt, logs).start()
+        t = time.perf_counter()
+        out = subprocess.run(listing.format(f"{mnt}/p/0/offset"), shell=True, check=True,
+                             capture_output=True).stdout
+        t_ours = min(t_ours, time.perf_counter() - t)
+        assert int(out) == n, out
+        t = time.perf_counter()
+        d.stop()
+        u_ours = min(u_ours, time.perf_counter() - t)
+        tp = subprocess.Popen([sys.executable, os.path.join(HERE, "trivialfs.py"), tmnt, "1",
+                               "1", "--big", str(n)])
+        wait_mount(tmnt, tp)
+        t = time.perf_counter()
+        out = subprocess.run(listing.format(f"{tmnt}/big"), shell=True, check=True,
+                             capture_output=True).stdout
+        t_triv = min(t_triv, time.perf_counter() - t)
+        assert int(out) == n, out
+        u_triv = min(u_triv, timed_unmount(tmnt))
+        tp.wait(60)
+    line(f"ls -f offset/, {n} names", n / t_ours, n / t_triv, "names/s", 0.5)
+    print(f"#   listing {t_ours:.1f} s against {t_triv:.1f} s; unmount after it (kafkafs umount) "
+          f"{u_ours:.1f} s against {u_triv:.1f} s (fusermount3 -u of the trivial fs)",
+          flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=200, help="MB of lines to append (default 200)")
@@ -175,8 +220,10 @@ def main():
     ap.add_argument("--partitions", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs per throughput figure, best taken (default 3)")
+    ap.add_argument("--list-records", type=int, default=3_000_000,
+                    help="records in the partition whose offset/ is listed (default 3M)")
     ap.add_argument("--skip", action="append", default=[],
-                    help="append, read, point, memory (repeatable)")
+                    help="append, read, point, memory, list (repeatable)")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="kafkafs-bench-", dir=os.path.join(ROOT, "var")
                             if os.path.isdir(os.path.join(ROOT, "var")) else None)
@@ -313,6 +360,8 @@ def main():
             print(f"{'memory, ' + str(args.partitions) + ' partitions open':<34} peak RSS "
                   f"{hwm:.0f} MB, after a restart {reopened:.0f} MB (target < 200 MB)"
                   f"{'  ok' if max(hwm, reopened) < 200 else '  ABOVE target'}", flush=True)
+        if "list" not in args.skip:
+            list_offsets(work, args.list_records, args.repeat)
     finally:
         for p in (mnt,):
             if os.path.ismount(p):

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Install everything kafkafs, its tests and its main job need on a fresh Debian machine,
-# then the package itself into ./.venv (editable, with the dev extras).
+# then the package itself into ./.venv (editable, with the dev extras), and link its
+# commands where a user and mount(8) look for them (scripts/link-commands.sh):
+# /usr/local/bin/kafkafs and /sbin/mount.fuse.kafkafs.
 # Idempotent: a second run only checks. Needs root for apt (CI and this machine run as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,3 +31,5 @@ if ! .venv/bin/python -c "import kafkafs, pyfuse3, kafka, aiokafka, hypothesis" 
   .venv/bin/python -c "import kafkafs, pyfuse3" 
   touch .venv/.installed
 fi
+
+./scripts/link-commands.sh

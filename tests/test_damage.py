@@ -294,16 +294,17 @@ def test_crc_damage_stops_consume_after_the_intact_records(ld):
 
 
 def test_dump_exits_1_on_a_damaged_batch(ld):
-    """kafka-dump-log prints the batch with isvalid: false and exits 0; kafkafs prints the
-    same lines and then names the damage (exit 1)."""
-    path = seg(ld, 90)
-    patch(path, 100, b"X")
+    """kafka-dump-log prints the batch with isvalid: false, goes on and exits 0; kafkafs
+    prints the batches up to that line and then names the damage (exit 1)."""
+    path = seg(ld, 120)
+    pos = positions(path)[1]
+    patch(path, pos + 100, b"X")
     r = kafkafs("dump", "--files", path, check=False)
     lines = r.stdout.decode().splitlines()
-    assert len([x for x in lines if x.startswith("baseOffset")]) == 3
-    assert "isvalid: false" in lines[2]
+    assert len([x for x in lines if x.startswith("baseOffset")]) == 2
+    assert "isvalid: true" in lines[2] and "isvalid: false" in lines[3]
     assert r.returncode == 1
-    assert_clean_error(r.stderr.decode(), path, 0, "record batch is corrupt")
+    assert_clean_error(r.stderr.decode(), path, pos, "record batch is corrupt")
 
 
 def test_get_offsets_meets_damage_with_one_line(ld):

@@ -429,8 +429,8 @@ def test_non_consecutive_offsets(tmp_path):
                            deep=True)
     assert out[8].startswith("offset: 0 position: ") and len(out) == 9
     position = len(m0) + len(m1) + len(m5)
-    assert err == [f"error: {path}: position {position}: offsets go back: the batch holds "
-                   "offsets [0, 0] after offset 6",
+    assert err == [f"error: {path}: position {position}: offsets go back: the batch starts "
+                   "at offset 0, below the offset 6 that follows the batch before it",
                    f"Non-consecutive offsets in {os.path.abspath(path)}",
                    "  1 is followed by 5"]
     # shallow iteration does not look at records (no findings), but the entries still go back

@@ -170,8 +170,12 @@ def test_message_max_bytes_emsgsize(mount_factory):
         with pytest.raises(OSError) as e:
             os.write(fd, b"z" * 2000)
         assert e.value.errno == errno.EMSGSIZE
-        # its continuation up to the newline is dropped; the next line goes in
-        os.write(fd, b"zzzz\nafter\n")
+        # every write of its rest fails too, the one with its newline included, and
+        # nothing of that write is stored; the next line goes in
+        with pytest.raises(OSError) as e:
+            os.write(fd, b"zzzz\nlost\n")
+        assert e.value.errno == errno.EMSGSIZE
+        assert os.write(fd, b"after\n") == 6
         # lines before an oversized one in the same write go in: a short count says so,
         # and the write that starts at the oversized line fails
         mixed = b"ok1\nok2\n" + b"w" * 5000 + b"\nlater\n"
@@ -941,3 +945,128 @@ def test_key_separator_mount_option_keeps_any_text(mount_factory, given, sep):
         f.write(b"user1" + sep + b"hello" + sep + b"again\n")
     assert os.getxattr(f"{p}/offset/0", "user.kafka.key") == b"user1"
     assert open(f"{p}/offset/0", "rb").read() == b"hello" + sep + b"again"
+
+
+# -- the mount point ------------------------------------------------------------------------
+
+def test_missing_mount_point_does_not_exist_and_a_file_is_not_a_directory(tmp_path):
+    """``kafkafs mount`` names what is wrong with its mount point in one line, exit 1, before
+    it creates the log dir: a missing path "does not exist", a regular file "is not a
+    directory"."""
+    logs = tmp_path / "logs"
+    missing = tmp_path / "no-such-dir"
+    r = kafkafs("mount", str(missing), "--log-dirs", str(logs), check=False)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.decode().splitlines() == [f"error: mount point {missing} does not exist"]
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    r = kafkafs("mount", str(afile), "--log-dirs", str(logs), check=False)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.decode().splitlines() == [f"error: mount point {afile} is not a directory"]
+    assert not logs.exists()
+
+
+def test_mount_over_a_kafkafs_mount_is_refused(mount_factory, tmp_path):
+    """A second ``kafkafs mount`` on a mount point that shows a kafkafs mount already would
+    stack a mount that hides the first: it is refused with exit 1 and a message naming the
+    running daemon, before it takes any lock or loads its log dirs (a log dir of its own,
+    free, is not even created); the first mount keeps serving."""
+    m = mount_factory()
+    os.mkdir(m.path("t"))
+    assert sh(f"echo one >> {m.path('t', '0', 'append')}").returncode == 0
+    other = tmp_path / "other-logs"
+    r = kafkafs("mount", m.mnt, "--log-dirs", str(other), check=False, timeout=30)
+    err = r.stderr.decode()
+    assert r.returncode == 1, err
+    expected = (f"error: {m.mnt} already holds a kafkafs mount (daemon pid {m.proc.pid}); "
+                f"unmount it first (kafkafs umount {m.mnt})")
+    assert err.splitlines() == [expected]
+    assert not other.exists()
+    with open("/proc/self/mounts") as f:
+        assert sum(line.split()[1] == m.mnt for line in f) == 1
+    assert open(m.path("t", "0", "messages"), "rb").read() == b"one\n"
+    # the same log dirs again: refused for the mount point, not for the lock
+    r = kafkafs("mount", m.mnt, "--log-dirs", m.log_dirs[0], check=False, timeout=30)
+    assert r.returncode == 1 and b"already holds a kafkafs mount" in r.stderr
+    assert m.umount() == 0
+
+
+# -- the log dir's lock at shutdown and at the next mount -------------------------------------
+
+LOCK_HOLDER = """
+import fcntl, os, sys, time
+fd = os.open(os.path.join(sys.argv[1], ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def _hold_lock(log_dir, seconds: float) -> subprocess.Popen:
+    """A process holding ``log_dir``'s ``.lock`` as a daemon does, for ``seconds``."""
+    p = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(log_dir), str(seconds)],
+                         stdout=subprocess.PIPE)
+    assert p.stdout.readline() == b"locked\n"
+    return p
+
+
+def test_mount_waits_briefly_for_a_log_dir_being_released(tmp_path):
+    """``kafkafs mount`` while another process holds the log dir's lock (a daemon finishing
+    its shutdown) says once that it waits and for whom, and mounts as soon as the lock is
+    free; with ``--lock-timeout 0.5`` it gives up after that with the usual message."""
+    if not fuse_available():
+        pytest.skip("FUSE is not available")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    holder = _hold_lock(logs, 1.5)
+    m = Mount(tmp_path)
+    try:
+        m.start()
+        assert holder.poll() is not None  # mounted only once the holder let go
+        lines = [line for line in m.log().splitlines() if "waiting" in line]
+        assert len(lines) == 1 and lines[0].startswith(
+            f"kafkafs: waiting up to 10s for the lock on {logs}, held by pid {holder.pid} ("), \
+            m.log()
+        assert m.umount() == 0
+    finally:
+        holder.wait()
+        m.stop()
+    holder = _hold_lock(logs, 30)
+    try:
+        t0 = time.monotonic()
+        r = kafkafs("mount", m.mnt, "--log-dirs", str(logs), "--lock-timeout", "0.5",
+                    check=False)
+        err = r.stderr.decode()
+        assert r.returncode == 1 and time.monotonic() - t0 >= 0.5, err
+        assert f"kafkafs: waiting up to 0.5s for the lock on {logs}, held by pid {holder.pid}" \
+            in err
+        assert "error: Failed to acquire lock on file .lock in" in err
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_log_dir_is_free_before_the_mount_goes_after_sigint(manager_factory, mount_factory):
+    """After a listing of 300,000 offsets (the kernel then holds an inode per name, and
+    dropping them at unmount takes it a while) SIGINT flushes, checkpoints and frees the
+    log dir before the unmount: a ``kafkafs mount`` started as soon as the mount point is
+    empty takes the lock at once (no wait), and the first daemon still exits 0."""
+    mgr = manager_factory()
+    lg = mgr.create_topic("big")[0]
+    for i in range(0, 300_000, 1000):
+        lg.append([(1000, None, b"v", ())] * 1000)
+    mgr.shutdown()
+    m = mount_factory()
+    r = sh(f"ls -f {m.path('big', '0', 'offset')} | wc -l", timeout=300)
+    assert r.stdout.strip() == b"300000"
+    first = m.proc
+    first.send_signal(signal.SIGINT)
+    assert wait_for(lambda: not os.path.ismount(m.mnt), timeout=30)
+    m.proc = None
+    m._err.close()
+    again = mount_factory()
+    assert "waiting" not in again.log() and "Failed to acquire lock" not in again.log()
+    assert first.wait(60) == 0
+    assert sh(f"cat {again.path('big', '0', 'offset', '299999')}").stdout == b"v"
+    assert again.umount() == 0

@@ -779,8 +779,8 @@ def _entry_damage(entry: _Entry, obj: dict, expected: int | None,
     else:
         first = last = entry.offset
     parsed = parse_segment_filename(os.path.basename(path))
-    reason = offset_order_problem(first, last, expected,
-                                  parsed[0] if parsed else -2**63)
+    segment_base = parsed[0] if parsed and parsed[1] == ".log" else None  # not a snapshot's
+    reason = offset_order_problem(first, last, expected, segment_base)
     if reason is None:
         return None
     return CorruptRecordError(reason, path=path, position=entry.position)

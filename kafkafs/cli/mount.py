@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
 import subprocess
+import sys
 import time
 
+from ..daemon.options import split_options
 from ..log.errors import LogDirLockedError
 from .common import CliError, add_log_dir_args, broker_config
+
+FSTYPE = "fuse.kafkafs"  # the type /proc/self/mounts shows for a kafkafs mount
+DEFAULT_LOCK_TIMEOUT = 10.0  # seconds kafkafs mount waits for a log dir's lock
 
 
 def register(sub) -> None:
@@ -23,6 +29,9 @@ def register(sub) -> None:
     m.add_argument("--read-only", action="store_true",
                    help="never write to the log dirs (and take no lock)")
     m.add_argument("--debug", action="store_true", help="log every request")
+    m.add_argument("--lock-timeout", type=float, default=DEFAULT_LOCK_TIMEOUT, metavar="S",
+                   help="seconds to wait for a log dir another process holds (a daemon "
+                        f"still shutting down; default {DEFAULT_LOCK_TIMEOUT:g})")
     m.set_defaults(func=run_mount)
 
     u = sub.add_parser("umount", help="unmount; the daemon then flushes and exits 0")
@@ -42,13 +51,39 @@ def run_mount(args) -> int:
     mountpoint = args.mountpoint or config.mount_point
     if not mountpoint:
         raise CliError("no mount point: give one, or set kafkafs.mount.point in --config")
+    mountpoint = os.path.abspath(mountpoint)
+    check_mount_point(mountpoint)  # before any lock is taken or log dir loaded
     options = list(config.mount_options) + list(args.options)
     try:
-        return daemon.run(os.path.abspath(mountpoint), config, options, args.read_only)
+        own, _fuse = split_options(options)
+        if not (args.read_only or "ro" in own or "read_only" in own):  # those take no lock
+            wait_for_log_dirs(config.log_dirs, args.lock_timeout)
+        return daemon.run(mountpoint, config, options, args.read_only)
     except LogDirLockedError as exc:
         raise CliError(str(exc)) from None
     except (OSError, ValueError, daemon.MountError) as exc:  # bad mount point, log dir, -o
         raise CliError(str(exc)) from None
+
+
+def wait_for_log_dirs(log_dirs, timeout: float) -> None:
+    """Wait up to ``timeout`` seconds while another process holds the lock of one of
+    ``log_dirs`` (a daemon that is still shutting down), saying once on stderr for whom it
+    waits. Returns when they are free or the time is up: taking the locks then fails with
+    the usual message."""
+    from ..log.inspect import lock_holder
+    from ..log.manager import is_locked
+
+    dirs = [d for d in log_dirs if os.path.isdir(d)]
+    deadline = time.monotonic() + timeout
+    held = is_locked(dirs)
+    if held is None or timeout <= 0:
+        return
+    who = lock_holder(held) or "another process"
+    print(f"kafkafs: waiting up to {timeout:g}s for the lock on {held}, held by {who}",
+          file=sys.stderr, flush=True)
+    while held is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        held = is_locked(dirs)
 
 
 def _daemon_pid(mountpoint: str) -> int | None:
@@ -70,6 +105,53 @@ def mount_fstype(mountpoint: str) -> str | None:
             if len(fields) > 2 and fields[1].replace("\\040", " ") == mountpoint:
                 fstype = fields[2]  # the last one listed is the topmost
     return fstype
+
+
+def kafkafs_mount_state(mountpoint: str) -> str | None:
+    """``"live"`` when the topmost mount at ``mountpoint`` is a kafkafs mount whose daemon
+    answers, ``"stale"`` when its daemon is gone (stat fails with ENOTCONN, "Transport
+    endpoint is not connected"), None when it is no kafkafs mount or the mount table cannot
+    be read. A mount the caller may not look into (EACCES: root on a mount without
+    allow_other) counts as live."""
+    try:
+        if mount_fstype(mountpoint) != FSTYPE:
+            return None
+    except OSError:
+        return None
+    try:
+        os.stat(mountpoint)
+    except OSError as exc:
+        return "stale" if exc.errno == errno.ENOTCONN else "live"
+    return "live"
+
+
+def lazy_unmount(mountpoint: str) -> None:
+    """Detach whatever is mounted at ``mountpoint`` (``fusermount3 -u -z``; ``umount -l``
+    without it); failures are ignored."""
+    tool = shutil.which("fusermount3") or shutil.which("fusermount")
+    cmd = [tool, "-u", "-z", "-q", mountpoint] if tool else ["umount", "-l", mountpoint]
+    subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+
+
+def check_mount_point(mountpoint: str) -> None:
+    """Refuse a mount point ``kafkafs mount`` cannot use, with a message saying why: it does
+    not exist, it is not a directory, or it holds a live kafkafs mount already (a second one
+    would hide the first). A stale kafkafs mount there (its daemon is gone) is detached, as
+    mount.fuse.kafkafs and the service's ExecStartPre do. Raises CliError."""
+    state = kafkafs_mount_state(mountpoint)
+    if state == "live":
+        pid = _daemon_pid(mountpoint)
+        who = f" (daemon pid {pid})" if pid is not None else ""
+        raise CliError(f"{mountpoint} already holds a kafkafs mount{who}; unmount it first "
+                       f"(kafkafs umount {mountpoint})")
+    if state == "stale":
+        print(f"kafkafs: detaching the stale kafkafs mount at {mountpoint} (its daemon is "
+              "gone)", file=sys.stderr, flush=True)
+        lazy_unmount(mountpoint)
+    if not os.path.lexists(mountpoint):
+        raise CliError(f"mount point {mountpoint} does not exist")
+    if not os.path.isdir(mountpoint):
+        raise CliError(f"mount point {mountpoint} is not a directory")
 
 
 def is_mounted(mountpoint: str) -> bool:

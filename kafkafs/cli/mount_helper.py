@@ -18,7 +18,10 @@ SOURCE that names an existing file relative to its working directory into that f
 absolute path before the helper sees it, so a word could become somebody's directory.)
 When MOUNTPOINT already shows a kafkafs mount of the same log dirs, the helper says so
 (with ``-v``) and exits 0: ``mount -a`` compares the fstab SOURCE with the mount's source,
-which kafkafs reports as ``kafkafs``, so it would otherwise try again at every run.
+which kafkafs reports as ``kafkafs``, so it would otherwise try again at every run. A
+kafkafs mount of other log dirs there fails the mount (``kafkafs mount`` never stacks a mount
+that would hide one); a stale one (its daemon gone) is detached first, as ``kafkafs mount``
+does too (both ask :func:`kafkafs.cli.mount.kafkafs_mount_state`).
 Options, as mount.fuse3 treats them:
 
 * mount(8)'s generic options that are not for the file system are dropped: ``rw``,
@@ -64,10 +67,9 @@ import time
 from dataclasses import dataclass, field
 
 from ..daemon.options import OWN_OPTIONS
-from .mount import is_mounted, mount_fstype
+from .mount import FSTYPE, is_mounted, kafkafs_mount_state, lazy_unmount
 
 PROG = "mount.fuse.kafkafs"
-FSTYPE = "fuse.kafkafs"
 DEFAULT_READY_TIMEOUT = 60.0
 
 # exit statuses: mount(8)'s (RETURN CODES)
@@ -272,17 +274,9 @@ def already_mounted(req: MountRequest) -> int | None:
 
 def is_stale_kafkafs_mount(mountpoint: str) -> bool:
     """Whether the topmost mount at ``mountpoint`` is a ``fuse.kafkafs`` mount whose daemon
-    is gone (stat fails with ENOTCONN, "Transport endpoint is not connected")."""
-    try:
-        if mount_fstype(mountpoint) != FSTYPE:
-            return False
-    except OSError:  # no mount table to read: nothing known to be stale
-        return False
-    try:
-        os.stat(mountpoint)
-    except OSError as exc:
-        return exc.errno == errno.ENOTCONN
-    return False
+    is gone (stat fails with ENOTCONN, "Transport endpoint is not connected"): the same test
+    ``kafkafs mount`` makes (:func:`kafkafs.cli.mount.kafkafs_mount_state`)."""
+    return kafkafs_mount_state(mountpoint) == "stale"
 
 
 def _say(message: str) -> None:
@@ -333,7 +327,7 @@ def start_daemon(req: MountRequest) -> int:
     if is_stale_kafkafs_mount(req.mountpoint):
         # what the service's ExecStartPre does: a crashed daemon's mount is detached
         _say(f"detaching the stale kafkafs mount at {req.mountpoint} (its daemon is gone)")
-        _lazy_unmount(req.mountpoint)
+        lazy_unmount(req.mountpoint)
     was_mounted = is_mounted(req.mountpoint)
     cmd = daemon_command(req)
     if req.verbose:
@@ -409,7 +403,7 @@ def start_daemon(req: MountRequest) -> int:
         os.write(log_fd, bytes(output))
         os.close(log_fd)
     if not was_mounted and is_mounted(req.mountpoint):
-        _lazy_unmount(req.mountpoint)
+        lazy_unmount(req.mountpoint)
     text = output.decode("utf-8", "replace").rstrip()
     _say(f"mounting {req.mountpoint} failed: {status}" + (":" if text else ""))
     if text:
@@ -527,12 +521,6 @@ def _stop(proc: subprocess.Popen, rfd: int, output: bytearray) -> None:
             proc.kill()
             proc.wait()
     _drain(rfd, output)
-
-
-def _lazy_unmount(mountpoint: str) -> None:
-    tool = shutil.which("fusermount3") or shutil.which("fusermount")
-    cmd = [tool, "-u", "-z", "-q", mountpoint] if tool else ["umount", "-l", mountpoint]
-    subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, check=False)
 
 
 def _hand_over_output(rfd: int, log_fd: int | None, early: bytes) -> None:

@@ -18,7 +18,6 @@ fsync) goes to a worker thread. Errors leave through :func:`fs.errors.fuse_error
 
 from __future__ import annotations
 
-import bisect
 import errno
 import itertools
 import json
@@ -27,23 +26,25 @@ import os
 import stat
 import time
 from dataclasses import dataclass, field
-from itertools import accumulate
 
 import pyfuse3
 import trio
 
-from ..log import config as logconfig
-from ..log.errors import RecordTooLargeError
+from ..log.errors import LogError
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL
-from ..log.log import Log, now_ms
+from ..log.log import Log
 from ..log.manager import LogManager
 from ..log.names import parse_segment_filename
 from ..record import plain
 from ..record.batch import TIMESTAMP_TYPE_NAMES, Record
+from ..record.errors import CorruptRecordError
 from . import markstore
 from . import tree as T
+from .append import LineWriter
 from .cache import BatchCache
+from .configfile import ConfigTooLargeError, ConfigWriter
 from .errors import fuse_errors, report_damage
+from .listing import OffsetListing
 from .timespec import parse_timestamp
 from .views import (
     LineView,
@@ -82,39 +83,17 @@ class FsOptions:
     gid: int = field(default_factory=os.getgid)
 
 
-RECORD_OVERHEAD_MAX = 32  # bytes a one-line record adds at most around the line (varints)
-BATCH_OVERHEAD_MAX = 128  # header and slack kept free in each batch
-
-
-def _groups(lines: list, budget: int):
-    """Split ``lines`` into consecutive groups whose estimated encoded size
-    (``len(line) + 24`` each) stays within ``budget``; every group has at least one line.
-    Cumulative sums and a binary search keep this out of a per-line Python loop."""
-    sums = list(accumulate(map(len, lines)))
-    n = len(lines)
-    start, base = 0, 0
-    while start < n:
-        j = start + bisect.bisect_right(range(start, n), budget,
-                                        key=lambda i: sums[i] - base + 24 * (i - start + 1))
-        j = max(j, start + 1)
-        yield lines[start:j]
-        base, start = sums[j - 1], j
-
-
 class _Handle:
-    __slots__ = ("buf", "direct", "discarding", "error", "fd", "line_no", "node", "record",
-                 "view")
+    __slots__ = ("direct", "fd", "listing", "node", "record", "view", "writer")
 
     def __init__(self, node):
         self.node = node
         self.direct = False
-        self.buf = bytearray()
-        self.discarding = False
-        self.line_no = 0
         self.view = None
         self.fd = -1
         self.record = None
-        self.error = None
+        self.writer = None  # append: a LineWriter; config opened for writing: a ConfigWriter
+        self.listing = None  # offset/ opened as a directory: its OffsetListing
 
 
 def _err(code: int):
@@ -377,7 +356,8 @@ class KafkaFS(pyfuse3.Operations):
             if not name.isdigit() or (len(name) > 1 and name.startswith(b"0")):
                 raise _err(errno.ENOENT)
             offset = int(name)
-            self._record(parent.topic, parent.partition, offset)
+            # damage: EIO, logged once (fuse_errors)
+            self._visible_record(self.manager.get_log(parent.topic, parent.partition), offset)
             return self.inodes.get(T.OFFSET, parent.topic, parent.partition, offset)
         if kind == T.BYTIME:
             try:
@@ -478,39 +458,58 @@ class KafkaFS(pyfuse3.Operations):
             names = [(f.encode("utf-8", "surrogateescape"),
                       self.inodes.get(T.SEGFILE, node.topic, node.partition, f))
                      for f in sorted(lg.pdir.files()) if self._segment_name_visible(f)]
-        elif kind == T.OFFSETS:
-            yield from self._offset_entries(node, start_id)
-            return
         else:
             names = []
         for i, (name, child) in enumerate(names[start_id:], start_id):
             yield name, child, i + 1
 
-    def _offset_entries(self, node: T.Node, start_id: int):
+    def _readdir_offsets(self, h: _Handle, start_id: int, token) -> None:
+        """Stream ``offset/`` (fs.listing): names and computed inode numbers, no node and
+        no record per entry. The attributes given are a placeholder the kernel must not
+        keep (attr timeout 0): a stat asks for the real ones, a read past the placeholder's
+        size 0 does too. ``next_id`` of an entry is its offset + 1."""
+        node = h.node
         lg = self._log(node)
-        start = max(lg.log_start_offset, start_id)  # next_id is offset + 1
-        end = lg.last_stable_offset if self.committed else lg.log_end_offset
-        aborted = lg.committed_filter(start, end) if self.committed else None
-        for batch in lg.batches(start):
-            if batch.base_offset >= end:
-                break
-            if batch.is_control or (aborted is not None and batch.is_transactional
-                                    and aborted.is_aborted(batch)):
-                continue
-            for r in batch.records():
-                if r.offset < start:
-                    continue
-                yield str(r.offset).encode(), self.inodes.get(
-                    T.OFFSET, node.topic, node.partition, r.offset), r.offset + 1
+        listing = h.listing
+        if listing is None or listing.next_id != start_id or listing.log is not lg:
+            listing = h.listing = OffsetListing(lg, start_id, self.committed)
+        base = self.inodes.offset_inodes(node.topic, node.partition)
+        attr = self._attr(node)
+        attr.st_mode = stat.S_IFREG | 0o444
+        attr.st_nlink = 1
+        attr.attr_timeout = 0
+        attr.entry_timeout = LONG_TIMEOUT
+        reply = pyfuse3.readdir_reply
+        for offset in listing:
+            child = None
+            if base is not None and offset < 1 << T.OFFSET_BITS:
+                attr.st_ino = base | offset
+            else:  # past the computed numbers: a kept node, counted as a lookup
+                child = self.inodes.get(T.OFFSET, node.topic, node.partition, offset)
+                attr.st_ino = child.inode
+            if not reply(token, str(offset).encode(), attr, offset + 1):
+                listing.push_back(offset)
+                return
+            if child is not None:
+                child.lookups += 1
+            listing.next_id = offset + 1
 
     @fuse_errors
     async def readdir(self, fh, start_id, token):
         h = self._handles[fh]
+        if h.node.kind == T.OFFSETS:
+            self._readdir_offsets(h, start_id, token)
+            return
         for name, child, next_id in self._dir_entries(h.node, start_id):
             try:
                 attr = await self._node_attr(child)
             except pyfuse3.FUSEError:
-                continue
+                continue  # gone meanwhile
+            except (LogError, CorruptRecordError, OSError):
+                # a file whose size cannot be had now (damage in the log): listed all the
+                # same, without attributes the kernel may keep; a stat of it says why
+                attr = self._attr(child)
+                attr.attr_timeout = 0
             if not pyfuse3.readdir_reply(token, name, attr, next_id):
                 break
             child.lookups += 1
@@ -595,13 +594,16 @@ class KafkaFS(pyfuse3.Operations):
             if accmode != os.O_WRONLY:
                 raise _err(errno.EACCES)
             self._log(node)
+            h.writer = LineWriter(self.options.parse_key, self.options.key_separator)
             info.direct_io = True
         elif kind == T.CONFIG:
             if writing and self.options.read_only:
                 raise _err(errno.EROFS)
             if accmode == os.O_RDWR:
                 raise _err(errno.EACCES)
-            if not writing:
+            if writing:
+                h.writer = ConfigWriter(node.topic)
+            else:
                 h.record = self._config_text(node.topic)
             info.direct_io = True
         elif writing:
@@ -673,130 +675,31 @@ class KafkaFS(pyfuse3.Operations):
     @fuse_errors
     async def write(self, fh, off, buf):
         h = self._handles[fh]
-        if h.node.kind == T.CONFIG:
-            if len(h.buf) + len(buf) > 1024 * 1024:
-                raise _err(errno.EFBIG)
-            h.buf += buf
-            return len(buf)
-        if h.node.kind != T.APPEND:
+        if h.writer is None:
             raise _err(errno.EBADF)
-        return self._append(h, buf)
-
-    def _append(self, h: _Handle, buf: bytes) -> int:
-        """Split ``buf`` into lines and append the complete ones; keep the partial last line.
-        Returns bytes consumed; a bad line makes the write fail (earlier lines stay)."""
-        lg = self._log(h.node)
-        limit = lg.config.max_message_bytes
-        data = memoryview(buf)
-        start = 0
-        if h.discarding:
-            nl = buf.find(b"\n")
-            if nl < 0:
-                raise RecordTooLargeError("line is longer than max.message.bytes")
-            h.discarding = False
-            start = nl + 1
-        last_nl = buf.rfind(b"\n", start)
-        if last_nl < 0:
-            if len(h.buf) + len(buf) - start > limit:
-                h.buf.clear()
-                h.discarding = True
-                raise RecordTooLargeError(
-                    f"a line of more than {limit} bytes (max.message.bytes) was refused")
-            h.buf += data[start:]
-            return len(buf)
-        if self.options.parse_key:
-            chunk = bytes(h.buf) + bytes(data[start:last_nl])
-            h.buf.clear()
-            self._produce_lines(h, lg, chunk.split(b"\n"))
-        else:
-            if h.buf:  # the line begun by earlier writes
-                first_nl = buf.find(b"\n", start)
-                line = bytes(h.buf) + bytes(data[start:first_nl])
-                h.buf.clear()
-                self._produce_lines(h, lg, [line])
-                start = first_nl + 1
-            # the complete lines go from the write buffer to batches in C, no line objects
-            pos = start
-            budget = max(1, limit - BATCH_OVERHEAD_MAX)
-            while pos <= last_nl:
-                try:
-                    pos += lg.append_text(data[pos:last_nl + 1], budget)
-                except (RecordTooLargeError, OSError):
-                    if pos > 0:
-                        # part of this write is in the log: a short count says exactly which
-                        # part; the caller's next write starts at the line that failed
-                        return pos
-                    raise
-        rest = data[last_nl + 1:]
-        if len(rest) > limit:
-            h.discarding = True
-            raise RecordTooLargeError(
-                f"a line of more than {limit} bytes (max.message.bytes) was refused")
-        h.buf += rest
-        return len(buf)
-
-    def _records_from_lines(self, h: _Handle, lines) -> list[tuple]:
-        """Keyed records from ``lines`` (``parse.key``); EINVAL for a line without the
-        separator."""
-        ts = now_ms()
-        sep = self.options.key_separator
-        out = []
-        for line in lines:
-            h.line_no += 1
-            k, found, v = line.partition(sep)
-            if not found:
-                raise _err(errno.EINVAL)
-            out.append((ts, k, v, ()))
-        return out
-
-    def _produce_lines(self, h: _Handle, lg: Log, lines) -> None:
-        """Append ``lines`` in batches that fit ``max.message.bytes``; a line that cannot
-        fit in any batch raises RecordTooLargeError after the lines before it went in."""
-        if not lines:
-            return
-        limit = lg.config.max_message_bytes
-        too_long = [i for i, n in enumerate(map(len, lines)) if n + RECORD_OVERHEAD_MAX > limit] \
-            if max(map(len, lines)) + RECORD_OVERHEAD_MAX > limit else []
-        ok = lines[:too_long[0]] if too_long else lines
-        for group in _groups(ok, max(1, limit - BATCH_OVERHEAD_MAX)):
-            self._append_group(h, lg, group)
-        if too_long:
-            raise RecordTooLargeError(
-                f"a line of {len(lines[too_long[0]])} bytes exceeds max.message.bytes ({limit})")
-
-    def _append_group(self, h, lg: Log, group) -> None:
-        try:
-            if self.options.parse_key:
-                lg.append(self._records_from_lines(h, group))
-            else:
-                lg.append_lines(group)
-        except RecordTooLargeError:
-            if len(group) == 1:
-                raise
-            mid = len(group) // 2
-            self._append_group(h, lg, group[:mid])
-            self._append_group(h, lg, group[mid:])
+        if h.node.kind == T.CONFIG:
+            try:
+                return h.writer.write(buf)
+            except ConfigTooLargeError:
+                raise _err(errno.EFBIG) from None
+        # append (fs.append): the lines go to the log on the loop, a pwrite each batch
+        return h.writer.write(self._log(h.node), buf)
 
     @fuse_errors
     async def flush(self, fh):
         h = self._handles.get(fh)
-        if h is None:
+        if h is None or h.writer is None:
             return
-        if h.node.kind == T.APPEND and h.buf:
-            lg = self._log(h.node)
-            line = bytes(h.buf)
-            h.buf.clear()
-            self._produce_lines(h, lg, [line])
-        elif h.node.kind == T.CONFIG and h.buf:
-            text = bytes(h.buf)
-            h.buf.clear()
-            self._write_config(h.node.topic, text)
+        if h.node.kind == T.APPEND:
+            h.writer.close(self._log(h.node))
+        else:
+            props = h.writer.finish()
+            if props is not None:
+                self._store_config(h.node.topic, props)
 
-    def _write_config(self, topic: str, text: bytes) -> None:
-        try:
-            props = logconfig.parse_properties(text.decode("utf-8"))
-        except UnicodeDecodeError:
-            raise _err(errno.EINVAL) from None
+    def _store_config(self, topic: str, props: dict[str, str]) -> None:
+        """Replace ``topic``'s overrides with the checked ``props`` written to its config
+        file; keys whose value equals the broker's are not stored."""
         defaults = self.manager.config.log.to_properties()
         overrides = {k: v for k, v in props.items() if defaults.get(k) != v.strip()}
         self.manager.alter_topic_config(topic, overrides)
@@ -808,6 +711,8 @@ class KafkaFS(pyfuse3.Operations):
             return
         lg = self._log(h.node)
         await trio.to_thread.run_sync(lg.flush)
+        if h.writer is not None:
+            h.writer.raise_pending()
 
     @fuse_errors
     async def release(self, fh):
@@ -816,12 +721,13 @@ class KafkaFS(pyfuse3.Operations):
             return
         if h.fd >= 0:
             os.close(h.fd)
-        if h.buf and h.node.kind == T.APPEND:
+        if h.node.kind == T.APPEND and h.writer is not None and h.writer.buf:
             # flush() normally produced it; a handle closed without flush still loses nothing
+            size = len(h.writer.buf)
             try:
-                self._produce_lines(h, self._log(h.node), [bytes(h.buf)])
+                h.writer.finish_line(self._log(h.node))
             except Exception:
-                log.exception("dropping %d bytes of a partial line at close", len(h.buf))
+                log.exception("dropping %d bytes of a partial line at close", size)
 
     # -- extended attributes ---------------------------------------------------------
     def _xattr_values(self, node: T.Node) -> dict[str, bytes | None]:

@@ -2,8 +2,14 @@
 
 Every node is identified by a key ``(kind, topic, partition, name)``; the :class:`InodeTable`
 hands out inode numbers, counts the kernel's lookups and drops dynamic nodes (one per
-offset, timestamp or segment file looked up) when the kernel forgets them, so memory stays
-bounded however many offsets are read.
+timestamp or segment file looked up) when the kernel forgets them, so memory stays
+bounded however many are read.
+
+``offset/N`` nodes are not kept at all: their inode number is computed, ``OFFSET_INODES |
+partition number << 40 | N`` (the partition numbered on first use, never reused), and
+turned back into the node on every request. A listing of millions of offsets therefore
+costs no memory, and the kernel may keep and forget those inodes as it likes. (Offsets of
+2^40 and more, and partitions past 2^22, get kept nodes as the other kinds do.)
 """
 
 from __future__ import annotations
@@ -27,6 +33,11 @@ SEGMENTS = "segments"
 SEGFILE = "segfile"
 
 DYNAMIC = frozenset({OFFSET, BYTIME_LINK, SEGFILE})
+
+OFFSET_INODES = 1 << 62  # the computed inode numbers of offset/N (module docstring)
+OFFSET_BITS = 40
+PARTITION_BITS = 62 - OFFSET_BITS
+_OFFSET_MASK = (1 << OFFSET_BITS) - 1
 
 # fixed children of a partition directory: name -> kind
 PARTITION_CHILDREN = {
@@ -72,9 +83,29 @@ class InodeTable:
         root = Node(pyfuse3.ROOT_INODE, ROOT)
         self.by_inode[root.inode] = root
         self.by_key[root.key] = root
+        self._numbers: dict[tuple, int] = {}  # (topic, partition) -> its number, for offsets
+        self._partitions: dict[int, tuple] = {}
+        self._next_number = itertools.count(1)
+
+    def offset_inodes(self, topic: str, partition: int) -> int | None:
+        """The inode number of ``offset/0`` of this partition: ``offset/N`` is this plus N
+        for N < 2^40. None when the partition numbers are used up (kept nodes then)."""
+        number = self._numbers.get((topic, partition))
+        if number is None:
+            number = next(self._next_number)
+            if number >= 1 << PARTITION_BITS:
+                return None
+            self._numbers[(topic, partition)] = number
+            self._partitions[number] = (topic, partition)
+        return OFFSET_INODES | number << OFFSET_BITS
 
     def get(self, kind, topic=None, partition=None, name=None) -> Node:
-        """The node for this key, created on first use."""
+        """The node for this key, created on first use (an ``offset/N`` node is made anew
+        each time, with its computed inode number)."""
+        if kind == OFFSET and 0 <= name <= _OFFSET_MASK:
+            base = self.offset_inodes(topic, partition)
+            if base is not None:
+                return Node(base | name, OFFSET, topic, partition, name)
         key = (kind, topic, partition, name)
         node = self.by_key.get(key)
         if node is None:
@@ -87,7 +118,13 @@ class InodeTable:
         return self.by_inode[inode]
 
     def find(self, inode: int) -> Node | None:
-        return self.by_inode.get(inode)
+        """The node of ``inode``; None when it is unknown or its partition is gone."""
+        node = self.by_inode.get(inode)
+        if node is None and inode & OFFSET_INODES:
+            tp = self._partitions.get((inode >> OFFSET_BITS) & ((1 << PARTITION_BITS) - 1))
+            if tp is not None:
+                node = Node(inode, OFFSET, tp[0], tp[1], inode & _OFFSET_MASK)
+        return node
 
     def forget(self, inode: int, n: int) -> None:
         """The kernel dropped ``n`` references; dynamic nodes go when none are left."""
@@ -104,12 +141,19 @@ class InodeTable:
             del self.by_key[node.key]
 
     def drop_partition(self, topic: str, partition: int) -> list[Node]:
-        """Forget every node of one partition (gone). Returns the nodes removed."""
+        """Forget every node of one partition (gone), its offsets' inode numbers too (a
+        partition made again under the name gets new ones). Returns the kept nodes removed."""
+        self._retire(lambda tp: tp == (topic, partition))
         return self._drop_where(lambda n: n.topic == topic and n.partition == partition)
 
     def drop_topic(self, topic: str) -> list[Node]:
-        """Forget every node of ``topic`` (deleted). Returns the nodes removed."""
+        """Forget every node of ``topic`` (deleted), as :meth:`drop_partition`."""
+        self._retire(lambda tp: tp[0] == topic)
         return self._drop_where(lambda n: n.topic == topic)
+
+    def _retire(self, matches) -> None:
+        for tp in [tp for tp in self._numbers if matches(tp)]:
+            del self._partitions[self._numbers.pop(tp)]
 
     def _drop_where(self, matches) -> list[Node]:
         gone = [n for n in self.by_inode.values() if matches(n)]

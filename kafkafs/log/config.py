@@ -11,6 +11,7 @@ Times are ms, sizes bytes. ``LONG_MAX`` (2^63 − 1) means "never", as in Kafka.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -24,75 +25,138 @@ _HOUR = 3600 * 1000
 _MINUTE = 60 * 1000
 
 
-def _parse_bool(value: str) -> bool:
-    v = value.strip().lower()
-    if v in ("true", "false"):
-        return v == "true"
-    raise ValueError(f"expected true or false, got {value!r}")
+class _Rule(ValueError):
+    """A value broke its key's rule; the message is the rule in Kafka's words (ConfigDef).
+    ``value``: the part of the value that broke it (a list element), else None."""
+
+    def __init__(self, rule: str, value: str | None = None):
+        super().__init__(rule)
+        self.value = value
 
 
-def _policy(value: str) -> str:
-    parts = [p.strip() for p in value.split(",") if p.strip()]
-    if not parts or any(p not in ("delete", "compact") for p in parts):
-        raise ValueError(f"cleanup.policy must be a list of delete and/or compact, got {value!r}")
-    return ",".join(parts)
+_INTEGER = re.compile(r"[+-]?[0-9]+\Z")
+_TYPE_BOUNDS = {"INT": 1 << 31, "LONG": 1 << 63}
 
 
-def _compression(value: str) -> str:
-    v = value.strip().lower()
-    if v not in ("producer", "uncompressed", "none", "gzip", "snappy", "lz4", "zstd"):
-        raise ValueError(f"unknown compression.type {value!r}")
-    return "none" if v == "uncompressed" else v
+def _number(kind: str, lo: int | None = None):
+    """A parser for Kafka's ConfigDef type ``kind`` (``INT``: 32 bits, ``LONG``: 64 bits,
+    as Java's ``Integer.parseInt``/``Long.parseLong`` read them) with ``atLeast(lo)``."""
+    bound = _TYPE_BOUNDS[kind]
 
-
-def _ts_type(value: str) -> str:
-    v = value.strip()
-    if v not in ("CreateTime", "LogAppendTime"):
-        raise ValueError(f"message.timestamp.type must be CreateTime or LogAppendTime, got {value!r}")
-    return v
-
-
-def _ratio(value: str) -> float:
-    f = float(value)
-    if not 0.0 <= f <= 1.0:
-        raise ValueError(f"must be in [0, 1], got {value!r}")
-    return f
-
-
-def _int_at_least(lo: int):
     def parse(value: str) -> int:
-        n = int(value.strip())
-        if n < lo:
-            raise ValueError(f"must be at least {lo}, got {n}")
+        v = value.strip()
+        if not _INTEGER.match(v) or not -bound <= int(v) < bound:
+            raise _Rule(f"Not a number of type {kind}")
+        n = int(v)
+        if lo is not None and n < lo:
+            raise _Rule(f"Value must be at least {lo}")
         return n
+    parse.kafka_type = kind
     return parse
 
 
-# topic config name -> (attribute, parser, default)
+def _double_between(lo: int, hi: int):
+    """ConfigDef ``DOUBLE`` with ``between(lo, hi)``."""
+    def parse(value: str) -> float:
+        v = value.strip()
+        try:
+            if "_" in v:
+                raise ValueError(v)
+            f = float(v)
+        except ValueError:
+            raise _Rule("Not a number of type DOUBLE") from None
+        if f < lo:
+            raise _Rule(f"Value must be at least {lo}")
+        if f > hi:
+            raise _Rule(f"Value must be no more than {hi}")
+        return f
+    return parse
+
+
+def _parse_bool(value: str) -> bool:
+    """ConfigDef ``BOOLEAN``: true or false, any case."""
+    v = value.strip().lower()
+    if v in ("true", "false"):
+        return v == "true"
+    raise _Rule("Expected value to be either true or false")
+
+
+def _one_of(*names: str, aliases: Mapping[str, str] | None = None, fold_case: bool = False):
+    """ConfigDef ``STRING`` with ``ValidString.in(names)`` (``aliases``: other spellings
+    kafkafs accepts and what they stand for)."""
+    rule = "String must be one of: " + ", ".join(names)
+    accepted = {n.lower() if fold_case else n: n for n in names}
+    for alias, meaning in (aliases or {}).items():
+        accepted[alias] = meaning
+
+    def parse(value: str) -> str:
+        v = value.strip()
+        found = accepted.get(v.lower() if fold_case else v)
+        if found is None:
+            raise _Rule(rule)
+        return found
+    return parse
+
+
+def _policy(value: str) -> str:
+    """``cleanup.policy``: ConfigDef ``LIST`` with ``ValidList.in("compact", "delete")``."""
+    parts = [p.strip() for p in value.split(",")]
+    for p in parts:
+        if p not in ("delete", "compact"):
+            raise _Rule("String must be one of: compact, delete", p)
+    return ",".join(parts)
+
+
+# Kafka's BrokerCompressionType names; kafkafs keeps uncompressed as "none" (the codec's
+# name, what Log reads) and accepts that spelling too
+_compression = _one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer",
+                       aliases={"uncompressed": "none", "none": "none"}, fold_case=True)
+_ts_type = _one_of("CreateTime", "LogAppendTime")
+_INT = _number("INT")
+_LONG = _number("LONG")
+
+
+def _int_at_least(lo: int):
+    return _number("INT", lo)
+
+
+def _long_at_least(lo: int):
+    return _number("LONG", lo)
+
+
+# topic config name -> (attribute, parser, default); types and validators are those of
+# Kafka's LogConfig (INT/LONG, atLeast, between, ValidString, ValidList)
 _TOPIC_KEYS: dict[str, tuple[str, object, object]] = {
     "segment.bytes": ("segment_bytes", _int_at_least(14), 1024 * 1024 * 1024),
-    "segment.ms": ("segment_ms", _int_at_least(1), 7 * 24 * _HOUR),
-    "segment.jitter.ms": ("segment_jitter_ms", _int_at_least(0), 0),
+    "segment.ms": ("segment_ms", _long_at_least(1), 7 * 24 * _HOUR),
+    "segment.jitter.ms": ("segment_jitter_ms", _long_at_least(0), 0),
     "segment.index.bytes": ("segment_index_bytes", _int_at_least(4), 10 * 1024 * 1024),
     "index.interval.bytes": ("index_interval_bytes", _int_at_least(0), 4096),
-    "retention.ms": ("retention_ms", _int_at_least(-1), 7 * 24 * _HOUR),
-    "retention.bytes": ("retention_bytes", int, -1),
-    "flush.messages": ("flush_messages", _int_at_least(1), LONG_MAX),
-    "flush.ms": ("flush_ms", _int_at_least(0), LONG_MAX),
-    "file.delete.delay.ms": ("file_delete_delay_ms", _int_at_least(0), 60000),
+    "retention.ms": ("retention_ms", _long_at_least(-1), 7 * 24 * _HOUR),
+    "retention.bytes": ("retention_bytes", _LONG, -1),
+    "flush.messages": ("flush_messages", _long_at_least(1), LONG_MAX),
+    "flush.ms": ("flush_ms", _long_at_least(0), LONG_MAX),
+    "file.delete.delay.ms": ("file_delete_delay_ms", _long_at_least(0), 60000),
     "max.message.bytes": ("max_message_bytes", _int_at_least(0), 1024 * 1024 + 12),
     "message.timestamp.type": ("message_timestamp_type", _ts_type, "CreateTime"),
     "compression.type": ("compression_type", _compression, "producer"),
     "cleanup.policy": ("cleanup_policy", _policy, "delete"),
-    "delete.retention.ms": ("delete_retention_ms", _int_at_least(0), 24 * _HOUR),
-    "min.compaction.lag.ms": ("min_compaction_lag_ms", _int_at_least(0), 0),
-    "max.compaction.lag.ms": ("max_compaction_lag_ms", _int_at_least(1), LONG_MAX),
-    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", _ratio, 0.5),
+    "delete.retention.ms": ("delete_retention_ms", _long_at_least(0), 24 * _HOUR),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", _long_at_least(0), 0),
+    "max.compaction.lag.ms": ("max_compaction_lag_ms", _long_at_least(1), LONG_MAX),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", _double_between(0, 1), 0.5),
     "preallocate": ("preallocate", _parse_bool, False),
 }
 
 # broker key -> topic key (ServerTopicConfigSynonyms); several broker keys may feed one
-# topic key, the first one set wins (e.g. log.retention.ms over .minutes over .hours)
+# topic key, the first one set wins (e.g. log.retention.ms over .minutes over .hours). A
+# broker key in another unit has a type of its own (KafkaConfig: INT hours and minutes).
+_UNIT_KEYS = {
+    "log.roll.hours": _int_at_least(1),
+    "log.roll.jitter.hours": _int_at_least(0),
+    "log.retention.minutes": _INT,
+    "log.retention.hours": _INT,
+}
 _SYNONYMS: list[tuple[str, str, int]] = [
     ("log.segment.bytes", "segment.bytes", 1),
     ("log.roll.ms", "segment.ms", 1),
@@ -124,23 +188,27 @@ _BROKER_KEYS: dict[str, tuple[str, object, object]] = {
     "log.dirs": ("log_dirs", str, None),
     "log.dir": ("log_dir", str, "/tmp/kafka-logs"),
     "num.partitions": ("num_partitions", _int_at_least(1), 1),
-    "log.retention.check.interval.ms": ("log_retention_check_interval_ms", _int_at_least(1), 300000),
-    "log.flush.scheduler.interval.ms": ("log_flush_scheduler_interval_ms", _int_at_least(0), LONG_MAX),
+    "log.retention.check.interval.ms": ("log_retention_check_interval_ms", _long_at_least(1),
+                                        300000),
+    "log.flush.scheduler.interval.ms": ("log_flush_scheduler_interval_ms", _long_at_least(0),
+                                        LONG_MAX),
     "log.flush.offset.checkpoint.interval.ms": ("log_flush_offset_checkpoint_interval_ms",
                                                 _int_at_least(0), 60000),
     "log.flush.start.offset.checkpoint.interval.ms": (
         "log_flush_start_offset_checkpoint_interval_ms", _int_at_least(0), 60000),
-    "producer.id.expiration.ms": ("producer_id_expiration_ms", _int_at_least(1), 86400000),
+    # INT in Kafka (TransactionLogConfig); kafkafs has always taken a long here, so that a
+    # log dir of old records can be opened with producer ids that never expire
+    "producer.id.expiration.ms": ("producer_id_expiration_ms", _long_at_least(1), 86400000),
     "producer.id.expiration.check.interval.ms": ("producer_id_expiration_check_interval_ms",
-                                                 _int_at_least(1), 600000),
+                                                 _long_at_least(1), 600000),
     "log.cleaner.enable": ("log_cleaner_enable", _parse_bool, True),
-    "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", _int_at_least(0), 15000),
-    "log.cleaner.dedupe.buffer.size": ("log_cleaner_dedupe_buffer_size", _int_at_least(0),
+    "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", _long_at_least(0), 15000),
+    "log.cleaner.dedupe.buffer.size": ("log_cleaner_dedupe_buffer_size", _long_at_least(0),
                                        128 * 1024 * 1024),
     "num.recovery.threads.per.data.dir": ("num_recovery_threads_per_data_dir", _int_at_least(1), 1),
     "auto.create.topics.enable": ("auto_create_topics_enable", _parse_bool, True),
-    "node.id": ("node_id", int, -1),
-    "broker.id": ("broker_id", int, -1),
+    "node.id": ("node_id", _INT, -1),
+    "broker.id": ("broker_id", _INT, -1),
 }
 
 # kafkafs's own keys (not Kafka's): read by the CLI and the systemd unit
@@ -214,10 +282,23 @@ def _topic_key(key: str):
 
 
 def _parse(key: str, parse, raw: str):
+    """``parse(raw)``; a bad value raises InvalidConfigError in Kafka's ConfigException
+    words: ``Invalid value banana for configuration retention.ms: Not a number of type
+    LONG``."""
     try:
-        return parse(str(raw).strip())
-    except (ValueError, TypeError) as exc:
-        raise InvalidConfigError(f"Invalid value {raw!r} for configuration {key}: {exc}") from None
+        return parse(str(raw))
+    except _Rule as exc:
+        shown = raw if exc.value is None else exc.value
+        raise InvalidConfigError(f"Invalid value {shown} for configuration {key}: {exc}") from None
+
+
+def check_topic_config(key: str, value: str) -> None:
+    """Check one topic config ``key=value`` (a line written to a topic's ``config`` file,
+    a ``--config`` of ``kafkafs topics``). Raises InvalidConfigError: ``Unknown topic config
+    name: KEY``, or ``Invalid value VALUE for configuration KEY: RULE`` (Kafka's
+    ConfigException)."""
+    _attr, parse = _topic_key(key)
+    _parse(key, parse, value)
 
 
 def validate_topic_overrides(overrides: Mapping[str, str]) -> dict[str, str]:
@@ -267,14 +348,11 @@ class BrokerConfig:
                 if tkey == "flush.ms" and raw == "":
                     continue
                 if unit != 1:
-                    n = _parse(bkey, int, raw)
+                    n = _parse(bkey, _UNIT_KEYS[bkey], props[bkey])
                     raw = str(-1 if n < 0 else n * unit)  # -1 hours/minutes: forever
-                try:
-                    topic_values[tkey] = raw
-                    LogConfig().with_overrides({tkey: raw})
-                except InvalidConfigError:
-                    raise InvalidConfigError(
-                        f"Invalid value {props[bkey]!r} for configuration {bkey}") from None
+                else:  # the broker key has its topic key's type and rule
+                    _parse(bkey, _TOPIC_KEYS[tkey][1], props[bkey])
+                topic_values[tkey] = raw
                 seen_topic_keys.add(tkey)
         if "flush.ms" not in topic_values and "log.flush.scheduler.interval.ms" in props:
             topic_values["flush.ms"] = str(props["log.flush.scheduler.interval.ms"]).strip()
@@ -331,6 +409,7 @@ __all__ = [
     "TOPIC_KEYS",
     "BrokerConfig",
     "LogConfig",
+    "check_topic_config",
     "format_properties",
     "parse_log_dirs",
     "parse_properties",

@@ -118,11 +118,11 @@ def check_batch_order(batch: RecordBatch, expected: int | None, segment_base: in
         raise CorruptRecordError(reason, path=path, position=batch.position)
 
 
-def offset_order_problem(first: int, last: int, expected: int | None, segment_base: int,
+def offset_order_problem(first: int, last: int, expected: int | None, segment_base: int | None,
                          next_base: int | None = None) -> str | None:
     """Why a batch holding offsets ``[first, last]`` cannot stand where it is, or None: its
     last offset not below its first, its offsets at or above ``segment_base`` and within an
-    int of it (Kafka's ``ensureOffsetInRange``), below ``next_base`` (the base offset of the
+    int of it (Kafka's ``ensureOffsetInRange``; None: not in a segment, no such bound), below ``next_base`` (the base offset of the
     next segment, when there is one: segments do not overlap), and ``first`` at or above
     ``expected``, the offset after the batch before it (None: no batch before it). Offsets
     that go back are damage, not data: a reader that followed them would read records twice
@@ -130,7 +130,7 @@ def offset_order_problem(first: int, last: int, expected: int | None, segment_ba
     if last < first:
         return (f"batch last offset {last} is below its base offset {first} (last offset "
                 f"delta {last - first})")
-    if first < segment_base or last - segment_base > _INT_MAX:
+    if segment_base is not None and (first < segment_base or last - segment_base > _INT_MAX):
         return (f"batch offsets [{first}, {last}] are out of range for a segment with base "
                 f"offset {segment_base}")
     if next_base is not None and last >= next_base:

@@ -21,6 +21,7 @@ from . import compression as _codec
 from . import fast as _fast
 from . import legacy as _legacy
 from .errors import CorruptRecordError
+from .varint import varint_size
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 BATCH_OVERHEAD = HEADER.size  # 61
@@ -271,6 +272,27 @@ def encode_record_body(offset_delta: int, timestamp_delta: int, key, value, head
     Returns the record's bytes as they sit in an uncompressed batch.
     """
     return _fast.encode([(timestamp_delta, key, value, headers)], 0, [offset_delta])
+
+
+def single_record_batch_size(key_size: int, value_size: int) -> int:
+    """Bytes (in the log, ``LOG_OVERHEAD`` included) of an uncompressed batch holding one
+    record without headers whose key and value have these sizes (-1: null), timestamp
+    and offset deltas 0: ``DefaultRecordBatch.RECORD_BATCH_OVERHEAD`` +
+    ``DefaultRecord.sizeInBytes``. What ``max.message.bytes`` is checked against for one
+    line written to ``append``."""
+    body = 3 + varint_size(key_size) + max(key_size, 0) + varint_size(value_size) + \
+        max(value_size, 0) + 1
+    return BATCH_OVERHEAD + varint_size(body) + body
+
+
+def max_single_value_size(max_batch_bytes: int, key_size: int = -1) -> int:
+    """The largest value (bytes) that fits, with a key of ``key_size`` (-1: null), in an
+    uncompressed one-record batch of at most ``max_batch_bytes``
+    (:func:`single_record_batch_size`); -1 when not even an empty value does."""
+    v = max_batch_bytes - BATCH_OVERHEAD - 5 - max(key_size, 0)
+    while v >= 0 and single_record_batch_size(key_size, v) > max_batch_bytes:
+        v -= 1
+    return max(v, -1)
 
 
 def encode_batch(

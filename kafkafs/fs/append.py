@@ -1,0 +1,322 @@
+"""Writing a partition's ``append`` file: each ``\\n``-terminated line becomes one record
+(kafka-console-producer's rules; docs/tree.md "Writing: append").
+
+What one descriptor has written is kept by a :class:`LineWriter`. Lines of one ``write``
+request go into record batches (the C encoder takes them straight from the request's
+buffer); a line split across requests is joined; a last line without ``\\n`` is produced
+when the descriptor is closed.
+
+A refused line (longer than one batch of ``max.message.bytes`` may hold, without
+``key.separator`` under ``parse.key``, or not stored because the disk is full) must reach
+the writer as an error, and nothing of it may be stored. Two facts of the kernel shape
+how:
+
+* one ``write(2)`` of more than ``max_write`` bytes (128 KiB) arrives as several requests,
+  and when one of them fails after others succeeded, ``write(2)`` returns the short count of
+  those: the error itself is lost, and a writer that handles short writes sends the rest
+  again — starting with the bytes of the request that failed;
+* a request that fails as the first of its ``write(2)`` is seen by the writer as that
+  call's error. A request is surely the first when the one before it on the descriptor
+  failed, was cut short, or was smaller than a full request (``max_write``, less the part
+  of a page a misaligned buffer loses): only the last request of a ``write(2)`` is.
+
+So: the lines of a request before a refused one go in and the request returns the short
+count covering exactly them (the writer's next ``write`` starts at the refused line and
+fails); a line refused as too long is dropped up to its newline, and every request carrying
+a part of it fails with ``EMSGSIZE`` too; a request that fails after the line was begun by
+earlier requests remembers its bytes up to the newline, so that the writer sending them
+again (after the short count) fails again instead of storing the line's tail as a record.
+A refusal the writer may not have seen (a short count it may ignore, a failure that may
+have been turned into one) is reported once more by ``fsync`` or ``close``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import errno
+from functools import lru_cache
+from itertools import accumulate
+
+import pyfuse3
+
+from ..log.errors import LogError, RecordTooLargeError
+from ..log.log import Log, now_ms
+from ..record.batch import max_single_value_size, single_record_batch_size
+
+BATCH_OVERHEAD_MAX = 128  # header and slack kept free in each batch of several lines
+RECORD_OVERHEAD_EST = 24  # bytes a short record adds around its line, for grouping
+RECORD_OVERHEAD_MAX = 80  # at most: batch header, record header and varints of one line
+PAGE = 4096  # a write(2)'s first request may be short by a misaligned buffer: < a page
+
+
+@lru_cache(maxsize=64)
+def _max_value(limit: int) -> int:
+    return max_single_value_size(limit)
+
+
+def _uncompressed(lg: Log) -> bool:
+    """Whether the batches written to ``lg`` from ``append`` are uncompressed (as
+    ``Log._codec(None)``: compression.type producer or uncompressed)."""
+    return lg.config.compression_type in ("producer", "none")
+
+
+def _too_long(limit: int) -> RecordTooLargeError:
+    return RecordTooLargeError(
+        f"a line longer than one record batch of max.message.bytes ({limit}) can hold "
+        "was refused")
+
+
+def _no_separator() -> pyfuse3.FUSEError:
+    return pyfuse3.FUSEError(errno.EINVAL)
+
+
+def _groups(sizes: list[int], budget: int):
+    """Split line indexes ``0..len(sizes)`` into consecutive ranges ``(i, j)`` whose
+    estimated encoded size (each line plus ``RECORD_OVERHEAD_EST``) stays within
+    ``budget``; every range holds at least one line. Cumulative sums and a binary search
+    keep this out of a per-line Python loop."""
+    sums = list(accumulate(sizes))
+    n = len(sizes)
+    start, base = 0, 0
+    while start < n:
+        j = start + bisect.bisect_right(
+            range(start, n), budget,
+            key=lambda i: sums[i] - base + RECORD_OVERHEAD_EST * (i - start + 1))
+        j = max(j, start + 1)
+        yield start, j
+        base, start = sums[j - 1], j
+
+
+class _Short(Exception):
+    """Internal: the first ``count`` bytes of a request went in, then ``error``."""
+
+    def __init__(self, count: int, error: BaseException):
+        super().__init__(count)
+        self.count = count
+        self.error = error
+
+
+class _LinesRefused(Exception):
+    """Internal: lines ``0..index`` (``index`` > 0) went in, then line ``index`` got
+    ``error``."""
+
+    def __init__(self, index: int, error: BaseException):
+        super().__init__(index)
+        self.index = index
+        self.error = error
+
+
+class LineWriter:
+    """The lines one descriptor writes to an ``append`` file (module docstring).
+
+    ``parse_key``/``separator``: kafka-console-producer's ``parse.key``/``key.separator``
+    (each line is ``KEY<separator>VALUE``; a line without it is refused with EINVAL).
+    """
+
+    __slots__ = ("buf", "discarding", "ended", "last_size", "parse_key", "pending", "repeat",
+                 "separator")
+
+    max_request = 128 * 1024  # the largest write request seen (the kernel's max_write)
+
+    def __init__(self, parse_key: bool = False, separator: bytes = b"\t"):
+        self.parse_key = parse_key
+        self.separator = separator
+        self.buf = bytearray()      # the line begun by earlier requests, not yet a record
+        self.discarding = False     # that line was refused: drop the rest up to its newline
+        self.repeat: tuple[bytes, BaseException] | None = None  # a failed request's bytes
+        self.pending: BaseException | None = None  # a refusal perhaps unseen: for close/fsync
+        self.ended = True           # the last request ended its write(2) (failed or short)
+        self.last_size = 0          # bytes of the last request
+
+    # -- write ----------------------------------------------------------------------------
+    def write(self, lg: Log, data: bytes) -> int:
+        """Take the bytes of one ``write`` request. Returns the bytes consumed (a short
+        count when a line after the first ones is refused). Raises RecordTooLargeError
+        (EMSGSIZE), FUSEError(EINVAL) for a line without the key separator, OSError
+        (ENOSPC, ...) and the log's errors, with nothing of the refused line stored."""
+        # whether this request starts a write(2): then an error of it reaches the writer
+        first = self.ended or self.last_size <= LineWriter.max_request - PAGE
+        self.last_size = len(data)
+        LineWriter.max_request = max(LineWriter.max_request, len(data))
+        try:
+            count = self._write(lg, data)
+        except _Short as r:
+            self.ended = True
+            self.pending = r.error
+            return r.count
+        except BaseException as exc:
+            self.ended = True
+            self.pending = None if first else exc
+            raise
+        self.ended = False
+        return count
+
+    def _write(self, lg: Log, data: bytes) -> int:
+        if self.repeat is not None:
+            head, error = self.repeat
+            if data[:len(head)] == head[:len(data)]:
+                raise error  # the same bytes again: the refused request sent once more
+            self.repeat = None
+        if self.discarding:  # the rest of a refused line; the request with its newline too
+            nl = data.find(b"\n")
+            error = _too_long(lg.config.max_message_bytes)
+            if nl >= 0:
+                self.discarding = False
+                self.repeat = (bytes(data[:nl + 1]), error)
+            raise error
+        mv = memoryview(data)
+        last_nl = data.rfind(b"\n")
+        if last_nl < 0:
+            self._keep_partial(lg, mv)
+            return len(data)
+        pos = 0
+        if self.buf:  # the line begun by earlier requests ends here
+            nl = data.find(b"\n")
+            try:
+                self._append_lines(lg, [bytes(self.buf) + bytes(mv[:nl])])
+            except (LogError, pyfuse3.FUSEError) as exc:  # the line is refused for good
+                self.buf.clear()
+                self.repeat = (bytes(mv[:nl + 1]), exc)
+                raise
+            # OSError (a full disk) keeps the line's head for the writer's retry
+            self.buf.clear()
+            pos = nl + 1
+        if pos <= last_nl:
+            if self.parse_key:
+                self._write_keyed(lg, mv, pos, last_nl)
+            else:
+                self._write_plain(lg, mv, pos, last_nl)
+        try:
+            self._keep_partial(lg, mv[last_nl + 1:])
+        except RecordTooLargeError as exc:  # the lines before it went in
+            raise _Short(last_nl + 1, exc) from None
+        return len(data)
+
+    def _write_plain(self, lg: Log, mv: memoryview, pos: int, last_nl: int) -> None:
+        """Append the lines of ``mv[pos:last_nl + 1]`` in batches that fit
+        ``max.message.bytes``, straight from the buffer (C encoder). Raises _Short when
+        lines of this request went in before one failed, else the error."""
+        budget = max(1, lg.config.max_message_bytes - BATCH_OVERHEAD_MAX)
+        while pos <= last_nl:
+            try:
+                pos += lg.append_text(mv[pos:last_nl + 1], budget)
+            except (LogError, OSError) as exc:
+                if pos > 0:
+                    raise _Short(pos, exc) from None
+                raise
+
+    def _write_keyed(self, lg: Log, mv: memoryview, pos: int, last_nl: int) -> None:
+        """``parse.key``: the lines of ``mv[pos:last_nl + 1]`` as keyed records. Raises
+        like :meth:`_write_plain`."""
+        lines = bytes(mv[pos:last_nl]).split(b"\n")
+        try:
+            self._append_lines(lg, lines)
+        except _LinesRefused as r:
+            raise _Short(pos + sum(len(line) + 1 for line in lines[:r.index]), r.error) from None
+        except (LogError, OSError, pyfuse3.FUSEError) as exc:
+            if pos > 0:
+                raise _Short(pos, exc) from None
+            raise
+
+    def _keep_partial(self, lg: Log, part: memoryview) -> None:
+        """Keep ``part``, the start of a line, unless the line can no longer fit in a batch
+        of ``max.message.bytes``: then RecordTooLargeError, and the rest of the line is
+        dropped up to its newline."""
+        if not part:
+            return
+        limit = lg.config.max_message_bytes
+        longest = limit
+        if _uncompressed(lg):  # exact: the line alone in a batch, and its key if any
+            longest = _max_value(limit) + (len(self.separator) if self.parse_key else 0)
+        if len(self.buf) + len(part) > longest:
+            self.buf.clear()
+            self.discarding = True
+            raise _too_long(limit)
+        self.buf += part
+
+    def _append_lines(self, lg: Log, lines: list[bytes]) -> None:
+        """Append ``lines`` in batches that fit ``max.message.bytes``, up to the first one
+        refused (no key separator under ``parse.key``; too large). Raises _LinesRefused
+        when lines before the refused one went in, else its error (RecordTooLargeError,
+        FUSEError(EINVAL), OSError, ...)."""
+        limit = lg.config.max_message_bytes
+        bad, error = len(lines), None
+        if self.parse_key:
+            sep = self.separator
+            for i, line in enumerate(lines):
+                if sep not in line:
+                    bad, error = i, _no_separator()
+                    break
+        if bad and _uncompressed(lg) and max(map(len, lines[:bad])) + RECORD_OVERHEAD_MAX > limit:
+            for i in range(bad):
+                if self._batch_size(lines[i]) > limit:
+                    bad, error = i, _too_long(limit)
+                    break
+        ok = lines[:bad]
+        for i, j in _groups([len(line) for line in ok], max(1, limit - BATCH_OVERHEAD_MAX)):
+            try:
+                self._append_group(lg, ok[i:j])
+            except _LinesRefused as r:
+                raise _LinesRefused(i + r.index, r.error) from None
+            except (LogError, OSError) as exc:
+                if i == 0:
+                    raise
+                raise _LinesRefused(i, exc) from None
+        if error is not None:
+            if bad == 0:
+                raise error
+            raise _LinesRefused(bad, error)
+
+    def _append_group(self, lg: Log, group: list[bytes]) -> None:
+        """Append ``group`` as one batch; a batch found too large (a compressed topic,
+        where sizes are not known before) is split in halves. Raises like
+        :meth:`_append_lines`."""
+        try:
+            if self.parse_key:
+                ts = now_ms()
+                sep = self.separator
+                lg.append([(ts, *line.partition(sep)[::2], ()) for line in group])
+            else:
+                lg.append_lines(group)
+        except RecordTooLargeError:
+            if len(group) == 1:
+                raise
+            mid = len(group) // 2
+            self._append_group(lg, group[:mid])
+            try:
+                self._append_group(lg, group[mid:])
+            except _LinesRefused as r:
+                raise _LinesRefused(mid + r.index, r.error) from None
+            except (LogError, OSError) as exc:
+                raise _LinesRefused(mid, exc) from None
+
+    def _batch_size(self, line: bytes) -> int:
+        if self.parse_key:
+            k, _sep, v = line.partition(self.separator)
+            return single_record_batch_size(len(k), len(v))
+        return single_record_batch_size(-1, len(line))
+
+    # -- close / fsync ----------------------------------------------------------------------
+    def close(self, lg: Log) -> None:
+        """The descriptor is closed (``flush``): produce the last line if it has no newline,
+        then report a refusal the writer may not have seen. Raises like :meth:`write`."""
+        try:
+            self.finish_line(lg)
+        except BaseException:
+            self.pending = None  # this error is the one close reports
+            raise
+        self.raise_pending()
+
+    def finish_line(self, lg: Log) -> None:
+        """Produce the last line if it has no newline (nothing to do when there is none).
+        Raises like :meth:`write`."""
+        if self.buf:
+            line = bytes(self.buf)
+            self.buf.clear()
+            self._append_lines(lg, [line])
+
+    def raise_pending(self) -> None:
+        """Raise, once, a refusal the writer may not have seen (``fsync``, ``close``)."""
+        error, self.pending = self.pending, None
+        if error is not None:
+            raise error
