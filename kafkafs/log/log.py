@@ -613,7 +613,9 @@ class Log:
             start = self.log_start_offset
         # the first segment whose largest timestamp reaches the target (segments are not
         # ordered by timestamp under CreateTime, so test each in turn)
-        for seg in segs:
+        for i, seg in enumerate(segs):
+            if i + 1 < len(segs) and segs[i + 1].base_offset <= start:
+                continue  # wholly below the log start offset: not part of the log
             # a sealed segment's time index is complete; the active one's may lag (a log
             # read beside its writer), so it is always scanned
             if seg is not segs[-1] and seg.time_index.entries and \

@@ -322,9 +322,28 @@ class LogSegment:
     def _load_max_timestamp(self) -> None:
         if not self._max_ts_loaded:
             ts, off = self.time_index.last_entry
+            if ts >= 0 and self.check_indexes and not self._created:
+                problem = self._time_entry_problem(ts, off)
+                if problem is not None:
+                    self.rebuild_indexes(f"time index entry ({ts}, {off}): {problem}")
+                    ts, off = self.time_index.last_entry
             if ts > self._max_timestamp_so_far:
                 self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far = ts, off
             self._max_ts_loaded = True
+
+    def _time_entry_problem(self, timestamp: int, offset: int) -> str | None:
+        """Why the time index entry ``(timestamp, offset)`` cannot be right, or None: it
+        names the largest timestamp up to ``offset``, so the batch holding ``offset`` has
+        that maximum timestamp (Kafka's ``maybeAppend`` after each append)."""
+        try:
+            batch = self.translate_offset(offset)
+        except CorruptRecordError as exc:
+            return f"the log cannot be read there ({exc.reason})"
+        if batch is None or first_offset(batch) > offset:
+            return "no batch holds that offset"
+        if batch.max_timestamp != timestamp:
+            return f"the batch holding it has the largest timestamp {batch.max_timestamp}"
+        return None
 
     @property
     def max_timestamp_so_far(self) -> int:
@@ -611,18 +630,30 @@ class LogSegment:
     def read_next_offset(self) -> int:
         """The offset after the segment's last batch, or the base offset when empty
         (``LogSegment.readNextOffset``): the last complete batch framed from the last index
-        entry (checked as every lookup's), whatever its CRC or the order of the offsets
-        before it -- readers judge those where they lie (a batch at or past this offset is
-        damage). A batch that cannot be framed ends the scan: the offset after the last one
-        before it is returned. Never raises CorruptRecordError."""
-        position = self._last_indexed_position()
+        entry (checked as every lookup's; from position 0 when nothing is readable there),
+        whatever its CRC or the order of the offsets before it -- readers judge those where
+        they lie (a batch at or past this offset is damage). A batch that cannot be framed,
+        or whose offsets cannot lie in this segment, ends the scan: the offset after the
+        last one before it is returned. Never raises CorruptRecordError."""
+        last = self._last_framed_batch(self._last_indexed_position())
+        if last is None:  # nothing readable from the index entry on: frame from the start
+            last = self._last_framed_batch(0)
+        return last.next_offset if last is not None else self.base_offset
+
+    def _last_framed_batch(self, position: int) -> RecordBatch | None:
+        """The last batch framed from ``position`` before one that cannot be framed or
+        whose offsets cannot be in this segment (a negative last offset delta, offsets
+        outside the segment's range); None when there is none."""
         last = None
         try:
             for batch in self.batches(position):
+                if offset_order_problem(first_offset(batch), batch.last_offset, None,
+                                        self.base_offset) is not None:
+                    break
                 last = batch
         except CorruptRecordError:
             pass
-        return last.next_offset if last is not None else self.base_offset
+        return last
 
     def tail_is_valid(self) -> bool:
         """Whether the bytes after the last index entry are whole batches with valid CRCs
@@ -651,7 +682,12 @@ class LogSegment:
         time index only says where to start; every batch from there is framed and ordered
         as any read's, and the one whose records are read has its CRC checked. Raises
         CorruptRecordError at damage met before the answer."""
-        _ts, index_offset = self.time_index.lookup(timestamp)
+        entry_ts, index_offset = self.time_index.lookup(timestamp)
+        if entry_ts >= 0 and self.check_indexes:
+            problem = self._time_entry_problem(entry_ts, index_offset)
+            if problem is not None:
+                self.rebuild_indexes(f"time index entry ({entry_ts}, {index_offset}): {problem}")
+                _ts, index_offset = self.time_index.lookup(timestamp)
         position = self._index_floor(max(index_offset, start_offset))
         expected = None
         for batch in self.batches(position):
