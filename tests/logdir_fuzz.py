@@ -895,7 +895,7 @@ def _judge_partitions(delivered: dict, truths: dict, rc: int, stderr: str, items
         elif got != exp[:len(got)]:  # a partition not reached: a prefix is fine
             verdicts.append(classify(got, exp, items(p, t.after), True, t.damage or ("?",),
                                      t.ambiguous))
-    if all(t.damage is None for t in truths.values()):
+    if all(t.damage is None and not t.ambiguous for t in truths.values()):
         verdicts.append(Verdict("false_alarm", stderr.strip()[-200:]))
     if bad is not None and not any(t.ambiguous for t in truths.values()):
         verdicts.append(bad)

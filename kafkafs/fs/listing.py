@@ -1,9 +1,10 @@
 """The names of a partition's ``offset/`` directory, streamed (docs/tree.md "Reading").
 
 ``ls -f offset`` of a partition of millions of records must not build a node or decode a
-record per name: the listing reads the batches' headers in order (their CRC checked, so only
-intact records are listed) and names every offset of a batch that holds one record per
-offset; only a batch with gaps (compacted) or a legacy wrapper is decoded for its offsets.
+record per name: the listing reads the batches in order (their CRC checked and their
+records walked without building objects, so only intact records are listed) and names every
+offset of a batch that holds one record per offset; only a batch with gaps (compacted) or a
+legacy wrapper is decoded for its offsets.
 A directory handle keeps its place between the kernel's readdir calls.
 
 A damaged batch (CRC mismatch, bad header) never fails the listing: the offsets before it
@@ -64,6 +65,9 @@ class OffsetListing:
                                             and aborted.is_aborted(batch)):
                         continue
                     last = min(batch.last_offset, end - 1)
+                    # a name listed is a record a stat can read: the records must decode
+                    # (a valid CRC over records that do not is rare, but ls -l would fail)
+                    batch.check_records()
                     if batch.records_count == batch.last_offset_delta + 1:
                         if last >= nxt:  # one record per offset: no need to decode
                             yield from range(max(batch.base_offset, nxt), last + 1)

@@ -520,6 +520,7 @@ class Log:
                 else:
                     pos = 0
                 next_base = segs[k + 1].base_offset if k < last else None
+                seg_next = seg.base_offset if pos == 0 else start  # what the bytes reach
                 for batch in seg.batches(pos, size, validate=validate, strict_end=k < last):
                     check_batch_order(batch, expected, seg.base_offset, seg.log_path,
                                       next_base)
@@ -531,19 +532,18 @@ class Log:
                             f"batch offsets [{batch.base_offset}, {batch.last_offset}] reach "
                             f"the log end offset {end}, where the segment's last batch ends",
                             path=seg.log_path, position=batch.position)
+                    pos, seg_next = batch.position + batch.size, batch.next_offset
                     if batch.last_offset < start:
                         continue
                     if validate and batch.is_control:
-                        batch.record_tuples()  # no reader shows them, but they must decode
+                        batch.check_records()  # no reader shows them, but they must decode
                     yield seg, batch
-                    pos = batch.position + batch.size
-                if k == last and (seg.base_offset if expected is None else expected) < end:
+                if k == last and seg_next < end:
                     # the last segment's bytes end (an incomplete batch, zeros) before the
                     # log end offset its tail gave: what lies between cannot be read
                     raise CorruptRecordError(
                         f"the data ends before the log end offset {end} (an incomplete or "
-                        f"unreadable batch where offset "
-                        f"{seg.base_offset if expected is None else expected} should start)",
+                        f"unreadable batch where offset {seg_next} should start)",
                         path=seg.log_path, position=pos)
             except (OSError, ValueError):
                 if seg.closed:  # removed by retention under us

@@ -225,6 +225,16 @@ class RecordBatch:
         except CorruptRecordError as exc:
             raise exc.located(path=self.path, position=self.position) from None
 
+    def check_records(self) -> None:
+        """Raise CorruptRecordError (naming file and position) unless the records section
+        decodes exactly into ``records_count`` records, decompressing first; no record
+        object is built (a walk of the varints in C where the extension is built)."""
+        try:
+            payload, exact = self.payload()
+            _fast.rendered_size(payload, self.records_count, exact=exact)
+        except CorruptRecordError as exc:
+            raise exc.located(path=self.path, position=self.position) from None
+
     def payload(self) -> tuple[bytes | memoryview, bool]:
         """``(records section, exact)``: the bytes after the 61-byte header (a memoryview
         of the batch's buffer, no copy), decompressed when the codec bits are set;

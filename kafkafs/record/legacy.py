@@ -271,6 +271,11 @@ class LegacyBatch:
             return [_new_tuple(cls, t) for t in self._tuples]
         return self._tuples
 
+    def check_records(self) -> None:
+        """Raise CorruptRecordError unless the entry's messages decode (a wrapper's inner
+        messages; see :meth:`record_tuples`)."""
+        self.record_tuples()
+
     def records(self) -> list:
         """Like :meth:`record_tuples`, as :class:`~kafkafs.record.batch.Record` tuples."""
         from .batch import Record
