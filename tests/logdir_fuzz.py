@@ -1016,11 +1016,11 @@ def judge_dump(res: dict, case_dir: str, isolation: str) -> Verdict:
     for rel, t in truths.items():
         failed = rel in named or (t.damage is not None and res["rc"] != 0 and bad is not None)
         verdicts.append(classify(delivered[rel], _items_dump(t.expected), _items_dump(t.after),
-                                 failed, t.damage))
-    damaged = any(t.damage is not None for t in truths.values())
+                                 failed, t.damage, t.ambiguous))
+    damaged = any(t.damage is not None and not t.ambiguous for t in truths.values())
     if damaged and res["rc"] == 0:
         verdicts.append(Verdict("silent_skip", "exit 0 with a damaged file"))
-    if res["rc"] != 0 and not damaged:
+    if res["rc"] != 0 and not damaged and not any(t.ambiguous for t in truths.values()):
         verdicts.append(Verdict("false_alarm", res["stderr"].strip()[-200:]))
     if bad is not None:
         verdicts.append(bad)

@@ -130,13 +130,18 @@ def scan_segment(data: bytes) -> list[Entry]:
             break
         length = struct.unpack_from(">i", data, pos + 8)[0]
         minimum = V2_HEADER - LOG_OVERHEAD if data[pos + 16] == 2 else MIN_ENTRY_SIZE
-        if length < minimum:
-            out.append(Entry(pos, None, "damaged", f"size {length} below the minimum"))
-            break
         size = length + LOG_OVERHEAD
-        if pos + size > n:
-            out.append(Entry(pos, None, "incomplete", f"batch of {size} bytes past the end"))
-            break
+        if length < minimum or pos + size > n:
+            if length < minimum:
+                out.append(Entry(pos, None, "damaged", f"size {length} below the minimum"))
+            else:
+                out.append(Entry(pos, None, "incomplete", f"batch of {size} bytes past the end"))
+            # framing is lost here; what an index may still reach lies after the next
+            # whole batch with a valid CRC (readers never read past this point in order)
+            pos = _intact_batch_after(data, pos)
+            if pos is None:
+                break
+            continue
         e = decode_entry(bytes(data[pos:pos + size]))
         e.position = pos
         out.append(e)
@@ -261,7 +266,8 @@ class _Walk:
         for e in entries:
             if e.state == "zero_tail":
                 return
-            if e.state == "incomplete" and (last_segment or not self.cross_segment):
+            if e.state == "incomplete" and (last_segment or not self.cross_segment) and \
+                    e is entries[-1]:
                 if t.damage is None:
                     return  # a torn tail: quietly the end
                 continue
@@ -286,9 +292,7 @@ class _Walk:
                 if t.damage is None:
                     t.damage = (rel, e.position, reason or e.state)
                     t.ambiguous = holds_start and not reached_start and base < t.log_start
-                if e.size is None:
-                    return
-                continue
+                continue  # after a frame without a size come the batches found after it
             self.next_offset = e.last + 1
             reached_start = reached_start or e.last >= t.log_start
             shown = [r for r in e.records if r.offset >= t.log_start]
@@ -338,16 +342,15 @@ def judge_partition(root: str, partition: int) -> Truth:
                   next_base=None if last else segs[i + 1][0], log_end=log_end)
         if last:
             last_has_batch = any(e.state == "intact" for e in entries)
-            if entries and entries[-1].state == "incomplete" and \
-                    _intact_batch_after(data, entries[-1].position):
+            if any(e.state == "incomplete" for e in entries[:-1]):
                 # an incomplete frame with intact batches after it: a torn tail to whoever
                 # frames from position 0, damage to a reader whose index reaches past it
                 walk.t.ambiguous = True
     return walk.finish(segs[-1][0], last_has_batch)
 
 
-def _intact_batch_after(data: bytes, pos: int) -> bool:
-    """Whether a whole v2 batch with a valid CRC starts somewhere after ``pos``."""
+def _intact_batch_after(data: bytes, pos: int) -> int | None:
+    """The position of the first whole v2 batch with a valid CRC after ``pos``, or None."""
     q = data.find(b"\x02", pos + 1 + 16)
     while q >= 0:
         p = q - 16
@@ -355,16 +358,19 @@ def _intact_batch_after(data: bytes, pos: int) -> bool:
         end = p + LOG_OVERHEAD + length
         if length >= V2_HEADER - LOG_OVERHEAD and end <= len(data) and \
                 struct.unpack_from(">I", data, p + 17)[0] == crc32c.crc32c(data[p + 21:end]):
-            return True
+            return p
         q = data.find(b"\x02", q + 1)
-    return False
+    return None
 
 
 def judge_file(root: str, rel: str) -> Truth:
     """The judge's Truth for one ``.log`` file on its own (how ``dump`` reads it)."""
     base = int(os.path.basename(rel)[:20])
     walk = _Walk(log_start=-2**63, cross_segment=False)
-    walk.feed(rel, base, scan_segment(_read(os.path.join(root, rel))), True, False)
+    entries = scan_segment(_read(os.path.join(root, rel)))
+    walk.feed(rel, base, entries, True, False)
+    if any(e.state == "incomplete" for e in entries[:-1]):
+        walk.t.ambiguous = True  # a torn tail to a reader in order; intact batches follow it
     return walk.t
 
 

@@ -241,7 +241,8 @@ class LineView:
         with self.lock:
             lg = self.log
             start = lg.log_start_offset
-            if self.start_offset is None:
+            first = self.start_offset is None
+            if first:
                 self.start_offset = start
                 self.end_offset = start
             elif start != self.start_offset:
@@ -251,7 +252,9 @@ class LineView:
                 self.generation += 1
                 self.start_offset = self.end_offset = start
             end = self._visible_end()
-            if end > self.end_offset and self.damage is None:
+            # the first refresh looks even at an empty log: damage at its very start kept
+            # the log end offset from moving past it
+            if (end > self.end_offset or first) and self.damage is None:
                 try:
                     self._extend(end)
                 except CorruptRecordError as exc:

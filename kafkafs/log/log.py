@@ -584,14 +584,20 @@ class Log:
         return None
 
     def batch_for(self, offset: int) -> RecordBatch | None:
-        """The batch containing ``offset`` (None if none does), its CRC checked.
-        Raises OffsetOutOfRangeError, CorruptRecordError (naming file and position)."""
+        """The batch containing ``offset`` (None if none does), its CRC checked; batches
+        whose offsets are out of place are stepped over on the way (see
+        :meth:`LogSegment.translate_offset`). Raises OffsetOutOfRangeError,
+        CorruptRecordError (naming file and position)."""
         self.check_offset(offset)
         with self.lock:
             seg = self._segment_floor(offset)
+            i = bisect.bisect_right(self._bases, offset)
+            limit = self._bases[i] if i < len(self._bases) else self._log_end_offset
         if seg is None:
             return None
-        batch = seg.translate_offset(offset)
+        # a record of an intact batch answers even after a batch whose offsets are out of
+        # place (it is stepped over); framing damage before it is still an error
+        batch = seg.translate_offset(offset, limit=limit, skip_damaged=True)
         if batch is None or batch.base_offset > offset:
             return None
         try:

@@ -539,17 +539,29 @@ class LogSegment:
             raise zeroed_range_error(self.log_path, pos, data_at)
         self._zero_from = (pos, size)
 
-    def translate_offset(self, offset: int, start_position: int = 0) -> RecordBatch | None:
+    def translate_offset(self, offset: int, start_position: int = 0, *,
+                         limit: int | None = None, skip_damaged: bool = False
+                         ) -> RecordBatch | None:
         """The first batch at or after ``start_position`` whose last offset is >= ``offset``,
         starting from the index's floor entry (``LogSegment.translateOffset``); None if the
         segment has no such batch. An index entry that does not point at a batch fitting it
-        gets the index rebuilt (:meth:`rebuild_indexes`) and the lookup repeated. Raises
-        CorruptRecordError when the batches scanned are damaged or their offsets go back."""
+        gets the index rebuilt (:meth:`rebuild_indexes`) and the lookup repeated.
+
+        Raises CorruptRecordError when the batches scanned cannot be framed or their offsets
+        are out of place (:func:`offset_order_problem`; ``limit``: the offset no batch may
+        reach, the next segment's base or the log end offset). With ``skip_damaged`` (a
+        point read) a batch whose offsets are out of place is stepped over instead, so that
+        a record of an intact batch after it is still found; framing damage still raises."""
         position = self._index_floor(offset)
         # a point lookup scans about index.interval.bytes: read small chunks
         expected = None
         for batch in self.batches(max(position, start_position), chunk_size=TRANSLATE_CHUNK):
-            check_batch_order(batch, expected, self.base_offset, self.log_path)
+            problem = offset_order_problem(first_offset(batch), batch.last_offset, expected,
+                                           self.base_offset, limit)
+            if problem is not None:
+                if skip_damaged:
+                    continue
+                raise CorruptRecordError(problem, path=self.log_path, position=batch.position)
             if batch.last_offset >= offset:
                 return batch
             expected = batch.next_offset
