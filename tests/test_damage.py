@@ -88,6 +88,13 @@ def consume(ld: str, *extra, timeout: float = 30):
     return r.returncode, r.stdout.splitlines(), r.stderr.decode()
 
 
+def assert_consume_fails_at(ld: str, n: int, path: str, position: int, reason: str) -> None:
+    """``consume`` prints the first ``n`` records, then one clean error (exit 1)."""
+    rc, out, err = consume(ld)
+    assert rc == 1 and out == VALUES[:n], err
+    assert_clean_error(err, path, position, reason)
+
+
 def assert_clean_error(err: str, path: str, position: int, reason: str) -> None:
     """One ``error:`` line naming file, position and reason; no traceback."""
     assert "Traceback" not in err
@@ -225,9 +232,7 @@ def test_offsets_that_go_back_are_damage(ld):
     path = seg(ld, 90)
     pos = positions(path)[1]
     forge(path, pos, lambda b: struct.pack_into(">i", b, 23, -200))
-    rc, out, err = consume(ld, timeout=30)
-    assert rc == 1 and out == VALUES[:100]
-    assert_clean_error(err, path, pos, "below its base offset")
+    assert_consume_fails_at(ld, 100, path, pos, "below its base offset")
 
 
 def test_base_offset_that_goes_back_is_damage(ld):
@@ -235,9 +240,7 @@ def test_base_offset_that_goes_back_is_damage(ld):
     path = seg(ld, 150)
     pos = positions(path)[2]
     patch(path, pos, struct.pack(">q", 165))
-    rc, out, err = consume(ld)
-    assert rc == 1 and out == VALUES[:170]
-    assert_clean_error(err, path, pos, "offsets go back")
+    assert_consume_fails_at(ld, 170, path, pos, "offsets go back")
 
 
 def test_zeroed_range_is_not_the_end_of_the_data(ld):
@@ -246,9 +249,7 @@ def test_zeroed_range_is_not_the_end_of_the_data(ld):
     path = seg(ld, 120)
     pos = positions(path)[1]
     patch(path, pos, bytes(40))
-    rc, out, err = consume(ld)
-    assert rc == 1 and out == VALUES[:130]
-    assert_clean_error(err, path, pos, "zeroed bytes")
+    assert_consume_fails_at(ld, 130, path, pos, "zeroed bytes")
 
 
 def test_incomplete_batch_at_the_end_of_a_sealed_segment(ld):
@@ -257,9 +258,7 @@ def test_incomplete_batch_at_the_end_of_a_sealed_segment(ld):
     path = seg(ld, 60)
     pos = positions(path)[2]
     os.truncate(path, pos + 30)
-    rc, out, err = consume(ld)
-    assert rc == 1 and out == VALUES[:80]
-    assert_clean_error(err, path, pos, "incomplete batch")
+    assert_consume_fails_at(ld, 80, path, pos, "incomplete batch")
 
 
 def test_damage_met_while_loading_the_producer_state(ld, tmp_path):
@@ -273,9 +272,7 @@ def test_damage_met_while_loading_the_producer_state(ld, tmp_path):
     path = seg(ld, 150)
     pos = positions(path)[1]
     patch(path, pos, bytes(40))
-    rc, out, err = consume(ld)
-    assert rc == 1 and out == VALUES[:160]
-    assert_clean_error(err, path, pos, "zeroed bytes")
+    assert_consume_fails_at(ld, 160, path, pos, "zeroed bytes")
     if fuse_available():
         m = Mount(tmp_path, log_dirs=[ld]).start()
         try:
@@ -288,9 +285,7 @@ def test_damage_met_while_loading_the_producer_state(ld, tmp_path):
 def test_crc_damage_stops_consume_after_the_intact_records(ld):
     path = seg(ld, 90)
     patch(path, 100, b"X")
-    rc, out, err = consume(ld)
-    assert rc == 1 and out == VALUES[:90]
-    assert_clean_error(err, path, 0, "record batch is corrupt")
+    assert_consume_fails_at(ld, 90, path, 0, "record batch is corrupt")
 
 
 def test_dump_exits_1_on_a_damaged_batch(ld):

@@ -479,10 +479,33 @@ class _Index:
 
     def order_problem(self, log_size: int | None = None) -> str | None:
         """The first way the entries break the order lookups rely on, in the style of Kafka's
-        index messages; None when they are in order. Subclasses say what is checked;
-        ``log_size``: the ``.log``'s size in bytes (positions must lie below it), or None.
-        Costs a pass over the entries at C speed (no Python loop per entry)."""
+        index messages; None when they are in order. Subclasses say what is checked
+        (:meth:`_order_rules`); ``log_size``: the ``.log``'s size in bytes (positions must
+        lie below it), or None. Costs a pass over the entries at C speed (no Python loop
+        per entry)."""
+        with self._lock:
+            self._check_open()
+            columns = self._columns()
+            if not columns[0]:
+                return None
+            for find, describe in self._order_rules(*columns, log_size):
+                n = find()
+                if n >= 0:
+                    return (f"Corrupt {self._KIND} found, {self._KIND} file "
+                            f"({os.path.abspath(self._path)}) has entry {n} with {describe(n)}")
+            return None
+
+    def _order_rules(self, keys: list[int], values: list[int], log_size: int | None):
+        """``[(find, describe)]``: ``find()`` gives the first entry breaking a rule (-1: none),
+        ``describe(n)`` what is wrong with entry ``n``."""
         raise NotImplementedError
+
+    @staticmethod
+    def _first_below(values: Sequence[int], bound: int) -> int:
+        """Index of the first value below ``bound``, or -1 (a C-speed test first)."""
+        if not values or min(values) >= bound:
+            return -1
+        return next(n for n, v in enumerate(values) if v < bound)
 
     @staticmethod
     def _first_break(values: Sequence[int], strict: bool) -> int:
@@ -603,40 +626,26 @@ class OffsetIndex(_Index):
             words.byteswap()
         return words[0::2].tolist(), words[1::2].tolist()
 
-    def order_problem(self, log_size: int | None = None) -> str | None:
-        """(see :meth:`_Index.order_problem`) Offsets at or above the base offset and strictly
-        increasing, positions at or above 0, strictly increasing and below ``log_size``."""
-        with self._lock:
-            self._check_open()
-            path = os.path.abspath(self._path)
-            rels, positions = self._columns()
-            if not rels:
-                return None
-            if min(rels) < 0:
-                n = next(i for i, r in enumerate(rels) if r < 0)
-                return (f"Corrupt index found, index file ({path}) has entry {n} with offset "
-                        f"{self._base_offset + rels[n]} which is less than the base offset "
-                        f"{self._base_offset}")
-            n = self._first_break(rels, strict=True)
-            if n >= 0:
-                return (f"Corrupt index found, index file ({path}) has entry {n} with offset "
-                        f"{self._base_offset + rels[n]} which is not larger than the offset "
-                        f"{self._base_offset + rels[n - 1]} of the entry before it")
-            if min(positions) < 0:
-                n = next(i for i, p in enumerate(positions) if p < 0)
-                return (f"Corrupt index found, index file ({path}) has entry {n} with position "
-                        f"{positions[n]} which is negative")
-            n = self._first_break(positions, strict=True)
-            if n >= 0:
-                return (f"Corrupt index found, index file ({path}) has entry {n} with position "
-                        f"{positions[n]} which is not larger than the position "
-                        f"{positions[n - 1]} of the entry before it")
-            if log_size is not None and positions[-1] >= log_size:
-                n = next(i for i, p in enumerate(positions) if p >= log_size)
-                return (f"Corrupt index found, index file ({path}) has entry {n} with position "
-                        f"{positions[n]} which is past the end of the log segment "
-                        f"({log_size} bytes)")
-            return None
+    def _order_rules(self, rels: list[int], positions: list[int], log_size: int | None):
+        """Offsets at or above the base offset and strictly increasing, positions at or above
+        0, strictly increasing and below ``log_size``."""
+        base = self._base_offset
+        rules = [
+            (lambda: self._first_below(rels, 0), lambda n: f"offset {base + rels[n]} which is "
+             f"less than the base offset {base}"),
+            (lambda: self._first_break(rels, strict=True), lambda n: f"offset {base + rels[n]} "
+             f"which is not larger than the offset {base + rels[n - 1]} of the entry before it"),
+            (lambda: self._first_below(positions, 0), lambda n: f"position {positions[n]} "
+             "which is negative"),
+            (lambda: self._first_break(positions, strict=True), lambda n: f"position "
+             f"{positions[n]} which is not larger than the position {positions[n - 1]} of the "
+             "entry before it")]
+        if log_size is not None:  # positions increase here: the first past the end, if any
+            rules.append((lambda: bisect.bisect_left(positions, log_size)
+                          if positions[-1] >= log_size else -1,
+                          lambda n: f"position {positions[n]} which is past the end of the "
+                          f"log segment ({log_size} bytes)"))
+        return rules
 
     def _pack(self, entries: Sequence[tuple[int, int]]) -> bytes:
         return b"".join(self._ENTRY.pack(self._relative_offset(o), p) for o, p in entries)
@@ -748,32 +757,17 @@ class TimeIndex(_Index):
         pairs = list(self._ENTRY.iter_unpack(data))
         return [p[0] for p in pairs], [p[1] for p in pairs]
 
-    def order_problem(self, log_size: int | None = None) -> str | None:
-        """(see :meth:`_Index.order_problem`) Timestamps strictly increasing, offsets at or
-        above the base offset and never decreasing. ``log_size`` is not used (the entries
-        hold no positions)."""
-        with self._lock:
-            self._check_open()
-            path = os.path.abspath(self._path)
-            stamps, rels = self._columns()
-            if not stamps:
-                return None
-            n = self._first_break(stamps, strict=True)
-            if n >= 0:
-                return (f"Corrupt time index found, time index file ({path}) has entry {n} "
-                        f"with timestamp {stamps[n]} which is not larger than the timestamp "
-                        f"{stamps[n - 1]} of the entry before it")
-            if min(rels) < 0:
-                n = next(i for i, r in enumerate(rels) if r < 0)
-                return (f"Corrupt time index found, time index file ({path}) has entry {n} "
-                        f"with offset {self._base_offset + rels[n]} which is less than the "
-                        f"base offset {self._base_offset}")
-            n = self._first_break(rels, strict=False)
-            if n >= 0:
-                return (f"Corrupt time index found, time index file ({path}) has entry {n} "
-                        f"with offset {self._base_offset + rels[n]} which is less than the "
-                        f"offset {self._base_offset + rels[n - 1]} of the entry before it")
-            return None
+    def _order_rules(self, stamps: list[int], rels: list[int], log_size: int | None):
+        """Timestamps strictly increasing, offsets at or above the base offset and never
+        decreasing (``log_size`` is not used: the entries hold no positions)."""
+        base = self._base_offset
+        return [
+            (lambda: self._first_break(stamps, strict=True), lambda n: f"timestamp {stamps[n]} "
+             f"which is not larger than the timestamp {stamps[n - 1]} of the entry before it"),
+            (lambda: self._first_below(rels, 0), lambda n: f"offset {base + rels[n]} which is "
+             f"less than the base offset {base}"),
+            (lambda: self._first_break(rels, strict=False), lambda n: f"offset {base + rels[n]} "
+             f"which is less than the offset {base + rels[n - 1]} of the entry before it")]
 
     def _pack(self, entries: Sequence[tuple[int, int]]) -> bytes:
         return b"".join(self._ENTRY.pack(t, self._relative_offset(o)) for t, o in entries)
