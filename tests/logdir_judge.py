@@ -155,10 +155,10 @@ def scan_segment(data: bytes) -> list[Entry]:
 def framed_end(data: bytes, base: int) -> int:
     """The log end offset a reader takes from the last segment's bytes: the offset after
     the last complete frame found by framing from position 0 (a v2 batch's base offset +
-    lastOffsetDelta + 1, a legacy entry's offset + 1; CRCs and order not looked at), up to
-    a frame that cannot be read or whose offsets cannot lie in the segment (a negative
-    lastOffsetDelta, below the base offset, more than an int past it); ``base`` when there
-    is none."""
+    lastOffsetDelta + 1, a legacy entry's offset + 1; CRCs and order not looked at) up to a
+    frame that cannot be read, not counting frames whose offsets cannot lie in the segment
+    (a negative lastOffsetDelta, below the base offset, more than an int past it); ``base``
+    when there is none."""
     end, pos, n = base, 0, len(data)
     while n - pos >= HEADER_UP_TO_MAGIC:
         offset, length = struct.unpack_from(">qi", data, pos)
@@ -172,10 +172,9 @@ def framed_end(data: bytes, base: int) -> int:
             last = offset  # a legacy entry's offset is its last inner offset
         else:
             break
-        if last < (offset if magic == 2 else base) or offset < base or \
-                last - base > 2**31 - 1:
-            break  # offsets that cannot be in this segment end the frames the end counts
-        end = last + 1
+        if not (last < (offset if magic == 2 else base) or offset < base or
+                last - base > 2**31 - 1):
+            end = last + 1  # a frame whose offsets cannot be in this segment is not counted
         pos += length + LOG_OVERHEAD
     return end
 

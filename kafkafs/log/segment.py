@@ -644,24 +644,25 @@ class LogSegment:
         (``LogSegment.readNextOffset``): the last complete batch framed from the last index
         entry (checked as every lookup's; from position 0 when nothing is readable there),
         whatever its CRC or the order of the offsets before it -- readers judge those where
-        they lie (a batch at or past this offset is damage). A batch that cannot be framed,
-        or whose offsets cannot lie in this segment, ends the scan: the offset after the
-        last one before it is returned. Never raises CorruptRecordError."""
+        they lie (a batch at or past this offset is damage). A batch whose offsets cannot
+        lie in this segment is not counted; one that cannot be framed ends the scan: the
+        offset after the last counted one before it is returned. Never raises
+        CorruptRecordError."""
         last = self._last_framed_batch(self._last_indexed_position())
         if last is None:  # nothing readable from the index entry on: frame from the start
             last = self._last_framed_batch(0)
         return last.next_offset if last is not None else self.base_offset
 
     def _last_framed_batch(self, position: int) -> RecordBatch | None:
-        """The last batch framed from ``position`` before one that cannot be framed or
-        whose offsets cannot be in this segment (a negative last offset delta, offsets
-        outside the segment's range); None when there is none."""
+        """The last batch framed from ``position`` (up to one that cannot be framed) whose
+        offsets can lie in this segment (not a negative last offset delta, not outside the
+        segment's range: such a batch is stepped over); None when there is none."""
         last = None
         try:
             for batch in self.batches(position):
                 if offset_order_problem(first_offset(batch), batch.last_offset, None,
                                         self.base_offset) is not None:
-                    break
+                    continue
                 last = batch
         except CorruptRecordError:
             pass
