@@ -49,10 +49,11 @@ from .errors import (
     RecordTooLargeError,
 )
 from .isolation import AbortedFilter
-from .names import TXN_INDEX_SUFFIX, parse_segment_filename
+from .names import INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, parse_segment_filename
 from .producer_state import InvalidTxnStateError, ProducerStateManager, fsync_snapshot
 from .segment import LogSegment, check_batch_order
 from .txnindex import AbortedTxn
+from .txnscan import TxnScanner, txn_index_trusted
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +113,9 @@ class Log:
         self._first_unstable_offset: int | None = None
         self._unsynced_snapshots: list[str] = []
         self._txn_index_bases: set[int] = self._list_txn_indexes()
+        # where a writable load's recovery would start (read-only loads; see aborted_txns)
+        self.txn_recovery_point: int | None = None
+        self._txn_scan = TxnScanner(self.pdir, self.name)
         self._update_first_unstable_offset()
 
     # -- basic state -----------------------------------------------------------------
@@ -155,30 +159,47 @@ class Log:
         self._first_unstable_offset = first
 
     def aborted_txns(self, start_offset: int, end_offset: int) -> list[AbortedTxn]:
-        """Every aborted transaction overlapping offsets ``[start_offset, end_offset)``, read
-        from the segments' ``.txnindex`` files (Kafka ``collectAbortedTransactions``): those
-        whose ABORT marker is at or after ``start_offset`` and whose first offset is below
-        ``end_offset``. The search starts at the segment holding ``start_offset`` and goes
-        on through later segments until an entry's last stable offset reaches
-        ``end_offset`` (no later transaction can overlap the range then).
+        """Every aborted transaction overlapping offsets ``[start_offset, end_offset)`` (Kafka
+        ``collectAbortedTransactions``): those whose ABORT marker is at or after
+        ``start_offset`` and whose first offset is below ``end_offset``. The search starts at
+        the segment holding ``start_offset`` and goes on through later segments until an
+        entry's last stable offset reaches ``end_offset`` (no later transaction can overlap
+        the range then).
+
+        A segment's entries come from its ``.txnindex`` when that file can be trusted
+        (:func:`~kafkafs.log.txnscan.txn_index_trusted`: written or rebuilt by this process,
+        or present beside its indexes below :attr:`txn_recovery_point`); otherwise -- the
+        file is missing, or Kafka's recovery would rebuild it -- they are computed from the
+        segment's control batches as that recovery would write them, in memory, once per
+        sealed segment (:class:`~kafkafs.log.txnscan.TxnScanner`; nothing is written).
 
         Returns :class:`~kafkafs.log.txnindex.AbortedTxn` tuples in marker order (empty when
         ``end_offset <= start_offset``). Transactions still ongoing are not included: bound
         reads by :attr:`last_stable_offset`. Raises CorruptIndexError naming a damaged
-        ``.txnindex``."""
+        ``.txnindex``, OSError; damage in the data stops the computation there quietly (a
+        reader meets it where it lies)."""
         if end_offset <= start_offset:
             return []
         with self.lock:
             segs = self.segments()
             with_index = set(self._txn_index_bases)
+            recovery_point = self.txn_recovery_point
+            log_start = self.log_start_offset
         bases = [s.base_offset for s in segs]
         i = max(0, bisect.bisect_right(bases, start_offset) - 1)
         found: list[AbortedTxn] = []
-        for seg in segs[i:]:
-            if seg.base_offset not in with_index:
-                continue
+        for k in range(i, len(segs)):
+            seg = segs[k]
+            present = seg.base_offset in with_index
+            next_base = bases[k + 1] if k + 1 < len(bases) else None
             try:
-                result = seg.collect_aborted_txns(start_offset, end_offset)
+                if txn_index_trusted(seg, present, next_base, recovery_point):
+                    if not present:
+                        continue  # written here: no file, no aborted transaction
+                    result = seg.collect_aborted_txns(start_offset, end_offset)
+                else:
+                    result = self._txn_scan.collect(segs, k, start_offset, end_offset,
+                                                    log_start)
             except (OSError, ValueError):
                 if seg.closed:  # removed by retention under us
                     continue
@@ -203,11 +224,17 @@ class Log:
         return self._txn_indexes_in(names)
 
     def _txn_indexes_in(self, names) -> set[int]:
+        """Base offsets of the segments whose ``.txnindex``, ``.index`` and ``.timeindex``
+        are all among ``names`` (Kafka's loader recovers a segment without its offset index,
+        rebuilding its ``.txnindex``: such a file is not the one a broker would use)."""
+        names = set(names)
         out = set()
         for n in names:
             p = parse_segment_filename(n)
             if p and p[1] == TXN_INDEX_SUFFIX and p[2] == "" and p[0] in self._segments:
-                out.add(p[0])
+                prefix = n[:-len(TXN_INDEX_SUFFIX)]
+                if prefix + INDEX_SUFFIX in names and prefix + TIME_INDEX_SUFFIX in names:
+                    out.add(p[0])
         return out
 
     def take_producer_snapshot(self) -> str | None:
