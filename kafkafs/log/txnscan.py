@@ -36,15 +36,18 @@ computed once; the last segment's grow as it grows (the state at its scanned end
 from __future__ import annotations
 
 import logging
+import os
+import struct
 import threading
 from collections.abc import Sequence
 
+from ..record.batch import BATCH_OVERHEAD, CONTROL_MASK, CURRENT_MAGIC, LOG_OVERHEAD, RecordBatch
 from ..record.control import ABORT, end_txn_marker
 from ..record.errors import CorruptRecordError
 from . import safeio
 from .errors import LogError
 from .producer_state import ProducerStateEntry, ProducerStateManager
-from .segment import LogSegment, check_batch_order
+from .segment import READ_CHUNK, LogSegment, check_batch_order
 from .txnindex import AbortedTxn, TxnIndexSearchResult
 
 __all__ = ["TxnScanner", "txn_index_trusted"]
@@ -219,27 +222,39 @@ class TxnScanner:
     def _batches(self, scan: _Scanned, size: int, next_base: int | None):
         """The segment's batches from ``scan.pos`` up to ``size``, their order checked as
         every reader's (:func:`~kafkafs.log.segment.check_batch_order`); ``scan.pos`` and
-        ``scan.expected`` follow each batch once the caller is done with it. Damage sets
+        ``scan.expected`` move past each batch as it is yielded. Damage sets
         ``scan.damaged`` and ends the iteration."""
         seg = scan.seg
         try:
             for batch in seg.batches(scan.pos, size):
                 check_batch_order(batch, scan.expected, seg.base_offset, seg.log_path,
                                   next_base)
-                yield batch
                 scan.pos, scan.expected = batch.position + batch.size, batch.next_offset
+                yield batch
         except CorruptRecordError as exc:
             log.warning("%s: transaction markers are looked for up to damage: %s",
                         self._log_name, exc)
             scan.damaged = True
 
     def _find_abort(self, scan: _Scanned, size: int, next_base: int | None) -> bool:
-        """Scan on from ``scan.pos`` for a control batch that may be an ABORT marker (one
-        whose marker cannot be parsed counts: the producer state decides). True when one is
-        found (``scan.pos`` stays before it)."""
-        for batch in self._batches(scan, size, next_base):
-            if batch.is_control and batch.producer_id >= 0 and _may_abort(batch):
-                return True
+        """Scan on from ``scan.pos`` up to ``size`` for a control batch that may be an ABORT
+        marker (one whose marker cannot be parsed counts: the producer state decides).
+        Returns True when one is found.
+
+        Most segments hold none, so this reads batch headers only (:func:`_quick_walk`):
+        whatever that walk does not take -- a legacy entry, a batch larger than a read, the
+        end of the data, damage -- goes one batch at a time through the readers' iterator
+        (:meth:`_batches`), which frames, checks and reports it as every reader does."""
+        while scan.pos < size and not scan.damaged:
+            found = _quick_walk(scan, size, next_base)
+            if found is not None:
+                return found
+            for batch in self._batches(scan, size, next_base):
+                if batch.is_control and batch.producer_id >= 0 and _may_abort(batch):
+                    return True
+                break
+            else:
+                return False  # the end of the data (a torn tail), or damage
         return False
 
     def _apply(self, scan: _Scanned, size: int, next_base: int | None) -> None:
@@ -289,6 +304,51 @@ class TxnScanner:
         pm.update_map_end_offset(base)
         self._keep_state(base, pm)
         return pm
+
+
+_V2_HEADER = struct.Struct(">qi4xb4xhi")  # base offset, length, magic, attributes, delta
+_PRODUCER_ID = struct.Struct(">q")
+_PRODUCER_ID_OFFSET = 43
+_INT_MAX = 0x7FFFFFFF
+
+
+def _quick_walk(scan: _Scanned, size: int, next_base: int | None) -> bool | None:
+    """Walk the whole v2 batches from ``scan.pos`` by their headers alone, reading
+    :data:`~kafkafs.log.segment.READ_CHUNK` bytes at a time, moving ``scan.pos`` and
+    ``scan.expected`` past each; decode a control batch with a producer id only. Returns
+    True at one that may be an ABORT (``scan.pos`` at it), False when the walk reached
+    ``size``, None at a batch it leaves to the full iterator: anything but a whole v2 batch
+    within one read whose offsets are in place (checked as
+    :func:`~kafkafs.log.segment.offset_order_problem` does)."""
+    seg = scan.seg
+    low = seg.base_offset
+    fd = seg.fileno()
+    while size - scan.pos >= BATCH_OVERHEAD:
+        pos = scan.pos
+        buf = os.pread(fd, min(READ_CHUNK, size - pos), pos)
+        n = len(buf)
+        p = 0
+        floor = low if scan.expected is None else scan.expected
+        try:
+            while n - p >= BATCH_OVERHEAD:
+                base, length, magic, attributes, delta = _V2_HEADER.unpack_from(buf, p)
+                end = p + length + LOG_OVERHEAD
+                last = base + delta
+                if magic != CURRENT_MAGIC or length < BATCH_OVERHEAD - LOG_OVERHEAD or \
+                        end > n or delta < 0 or base < floor or last - low > _INT_MAX or \
+                        (next_base is not None and last >= next_base):
+                    break
+                if attributes & CONTROL_MASK and \
+                        _PRODUCER_ID.unpack_from(buf, p + _PRODUCER_ID_OFFSET)[0] >= 0 and \
+                        _may_abort(RecordBatch.from_buffer(buf, p, pos + p)):
+                    return True
+                p, floor = end, last + 1
+        finally:
+            if p:
+                scan.pos, scan.expected = pos + p, floor
+        if p == 0 or p < n and n - p >= BATCH_OVERHEAD and end <= n:
+            return None  # the batch at scan.pos is not for this walk
+    return False if scan.pos >= size else None
 
 
 def _may_abort(batch) -> bool:
