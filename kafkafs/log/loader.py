@@ -24,7 +24,11 @@ the snapshots and the log first, the segment's batches are applied to it, and a 
 written at the segment's end.
 
 Read-only loads skip 1, 2 and 4, build the producer state in memory only, and never write a
-byte.
+byte. They record where step 4 would start (``Log.txn_recovery_point``): readers do not
+trust a ``.txnindex`` that recovery would rebuild, and compute its entries in memory
+(:mod:`kafkafs.log.txnscan`). A writable load does not rebuild a missing ``.txnindex`` below
+the recovery point (neither does Kafka's, which takes it for an empty one): readers compute
+those entries in memory too, and nothing is written for them.
 
 Every file is reached through the partition dir's descriptor
 (:class:`~kafkafs.log.safeio.Dir`), and only regular files take part: a planted link, FIFO

@@ -84,6 +84,12 @@ class Log:
     :class:`~kafkafs.log.producer_state.ProducerStateManager` (default: a new one, empty,
     ending at the log end offset; :func:`~kafkafs.log.loader.load_log` passes the one it
     rebuilt). Exposed as :attr:`producer_state`; change it only under :attr:`lock`.
+
+    ``txn_recovery_point``: set by a read-only :func:`~kafkafs.log.loader.load_log` after an
+    unclean shutdown to the checkpointed recovery point, from which a writable load would
+    recover (and rebuild the ``.txnindex`` files): :meth:`aborted_txns` computes the entries
+    of those segments instead of reading their files. None (the default): every present
+    file is trusted.
     """
 
     def __init__(self, dir: str | safeio.Dir, topic: str, partition: int, config: LogConfig,
