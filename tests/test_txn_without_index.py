@@ -52,7 +52,7 @@ def _build(builder, base: int, records) -> bytes:
 def data_batch(base, values, pid=-1, epoch=-1, seq=-1, transactional=False) -> bytes:
     b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=transactional,
                                   producer_id=pid, producer_epoch=epoch, base_sequence=seq,
-                                  batch_size=1 << 20)
+                                  batch_size=16 << 20)
     return _build(b, base, [(T0 + base + i, None, v) for i, v in enumerate(values)])
 
 
@@ -541,3 +541,47 @@ def test_read_only_then_read_write_mount_hide_aborted_records(tmp_path, mount_fa
     assert txnindex_files(os.path.join(dirs["rp-past"], "t-rp-past-0")) == \
         [f"{b:020d}.txnindex" for b in (13, 18)]
     assert txnindex_files(os.path.join(dirs["clean"], "t-clean-0")) == []
+
+
+def test_legacy_entries_big_batches_and_a_zero_tail(tmp_path):
+    """What the header walk leaves to the readers' iterator -- a legacy (magic 1) message
+    set, a batch larger than one read, a preallocated zero tail -- is still walked, and the
+    ABORT after them found."""
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+    legacy = LegacyRecordBatchBuilder(magic=1, compression_type=0, batch_size=1 << 20)
+    for i in range(2):
+        legacy.append(i, timestamp=T0 + i, key=None, value=b"old-%d" % i)
+    big = data_batch(3, [b"b" * 1000] * 2100)  # about 2 MiB: more than one read
+    assert len(big) > 2 << 20
+    segment = bytes(legacy.build()) + data_batch(2, [b"t"], pid=1, epoch=0, seq=0,
+                                                 transactional=True) + big
+    segment += marker_batch(2103, ABORT, pid=1) + data_batch(2104, [b"after"])
+    part = str(tmp_path / "t-0")
+    os.makedirs(part)
+    with open(os.path.join(part, f"{0:020d}.log"), "wb") as f:
+        f.write(segment + bytes(4096))  # the unwritten rest of a preallocated segment
+    lg = ro_log(part)
+    assert lg.log_end_offset == 2105
+    assert lg.aborted_txns(0, 2105) == [AbortedTxn(1, 2, 2103, 2104)]
+    values = [r.value for r in lg.records(0)]
+    assert b"t" in values  # read_uncommitted sees it; read_committed does not:
+    f = lg.committed_filter(0, 2105)
+    assert [b.base_offset for b in lg.batches(0) if f.is_aborted(b)] == [2]
+    lg.close()
+
+
+def test_a_replaced_segment_is_computed_anew(tmp_path):
+    """The cache follows the segment objects: after a writable log starts over (new
+    segment objects at the same base offset), the entries are those of the new data."""
+    model = Model(SCENARIO)
+    part = str(tmp_path / "t-0")
+    write_partition(part, model, indexes=True)
+    lg = load_log(part, "t", 0, LogConfig(), writable=True, recovery_point=22)
+    assert lg.aborted_txns(0, 22) == model.aborted  # all computed: nothing was recovered
+    lg.truncate_fully_and_start_at(0)
+    lg.append_encoded(bytearray(data_batch(0, [b"n"], pid=8, epoch=0, seq=0,
+                                           transactional=True)))
+    lg.append_encoded(bytearray(marker_batch(0, ABORT, pid=8)))
+    assert lg.aborted_txns(0, 2) == [AbortedTxn(8, 0, 1, 2)]
+    lg.close()

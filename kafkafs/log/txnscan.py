@@ -106,6 +106,10 @@ class TxnScanner:
     ``log_name`` names the partition in log messages. Thread-safe: one lock serialises the
     computations (a second reader of the same segment waits for the first instead of
     scanning again); callers must not hold the log's lock meanwhile.
+
+    The cache is keyed by segment object and checked against its size: a segment replaced
+    (the cleaner's swap, a truncation that creates new segment objects) or shrunk is scanned
+    anew, and one removed (retention) is forgotten at the next scan -- no hook to call.
     """
 
     def __init__(self, pdir: safeio.Dir, log_name: str = ""):
@@ -145,29 +149,6 @@ class TxnScanner:
             scan.expected is not None and scan.expected >= upper_bound_offset and \
             (scan.open_first is None or scan.open_first >= upper_bound_offset)
         return TxnIndexSearchResult(found, complete)
-
-    def entries(self, segments: Sequence[LogSegment], k: int,
-                log_start_offset: int) -> list[AbortedTxn]:
-        """Every computed entry of ``segments[k]``, in marker order (what its ``.txnindex``
-        would hold after Kafka's recovery). Raises as :meth:`collect`."""
-        return list(self._scanned(segments, k, log_start_offset).entries)
-
-    def forget(self, base_offsets=None) -> None:
-        """Drop what is cached for the segments at ``base_offsets`` (every segment: None)
-        and the producer states kept at or past the lowest of them (a segment replaced,
-        truncated or rewritten under the cache)."""
-        with self._lock:
-            if base_offsets is None:
-                self._scans.clear()
-                self._states.clear()
-                return
-            bases = list(base_offsets)
-            for b in bases:
-                self._scans.pop(b, None)
-            if bases:
-                low = min(bases)
-                for o in [o for o in self._states if o > low]:
-                    del self._states[o]
 
     # -- the cache ------------------------------------------------------------------------
     def _scanned(self, segments: Sequence[LogSegment], k: int,
@@ -286,7 +267,9 @@ class TxnScanner:
         if base <= log_start_offset:
             pm.update_map_end_offset(base)
             return pm
-        kept = max((o for o in self._states if log_start_offset <= o <= base), default=None)
+        # a state kept here stands for the snapshot Kafka would have written at that offset:
+        # like a snapshot, one at the log start offset itself is not used (truncateAndReload)
+        kept = max((o for o in self._states if log_start_offset < o <= base), default=None)
         on_disk = [o for o in pm.snapshot_offsets() if log_start_offset < o <= base]
         if kept is None or (on_disk and on_disk[-1] > kept):
             # truncateAndReload: the newest readable snapshot in range (a corrupt one is
