@@ -758,9 +758,9 @@ def load_log(dir: str | safeio.Dir, topic: str, partition: int, config: LogConfi
     leo = log_obj.log_end_offset
     if had_clean_shutdown or not writable:
         log_obj.recovery_point = leo
-    if not writable and not had_clean_shutdown:
-        # the .txnindex files a writable load would rebuild are not trusted by readers
-        log_obj.txn_recovery_point = recovery_point
+        if not had_clean_shutdown:
+            # the .txnindex files a writable load would rebuild are not trusted by readers
+            log_obj.txn_recovery_point = recovery_point
     else:
         # everything recovered was re-validated; make it durable before claiming it
         for seg in segments:
