@@ -194,10 +194,9 @@ def random_events(seed: int, steps: int = 160) -> list:
 # -- log dirs ----------------------------------------------------------------------------------
 def write_checkpoint(path, entries):
     """A Kafka checkpoint file: version 0, count, ``topic partition offset`` lines."""
+    lines = [f"{topic} {partition} {offset}\n" for (topic, partition), offset in entries.items()]
     with open(path, "w") as f:
-        f.write(f"0\n{len(entries)}\n")
-        for (topic, partition), offset in entries.items():
-            f.write(f"{topic} {partition} {offset}\n")
+        f.write(f"0\n{len(entries)}\n" + "".join(lines))
 
 
 def write_snapshot(path, entries):
@@ -225,10 +224,10 @@ def write_partition(part_dir, model: Model, *, indexes: bool, first_segment: int
 
 #: variants of a copied broker dir: (name, index files, recovery point checkpoint, clean)
 VARIANTS = {
-    "bare": dict(indexes=False, recovery_point=None, clean=False),
-    "rp0": dict(indexes=True, recovery_point=0, clean=False),
-    "rp-past": dict(indexes=True, recovery_point=13, clean=False),  # segments 0, 6, 10 below
-    "clean": dict(indexes=True, recovery_point=22, clean=True),
+    "bare": {"indexes": False, "recovery_point": None, "clean": False},
+    "rp0": {"indexes": True, "recovery_point": 0, "clean": False},
+    "rp-past": {"indexes": True, "recovery_point": 13, "clean": False},  # 0, 6, 10 below
+    "clean": {"indexes": True, "recovery_point": 22, "clean": True},
 }
 
 
@@ -248,6 +247,16 @@ def build_dir(logs, topic, variant, model=None) -> Model:
                         for pid in (1, 2, 3, 4, 5, 6)])
         open(os.path.join(logs, CLEAN_SHUTDOWN_FILE), "w").close()
     return model
+
+
+def read_bytes(path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write_bytes(path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
 
 
 def consume(logs, topic, *extra) -> list[bytes]:
@@ -477,10 +486,10 @@ def test_damage_ends_the_computation_quietly(tmp_path):
     part = str(tmp_path / "t-0")
     write_partition(part, model, indexes=False)
     path = os.path.join(part, f"{13:020d}.log")
-    data = bytearray(open(path, "rb").read())
+    data = bytearray(read_bytes(path))
     cut = len(model.segments[3][0]) + len(model.segments[3][1])  # after ABORT P1, COMMIT P3
     data[cut + 8:cut + 12] = b"\xff\xff\xff\xff"  # the next batch's length
-    open(path, "wb").write(bytes(data))
+    write_bytes(path, bytes(data))
     lg = ro_log(part)
     got = lg.aborted_txns(0, 22)
     assert AbortedTxn(1, 11, 13, 7) in got and AbortedTxn(2, 15, 16, 17) not in got
@@ -505,17 +514,17 @@ def test_writable_log_below_the_recovery_point_computes_in_memory(tmp_path):
 
 # -- the mount ---------------------------------------------------------------------------------
 def _check_partition(part, model: Model):
-    assert open(os.path.join(part, "messages"), "rb").read().splitlines() == model.committed()
-    lines = [json.loads(x) for x in open(os.path.join(part, "records.jsonl"), "rb")]
+    assert read_bytes(os.path.join(part, "messages")).splitlines() == model.committed()
+    lines = [json.loads(x) for x in read_bytes(os.path.join(part, "records.jsonl")).splitlines()]
     assert [x["value"].encode() for x in lines if "control" not in x] == model.committed()
     names = sorted(int(n) for n in os.listdir(os.path.join(part, "offset")))
     assert names == [o for o, _p, txn, v in model.records
                      if o < model.last_stable_offset and v in model.committed()]
     for gone in model.aborted_offsets():
         with pytest.raises(OSError) as e:
-            open(os.path.join(part, "offset", str(gone)), "rb")
+            read_bytes(os.path.join(part, "offset", str(gone)))
         assert e.value.errno == errno.ENOENT
-    assert open(os.path.join(part, "offset", "7"), "rb").read() == b"v1"  # committed at 14
+    assert read_bytes(os.path.join(part, "offset", "7")) == b"v1"  # committed at 14
 
 
 def test_read_only_then_read_write_mount_hide_aborted_records(tmp_path, mount_factory):

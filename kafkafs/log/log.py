@@ -49,7 +49,12 @@ from .errors import (
     RecordTooLargeError,
 )
 from .isolation import AbortedFilter
-from .names import INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, parse_segment_filename
+from .names import (
+    INDEX_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    parse_segment_filename,
+)
 from .producer_state import InvalidTxnStateError, ProducerStateManager, fsync_snapshot
 from .segment import LogSegment, check_batch_order
 from .txnindex import AbortedTxn

@@ -41,7 +41,13 @@ import struct
 import threading
 from collections.abc import Sequence
 
-from ..record.batch import BATCH_OVERHEAD, CONTROL_MASK, CURRENT_MAGIC, LOG_OVERHEAD, RecordBatch
+from ..record.batch import (
+    BATCH_OVERHEAD,
+    CONTROL_MASK,
+    CURRENT_MAGIC,
+    LOG_OVERHEAD,
+    RecordBatch,
+)
 from ..record.control import ABORT, end_txn_marker
 from ..record.errors import CorruptRecordError
 from . import safeio
