@@ -64,6 +64,8 @@ HASHED = b"#"  # after the prefix: a digest name (not in the base64url alphabet)
 NAME_MAX = 255
 INLINE_CATCH_UP = 1000  # offsets a map may lag and still be caught up on the event loop
 SEEK_GAP = 4096  # a listing seeks (index lookup) rather than read through a longer gap
+MEMO_S = 0.5  # seconds a lookup's answer may be reused while its log is unchanged
+MEMO_SIZE = 1024
 _POS_BITS = 43  # readdir positions: partition << 43 | offset + 1
 _POS_MASK = (1 << _POS_BITS) - 1
 
@@ -208,6 +210,7 @@ class KeyView:
     def __init__(self, fs, maps: KeyMaps | None = None):
         self.fs = fs
         self.maps = maps or KeyMaps()
+        self._memo: dict[tuple, tuple] = {}  # (parent inode, name) -> lookup (see lookup)
 
     # -- maps ---------------------------------------------------------------------------
     async def ready(self, lg: Log) -> KeyMap:
@@ -297,11 +300,29 @@ class KeyView:
 
     async def lookup(self, parent: T.Node, name: bytes) -> T.Node:
         """The inode of the current value of the key named ``name``; FUSEError(ENOENT)
-        when there is none (never written, deleted, out of the log)."""
+        when there is none (never written, deleted, out of the log).
+
+        The kernel looks a name up twice per ``open`` (the name is never cached, so the
+        path walk's lookup is followed by a revalidation): an answer is reused for
+        ``MEMO_S`` seconds while its log, the log's start and end offsets and the set of
+        partitions are unchanged (the answer cannot have changed then)."""
+        memo_key = (parent.inode, name)
+        hit = self._memo.get(memo_key)
+        if hit is not None and hit[0] == self._state(hit[1]) and \
+                trio.current_time() - hit[3] < MEMO_S:
+            return self.fs.inodes.get(T.KEY, hit[1].topic, hit[1].partition, hit[2])
         lg, _key, offset = await self.resolve(parent, name)
         if offset is None:
             raise _err(errno.ENOENT)
+        if len(self._memo) >= MEMO_SIZE:
+            self._memo.clear()
+        self._memo[memo_key] = (self._state(lg), lg, offset, trio.current_time())
         return self.fs.inodes.get(T.KEY, lg.topic, lg.partition, offset)
+
+    def _state(self, lg: Log) -> tuple:
+        manager = self.fs.manager
+        return (manager.logs.get((lg.topic, lg.partition)) is lg, lg.log_start_offset,
+                lg.log_end_offset, len(manager.logs))
 
     # -- files --------------------------------------------------------------------------
     def open(self, node: T.Node, flags: int, info: pyfuse3.FileInfo):
