@@ -117,8 +117,10 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
             notify.stopping()
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(operations.save_views)
-                # the key maps, while the logs are open (a read-only mount writes nothing)
-                await trio.to_thread.run_sync(partial(operations.keys.maps.maintain, save=True))
+                # the key maps as far as they go, while the logs are open (a read-only mount
+                # writes nothing); what they miss is read at their next use
+                await trio.to_thread.run_sync(partial(operations.keys.maps.maintain, save=True,
+                                                      catch_up=False))
                 clean = await trio.to_thread.run_sync(manager.shutdown)  # locks released
             if mounted:
                 pyfuse3.close(unmount=True)
@@ -140,9 +142,10 @@ async def _widen_read_ahead(operations: KafkaFS, mountpoint: str, kb: int) -> No
 
 
 async def _keep_key_maps(maps: KeyMaps, save_interval_ms: int) -> None:
-    """Keep the key maps in use (fs.keys) up to date with their logs every second, off the
-    event loop, and save the changed ones every ``save_interval_ms``
-    (``log.flush.offset.checkpoint.interval.ms``, as the other checkpoints)."""
+    """Keep the key maps in use (fs.keys) up to date with their logs (when a log pauses:
+    :meth:`KeyMaps.maintain`), off the event loop, and save the changed ones every
+    ``save_interval_ms`` (``log.flush.offset.checkpoint.interval.ms``, as the other
+    checkpoints)."""
     next_save = now_ms() + save_interval_ms
     while True:
         await trio.sleep(1.0)

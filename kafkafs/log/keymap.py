@@ -75,7 +75,7 @@ _MAGIC = b"KFSKEYS1"
 _HEAD = struct.Struct("<8sI")  # magic, JSON header length
 _VERSION = 1
 MERGE_MIN = 65536  # a dict of changes this large is merged, whatever the arrays' size
-_CHUNK_RECORDS = 65536  # records read per step of a catch-up before the lock is taken
+LAG_MAX = 1 << 22  # offsets a map in use may lag behind a busy log (KeyMaps.maintain)
 _PARTITION_METADATA = "partition.metadata"
 
 
@@ -124,6 +124,7 @@ class KeyMap:
         self._saved_end: int | None = None  # end_offset of the last save or load
         self._warned_rescan = False
         self._damage: str | None = None
+        self._seen_end = -1  # the log end offset at the last KeyMaps.maintain
 
     # -- state --------------------------------------------------------------------------
     @property
@@ -239,12 +240,12 @@ class KeyMap:
             if reason is not None:
                 self._reset(lg, reason)
             t0 = time.monotonic()
-            n = self._read(lg)
+            n = self._read(lg, merge)
             if reason is not None:
                 self._merge()
                 log.info("Key map of %s built: %d keys up to offset %d in %.1f s",
                          self.name, len(self), self.end_offset, time.monotonic() - t0)
-            elif merge and len(self._delta) >= max(MERGE_MIN, len(self._arrays[0]) // 4):
+            elif merge and len(self._delta) >= self._merge_at():
                 self._merge()
             return n
         finally:
@@ -262,7 +263,12 @@ class KeyMap:
             self.source = "built"
             self._damage = None
 
-    def _read(self, lg: Log) -> int:
+    def _read(self, lg: Log, merge: bool) -> int:
+        """Read the batches from :attr:`end_offset` to the last stable offset. The changes
+        are gathered as digests and offsets in log order, a chunk at a time; each chunk
+        goes into the arrays by a merge (``merge``: from a worker thread; no dict entry
+        per key, so a build of 10^6 keys never holds 10^6 Python objects) or into the
+        dict of changes (a small catch-up on an event loop)."""
         end = lg.last_stable_offset
         start = self.end_offset
         if start >= end:
@@ -270,7 +276,8 @@ class KeyMap:
         aborted = lg.committed_filter(start, end)
         digest = key_digest
         n = 0
-        changes: dict[bytes, int] = {}
+        digests = bytearray()
+        offsets: list[int] = []
         last = None
         try:
             for batch in lg.batches(start):
@@ -278,55 +285,68 @@ class KeyMap:
                     break
                 if not batch.is_control and not aborted.is_aborted(batch):
                     records = batch.record_tuples()
-                    for r in records:
-                        off, key = r[0], r[2]
-                        if key is not None and off >= start:
-                            changes[digest(key)] = off if r[3] is not None else -2 - off
                     n += len(records)
+                    if batch.base_offset < start:
+                        records = [r for r in records if r[0] >= start]
+                    keyed = [r for r in records if r[2] is not None]
+                    digests += b"".join([digest(r[2]) for r in keyed])
+                    offsets += [r[0] if r[3] is not None else -2 - r[0] for r in keyed]
                 last = (batch.base_offset, batch.last_offset, batch.crc)
-                if len(changes) >= _CHUNK_RECORDS:
-                    self._apply(changes, last)
-                    changes = {}
+                if merge and len(offsets) >= self._merge_at():
+                    self._take(digests, offsets, last, True)
+                    digests, offsets = bytearray(), []
         except CorruptRecordError as exc:
             if str(exc) != self._damage:
                 self._damage = str(exc)
                 log.warning("Key map of %s stops at damaged data: %s", self.name, exc)
-        if last is not None:
-            self._apply(changes, last)
+        if last is not None:  # a small rest goes to the dict (merged once it is large)
+            self._take(digests, offsets, last, merge and len(offsets) >= self._merge_at())
         return n
 
-    def _apply(self, changes: dict[bytes, int], last: tuple[int, int, int]) -> None:
+    def _merge_at(self) -> int:
+        """Changes worth a merge of the arrays: a quarter of their size (so merging costs
+        a constant factor per change), at least ``MERGE_MIN``."""
+        return max(MERGE_MIN, len(self._arrays[0]) // 4)
+
+    def _take(self, digests: bytearray, offsets: list[int], last: tuple[int, int, int],
+              merge: bool) -> None:
+        """Make a chunk of changes visible and the map cover up to ``last`` (the last batch
+        read), at once for readers."""
+        if merge:
+            self._merge((bytes(digests), np.array(offsets, np.int64)), last)
+            return
+        view = memoryview(digests)
+        changes = {bytes(view[16 * i:16 * i + 16]): off for i, off in enumerate(offsets)}
         with self._lock:
             self._delta.update(changes)
             self.last_batch = last
             self.end_offset = last[1] + 1
 
-    def _merge(self) -> None:
-        """Merge the dict of changes into the arrays (caller holds ``_update``)."""
+    def _merge(self, chunk: tuple[bytes, np.ndarray] | None = None,
+               last: tuple[int, int, int] | None = None) -> None:
+        """Merge the dict of changes, then ``chunk`` (digests and offsets in log order),
+        into the arrays (caller holds ``_update``); with ``last``, the map then covers up
+        to that batch. Equal keys keep the newest entry; tombstones go (:func:`_merged`)."""
         with self._lock:
-            if not self._delta:
+            if not self._delta and chunk is None:
                 return
             self._frozen, self._delta = self._delta, {}
             frozen = self._frozen
-            h1s, h2s, offs = self._arrays
-        n = len(frozen)
-        halves = np.frombuffer(b"".join(frozen), dtype="<u8").reshape(n, 2)
-        vals = np.fromiter(frozen.values(), dtype=np.int64, count=n)
-        h1 = np.concatenate((h1s, halves[:, 0]))
-        h2 = np.concatenate((h2s, halves[:, 1]))
-        off = np.concatenate((offs, vals))
-        newer = np.concatenate((np.zeros(len(h1s), np.uint8), np.ones(n, np.uint8)))
-        order = np.lexsort((newer, h2, h1))  # equal keys: the change sorts after the old
-        del newer
-        h1, h2, off = h1[order], h2[order], off[order]
-        del order
-        keep = np.ones(len(h1), bool)
-        keep[:-1] = (h1[1:] != h1[:-1]) | (h2[1:] != h2[:-1])  # the last of equal keys
-        keep &= off >= 0  # tombstones go
-        arrays = (h1[keep], h2[keep], off[keep])
+            arrays = self._arrays
+        changes = []
+        for keys, vals in ((b"".join(frozen), frozen.values()), chunk or (b"", ())):
+            if keys:
+                halves = np.frombuffer(keys, dtype="<u8").reshape(-1, 2)
+                changes.append((halves[:, 0], halves[:, 1], vals if isinstance(vals, np.ndarray)
+                                else np.fromiter(vals, np.int64, len(halves))))
+        del frozen
+        arrays = _merged(arrays, *(np.concatenate([c[i] for c in changes]) for i in range(3)))
         with self._lock:
             self._arrays = arrays
             self._frozen = {}
+            if last is not None:
+                self.last_batch = last
+                self.end_offset = last[1] + 1
 
     def merge(self) -> None:
         """Merge pending changes into the arrays now (a worker thread's job)."""
@@ -481,6 +501,55 @@ class KeyMap:
         log.info("Key map of %s loaded: %d keys up to offset %d", self.name, n, end)
 
 
+def _merged(arrays, c1: np.ndarray, c2: np.ndarray, coff: np.ndarray):
+    """The arrays ``(h1, h2, offset)`` (sorted by ``(h1, h2)``, one entry per live key)
+    with the changes ``c1, c2, coff`` (in log order; a tombstone's offset negative)
+    applied: the newest change of each key replaces its entry, a tombstone removes it.
+
+    The changes alone are sorted (a stable sort: equal keys stay in log order, the last
+    wins) and merged into the sorted arrays by position -- O(n + m log m) for m changes
+    into n entries. Two different keys with the same ``h1`` (about 10^-8 in a map of 10^6
+    keys) take the plain way instead: everything sorted together."""
+    h1s, h2s, offs = arrays
+    order = np.lexsort((c2, c1))
+    c1, c2, coff = c1[order], c2[order], coff[order]
+    newest = np.ones(len(c1), bool)
+    newest[:-1] = (c1[1:] != c1[:-1]) | (c2[1:] != c2[:-1])
+    c1, c2, coff = c1[newest], c2[newest], coff[newest]
+    n = len(h1s)
+    pos = np.searchsorted(h1s, c1)
+    inside = pos < n
+    same1 = np.zeros(len(c1), bool)
+    same1[inside] = h1s[pos[inside]] == c1[inside]
+    match = same1.copy()
+    match[same1] = h2s[pos[same1]] == c2[same1]
+    if (same1 & ~match).any():  # an h1 shared by two keys: sort everything together
+        h1 = np.concatenate((h1s, c1))
+        h2 = np.concatenate((h2s, c2))
+        off = np.concatenate((offs, coff))
+        order = np.lexsort((h2, h1))  # stable: a change sorts after the entry it replaces
+        h1, h2, off = h1[order], h2[order], off[order]
+        keep = np.ones(len(h1), bool)
+        keep[:-1] = (h1[1:] != h1[:-1]) | (h2[1:] != h2[:-1])
+        keep &= off >= 0
+        return h1[keep], h2[keep], off[keep]
+    live = coff >= 0
+    off = offs.copy()
+    replace = match & live
+    off[pos[replace]] = coff[replace]
+    keep = np.ones(n, bool)
+    keep[pos[match & ~live]] = False  # deleted keys
+    new = ~match & live
+    at = pos[new]
+    h1 = np.insert(h1s, at, c1[new])
+    h2 = np.insert(h2s, at, c2[new])
+    off = np.insert(off, at, coff[new])
+    keep = np.insert(keep, at, True)
+    if keep.all():
+        return h1, h2, off
+    return h1[keep], h2[keep], off[keep]
+
+
 class _Mismatch(Exception):
     """A saved key map that cannot be used (the message says why)."""
 
@@ -537,18 +606,24 @@ class KeyMaps:
                        if tp[0] == topic and partition in (None, tp[1])]:
                 del self._maps[tp]
 
-    def maintain(self, save: bool = False) -> int:
-        """Bring every map up to its log's last stable offset (merging large changes), and
-        with ``save`` write the ones that changed (:meth:`KeyMap.save`; a failure logged).
-        Returns the maps saved. A worker thread's job (the daemon calls it)."""
+    def maintain(self, save: bool = False, catch_up: bool = True) -> int:
+        """Bring the maps up to their logs' last stable offsets -- those whose log has been
+        quiet since the previous call, or that lag more than ``LAG_MAX`` offsets: reading
+        the new batches costs CPU (and the GIL) that a stream of appends would miss, so
+        it waits for a pause unless the lag grows large; a reader needing a map catches it
+        up itself -- and merge large changes; with ``save`` write the maps that changed
+        (:meth:`KeyMap.save`; a failure logged). Returns the maps saved. A worker thread's
+        job (the daemon calls it every second)."""
         saved = 0
         for lg, km in list(self._maps.values()):
             if lg.closed:
                 continue
             try:
-                if km.pending(lg):
+                end, km._seen_end = km._seen_end, lg.log_end_offset
+                lag = km.pending(lg)
+                if catch_up and lag and (end == lg.log_end_offset or lag > LAG_MAX):
                     km.catch_up(lg)
-                elif len(km._delta) >= max(MERGE_MIN, len(km._arrays[0]) // 4):
+                elif len(km._delta) >= km._merge_at():
                     km.merge()
                 if save and km.save(lg):
                     saved += 1
