@@ -21,9 +21,9 @@ A digest name can read, overwrite and remove a key the map knows; it cannot crea
 Inodes. ``key/<k>`` resolves to the inode of the record holding the current value (fs.tree:
 computed from the partition and the offset, so ``ls`` of millions of keys keeps no node):
 names are never cached by the kernel (entry timeout 0: the next value is another inode),
-an inode's attributes and pages never change. A descriptor keeps reading the value it
-opened. ``open(O_CREAT)`` of a new key gives a kept ``NEW_KEY`` inode until the kernel forgets
-it.
+a version's attributes and pages never change (but ``>`` on the name truncates the inode it
+finds, as on any file: a reader still holding it then meets the end of the file).
+``open(O_CREAT)`` of a new key gives a kept ``NEW_KEY`` inode until the kernel forgets it.
 
 Writing. A descriptor opened for writing holds the file's content: empty with ``O_TRUNC``
 (``>``) or for a new key, else the current value; writes land at their offset, and at the
