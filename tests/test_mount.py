@@ -24,9 +24,9 @@ from conftest import Mount, fuse_available, kafkafs, sh, wait_for
 
 def test_topic_mkdir_append_and_read_back(mount):
     os.mkdir(mount.path("orders"))
-    assert sorted(os.listdir(mount.path("orders"))) == ["0", "config"]
+    assert sorted(os.listdir(mount.path("orders"))) == ["0", "config", "key"]
     assert sorted(os.listdir(mount.path("orders", "0"))) == \
-        ["append", "by-time", "messages", "offset", "records.jsonl", "segments"]
+        ["append", "by-time", "key", "messages", "offset", "records.jsonl", "segments"]
     p = mount.path("orders", "0")
     for i in range(5):
         r = sh(f"echo 'order {i}' >> {p}/append")
@@ -207,7 +207,7 @@ def test_config_file_read_and_write(mount):
 def test_mkdir_partition_and_rmdir_topic(mount):
     os.mkdir(mount.path("t"))
     os.mkdir(mount.path("t", "2"))
-    assert sorted(os.listdir(mount.path("t"))) == ["0", "1", "2", "config"]
+    assert sorted(os.listdir(mount.path("t"))) == ["0", "1", "2", "config", "key"]
     log_dir = mount.log_dirs[0]
     assert {"t-0", "t-1", "t-2"} <= set(os.listdir(log_dir))
     os.rmdir(mount.path("t"))
@@ -807,7 +807,7 @@ def test_mount_with_config_file(tmp_path):
         assert m.mnt == str(tmp_path / "mnt")
         assert os.getxattr(m.mnt, "user.kafkafs.log_dirs") == str(logs).encode()
         os.mkdir(m.path("c"))
-        assert sorted(os.listdir(m.path("c"))) == ["0", "1", "config"]
+        assert sorted(os.listdir(m.path("c"))) == ["0", "1", "config", "key"]
         assert sorted(n for n in os.listdir(logs) if not n.startswith(".")) == \
             ["c-0", "c-1", "meta.properties"]
         assert not os.path.exists(tmp_path / "logs")

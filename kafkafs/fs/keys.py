@@ -43,7 +43,6 @@ import logging
 import os
 import stat
 
-import numpy as np
 import pyfuse3
 import trio
 
@@ -468,6 +467,8 @@ def _records_at(lg: Log, offsets: np.ndarray, begin: int):
     (sorted) from ``begin`` on, reading batches in order and decoding only those holding
     one; a long gap is skipped by an index lookup. Damage skips the rest of its segment
     (fs.listing)."""
+    import numpy as np  # (loaded with the key maps: kafkafs.log.keymap)
+
     i = int(np.searchsorted(offsets, begin))
     n = len(offsets)
     while i < n:
