@@ -501,6 +501,15 @@ def test_key_maps_registry(tmp_path):
     assert b is not a and b.source == "loaded" and maps.stats["loaded"] == 1
     maps.forget("t")
     assert len(maps) == 0
+    # at start the daemon opens the saved maps, and only those
+    other = make_log(str(tmp_path), "u-0")
+    fresh = KeyMaps()
+    assert fresh.open_saved([lg2, other]) == 1
+    assert fresh.peek(lg2).source == "loaded" and fresh.peek(other) is None
+    fresh.after_cleaning(lg2)  # a pass that rewrote nothing: the map stays usable
+    fresh.after_cleaning(other)  # no map: nothing to do
+    assert fresh.maintain(save=True) == 1
+    assert KeyMap.open(lg2).source == "loaded"
 
 
 def test_after_cleaning_keeps_the_saved_map_usable(tmp_path):

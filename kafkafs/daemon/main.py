@@ -99,7 +99,7 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
                 operations.nursery = nursery
                 nursery.start_soon(_on_signal, signals, nursery.cancel_scope)
                 nursery.start_soon(_widen_read_ahead, operations, mountpoint, ra_kb)
-                nursery.start_soon(_keep_key_maps, operations.keys.maps,
+                nursery.start_soon(_keep_key_maps, operations.keys.maps, manager,
                                    config.log_flush_offset_checkpoint_interval_ms)
                 if not fsopt.read_only:
                     nursery.start_soon(tasks.flush_scheduler, manager)
@@ -141,11 +141,12 @@ async def _widen_read_ahead(operations: KafkaFS, mountpoint: str, kb: int) -> No
         log.debug("read_ahead_kb of %s set to %d", mountpoint, kb)
 
 
-async def _keep_key_maps(maps: KeyMaps, save_interval_ms: int) -> None:
-    """Keep the key maps in use (fs.keys) up to date with their logs (when a log pauses:
-    :meth:`KeyMaps.maintain`), off the event loop, and save the changed ones every
-    ``save_interval_ms`` (``log.flush.offset.checkpoint.interval.ms``, as the other
-    checkpoints)."""
+async def _keep_key_maps(maps: KeyMaps, manager: LogManager, save_interval_ms: int) -> None:
+    """Open the saved key maps (:meth:`KeyMaps.open_saved`), then keep the maps in use
+    (fs.keys) up to date with their logs (when a log pauses: :meth:`KeyMaps.maintain`),
+    off the event loop, and save the changed ones every ``save_interval_ms``
+    (``log.flush.offset.checkpoint.interval.ms``, as the other checkpoints)."""
+    await trio.to_thread.run_sync(maps.open_saved, list(manager.logs.values()))
     next_save = now_ms() + save_interval_ms
     while True:
         await trio.sleep(1.0)

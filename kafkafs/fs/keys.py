@@ -225,14 +225,16 @@ class KeyView:
         return await trio.to_thread.run_sync(self.maps.caught_up, lg)
 
     def _partitions(self, topic: str, partition: int | None) -> list[int]:
+        """The partitions a view looks in: ``[partition]``, or every partition of the
+        topic for its view (``partition`` None). FUSEError(ENOENT) when there is none."""
+        if partition is not None:
+            if (topic, partition) not in self.fs.manager.logs:
+                raise _err(errno.ENOENT)
+            return [partition]
         parts = self.fs.manager.partitions(topic)
         if not parts:
             raise _err(errno.ENOENT)
-        if partition is None:
-            return parts
-        if partition not in parts:
-            raise _err(errno.ENOENT)
-        return [partition]
+        return parts
 
     @staticmethod
     def _home(key: bytes, parts: list[int]) -> int:

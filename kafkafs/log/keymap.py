@@ -608,6 +608,29 @@ class KeyMaps:
                 self._maps[(lg.topic, lg.partition)] = (lg, km)
         return km
 
+    def open_saved(self, logs) -> int:
+        """Open the map of every log in ``logs`` that has a saved one (a key view in use
+        before a restart is in use after it: loaded before the cleaner rewrites the batch
+        it was saved at, and ready for the first read). Returns how many. A worker
+        thread's job (the daemon calls it at start)."""
+        n = 0
+        for lg in list(logs):
+            try:
+                if not lg.closed and lg.pdir.is_file(KEYMAP_FILE):
+                    self.get(lg)
+                    n += 1
+            except OSError as exc:
+                log.warning("Key map of %s: %s", lg.name, exc)
+        return n
+
+    def after_cleaning(self, lg: Log) -> None:
+        """The cleaner finished a pass on ``lg``: see :meth:`KeyMap.after_cleaning` (a map
+        not open here is checked when it is loaded, and rebuilt if the pass rewrote the
+        batch it was saved at)."""
+        km = self.peek(lg)
+        if km is not None:
+            km.after_cleaning(lg)
+
     def caught_up(self, lg: Log) -> KeyMap:
         """:meth:`get` then :meth:`KeyMap.catch_up` (a worker thread's call)."""
         km = self.get(lg)
