@@ -534,3 +534,28 @@ def test_small_and_empty_maps_round_trip(tmp_path, n):
     again = KeyMap.open(lg)
     assert again.source == "loaded", again.rebuild_reason
     assert_matches(again, lg, model)
+
+
+def test_the_daemon_waits_for_a_pause_of_a_stream(tmp_path, monkeypatch):
+    """KeyMaps.maintain reads a few new records at once, but leaves many to a pause of the
+    log (or to the reader who needs them), so a stream of appends keeps its speed."""
+    monkeypatch.setattr(KM, "LAG_SMALL", 10)
+    monkeypatch.setattr(KM, "LAG_MAX", 1000)
+    lg = make_log(str(tmp_path))
+    maps = KeyMaps()
+    km = maps.caught_up(lg)
+    maps.maintain()
+    lg.append([(1, b"k", b"v", ())] * 5)
+    maps.maintain()
+    assert km.pending(lg) == 0  # a trickle: read at once
+    lg.append([(1, b"k", b"v", ())] * 50)
+    maps.maintain()
+    assert km.pending(lg) == 50  # a stream: left for later
+    lg.append([(1, b"k", b"v", ())] * 50)
+    maps.maintain()
+    assert km.pending(lg) == 100
+    maps.maintain()  # the log paused
+    assert km.pending(lg) == 0
+    lg.append([(1, b"k", b"v", ())] * 1001)
+    maps.maintain()
+    assert km.pending(lg) == 0  # too far behind: read even under the stream

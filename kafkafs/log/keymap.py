@@ -75,6 +75,7 @@ _HEAD = struct.Struct("<8sI")  # magic, JSON header length
 _VERSION = 1
 MERGE_MIN = 65536  # a dict of changes this large is merged, whatever the arrays' size
 LAG_MAX = 1 << 22  # offsets a map in use may lag behind a busy log (KeyMaps.maintain)
+LAG_SMALL = 1 << 14  # a lag read at once even while the log is busy (a trickle of appends)
 _PARTITION_METADATA = "partition.metadata"
 
 
@@ -646,10 +647,11 @@ class KeyMaps:
 
     def maintain(self, save: bool = False, catch_up: bool = True) -> int:
         """Bring the maps up to their logs' last stable offsets -- those whose log has been
-        quiet since the previous call, or that lag more than ``LAG_MAX`` offsets: reading
-        the new batches costs CPU (and the GIL) that a stream of appends would miss, so
-        it waits for a pause unless the lag grows large; a reader needing a map catches it
-        up itself -- and merge large changes; with ``save`` write the maps that changed
+        quiet since the previous call, that lag by at most ``LAG_SMALL`` offsets, or by more
+        than ``LAG_MAX``: reading the new batches costs CPU (and the GIL) that a stream of
+        appends would miss (about 3 s per 10^6 records), so under a stream it waits for a
+        pause unless the lag grows large; a reader needing a map catches it up itself --
+        and merge large changes; with ``save`` write the maps that changed
         (:meth:`KeyMap.save`; a failure logged). Returns the maps saved. A worker thread's
         job (the daemon calls it every second)."""
         saved = 0
@@ -659,7 +661,8 @@ class KeyMaps:
             try:
                 end, km._seen_end = km._seen_end, lg.log_end_offset
                 lag = km.pending(lg)
-                if catch_up and lag and (end == lg.log_end_offset or lag > LAG_MAX):
+                if catch_up and lag and (end == lg.log_end_offset or lag <= LAG_SMALL
+                                         or lag > LAG_MAX):
                     km.catch_up(lg)
                 elif len(km._delta) >= km._merge_at():
                     km.merge()
