@@ -33,7 +33,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from bench_fs import ROOT, Daemon, first_reads, line, mbps, timed  # noqa: E402
+from bench_fs import ROOT, Daemon, first_reads, line, mbps, timed
 
 
 def build_keyed_log(logs: str, topic: str, n: int, value_bytes: int, batch: int = 100):
@@ -121,7 +121,7 @@ def main() -> int:
 
         rnd = random.Random(7)
         picks = rnd.sample(range(args.keys), 2 * args.rounds * args.reads)
-        key_names = ["key-%07d" % i for i in picks[::2]]
+        key_names = [f"key-{i:07d}" for i in picks[::2]]
         off_names = [str(i) for i in picks[1::2]]
         ours = ref = 0.0
         for r in range(args.rounds):  # alternating rounds: drift hits both sides

@@ -337,7 +337,7 @@ def test_value_too_large_is_refused_at_the_write(mount_factory):
     assert e.value.errno == errno.EMSGSIZE
     os.close(fd)  # what fitted is produced: 500 bytes
     assert open(f"{k}/a", "rb").read() == b"x" * 500
-    r = subprocess.run(f"head -c 2000 /dev/zero > {k}/b", shell=True, capture_output=True)
+    r = sh(f"head -c 2000 /dev/zero > {k}/b")
     assert r.returncode != 0 and b"Message too long" in r.stderr
 
 
@@ -428,7 +428,7 @@ def test_many_keys_are_listed_streaming(mount_factory):
     r = sh(f"ls -f {m.path('t', 'key')}")
     names = r.stdout.decode().split()
     assert len(names) == n and len(set(names)) == n
-    assert set(names) == {"key-%05d" % i for i in range(n)}
+    assert set(names) == {f"key-{i:05d}" for i in range(n)}
     r = sh(f"ls -l {m.path('t', '0', 'key')} | head -3")
     assert r.returncode == 0
     assert open(m.path("t", "key", "key-00004"), "rb").read() == b"again 4"

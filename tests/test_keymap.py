@@ -101,7 +101,7 @@ def test_incremental_updates_follow_every_append(tmp_path):
         append(lg, model, recs)
         total += len(recs)
         if step % 7 == 0:
-            read = km.catch_up(lg)
+            km.catch_up(lg)
             assert km.end_offset == lg.log_end_offset
             assert_matches(km, lg, model)
     km.catch_up(lg)
@@ -333,7 +333,7 @@ def test_older_data_restored_below_the_start_rebuilds(tmp_path):
         lg.append([(10**13, b"k", b"x" * 40, ())])
     first = lg.segments()[0]
     saved = {n: open(os.path.join(lg.dir, n), "rb").read() for n in os.listdir(lg.dir)
-             if n.startswith("%020d." % first.base_offset)}
+             if n.startswith(f"{first.base_offset:020d}.")}
     assert lg.delete_old_segments(now=10**12) == 1  # old timestamps go
     lg.remove_deleted_segments(force=True)
     km = KeyMap.open(lg)

@@ -41,7 +41,6 @@ import base64
 import errno
 import logging
 import os
-import stat
 
 import pyfuse3
 import trio
@@ -414,18 +413,18 @@ class KeyView:
                 child.lookups += 1  # a kept node (offsets past the computed numbers)
             listing.next_id = next_id
 
-    def _live(self, logs: list[Log]) -> list[np.ndarray]:
+    def _live(self, logs: list[Log]) -> list:
         return [self.maps.caught_up(lg).live_offsets(lg) for lg in logs]
 
 
 class KeyListing:
     """The entries of a ``key/`` listing from readdir position ``start``: iterate
     ``(log, name, offset, value size, timestamp ms)``; ``offsets``: per log, the sorted
-    offsets of its live keys (taken when the listing starts); ``home``: the partition count
+    offsets of its live keys (numpy arrays) (taken when the listing starts); ``home``: the partition count
     of the topic's view (only keys whose partitioner partition is theirs are listed), None
     for a partition's view."""
 
-    def __init__(self, logs: list[Log], offsets: list[np.ndarray], start: int,
+    def __init__(self, logs: list[Log], offsets: list, start: int,
                  home: int | None):
         self.logs = logs
         self.next_id = start
@@ -464,9 +463,9 @@ class KeyListing:
                 yield lg, key_name(key), off, size, ts
 
 
-def _records_at(lg: Log, offsets: np.ndarray, begin: int):
+def _records_at(lg: Log, offsets, begin: int):
     """``(offset, key, value size, timestamp)`` of the records of ``lg`` at ``offsets``
-    (sorted) from ``begin`` on, reading batches in order and decoding only those holding
+    (a sorted int64 numpy array) from ``begin`` on, reading batches in order and decoding only those holding
     one; a long gap is skipped by an index lookup. Damage skips the rest of its segment
     (fs.listing)."""
     import numpy as np  # (loaded with the key maps: kafkafs.log.keymap)

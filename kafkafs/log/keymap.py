@@ -9,10 +9,12 @@ A key whose latest record is a tombstone (null value) is absent.
 Representation (bounded memory, 24 bytes per live key): a key is identified by its
 128-bit BLAKE2b digest, split in two 64-bit halves ``h1``/``h2``. The bulk of the map is
 three numpy arrays sorted by ``(h1, h2)`` -- ``h1``, ``h2`` and the offset -- searched
-by bisection; changes since the last merge sit in a small dict (digest -> offset, a
-tombstone as ``-2 - offset``) that is merged into the arrays by a worker thread once it
-holds a quarter as many entries as the arrays (tombstones are dropped then: an absent key
-and a deleted one read the same). Readers look at the dict first.
+by bisection. A catch-up in a worker thread gathers the changes it reads as digests and
+offsets and merges them into the arrays a chunk at a time (a quarter of the arrays' size
+at least: a constant cost per change); a small catch-up on the event loop puts them in a
+dict (digest -> offset, a tombstone as ``-2 - offset``) that readers look at first and a
+worker thread merges once it is large. Tombstones leave at a merge (an absent key and a
+deleted one read the same).
 
 Entries are hints a reader verifies against the record at the offset
 (:meth:`KeyMap.verify`):
@@ -31,8 +33,8 @@ meanwhile); aborted records were never in it. :meth:`KeyMap.after_cleaning` only
 needless rebuild at the next start (the saved identity batch may have been rewritten).
 
 Growth: :meth:`KeyMap.catch_up` reads only the batches appended since it last ran
-(up to the last stable offset), so the append path pays nothing (the daemon or the first
-reader calls it). A log that shrank under the map (truncation) or whose log start offset
+(up to the last stable offset); the append path pays nothing (:meth:`KeyMaps.maintain`
+and the readers call it). A log that shrank under the map (truncation) or whose log start offset
 moved below where the map began (an older backup restored) is rebuilt by one scan,
 logged once.
 
@@ -94,7 +96,6 @@ def _tomb(offset: int) -> int:
 
 
 _ABSENT = -1  # a change: the key has no record at all (found by a rescan)
-
 
 
 class _Numpy:
@@ -573,7 +574,7 @@ class _Mismatch(Exception):
 def _topic_id(lg: Log) -> str | None:
     try:
         return ckpt.read_partition_metadata(lg.pdir.join(_PARTITION_METADATA), dir=lg.pdir)
-    except Exception:  # missing or damaged: no identity to compare
+    except (OSError, LogError, ValueError):  # missing or damaged: no identity to compare
         return None
 
 
