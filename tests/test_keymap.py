@@ -559,3 +559,24 @@ def test_the_daemon_waits_for_a_pause_of_a_stream(tmp_path, monkeypatch):
     lg.append([(1, b"k", b"v", ())] * 1001)
     maps.maintain()
     assert km.pending(lg) == 0  # too far behind: read even under the stream
+
+
+def test_a_scan_cut_short_by_a_swapped_segment_is_done_again(tmp_path, monkeypatch):
+    """A segment swapped or deleted under a scan (the cleaner, retention) ends the log's
+    batch iteration early; a scan for a key then starts over instead of answering from
+    half the log."""
+    lg, model, km = filled(tmp_path)
+    real = lg.batches
+    calls = []
+
+    def cut_short(start=None, validate=True):
+        calls.append(start)
+        for i, batch in enumerate(real(start, validate)):
+            if len(calls) == 1 and i == 3:
+                return  # as when the segment being read was swapped
+            yield batch
+
+    monkeypatch.setattr(lg, "batches", cut_short)
+    key = b"k19"  # last written near the end of the log
+    assert km.rescan(lg, lambda k: k == key, key_digest(key)) == model.live()[key]
+    assert len(calls) == 2

@@ -465,15 +465,17 @@ class KeyListing:
 
 def _records_at(lg: Log, offsets, begin: int):
     """``(offset, key, value size, timestamp)`` of the records of ``lg`` at ``offsets``
-    (a sorted int64 numpy array) from ``begin`` on, reading batches in order and decoding only those holding
-    one; a long gap is skipped by an index lookup. Damage skips the rest of its segment
-    (fs.listing)."""
+    (a sorted int64 numpy array) from ``begin`` on, reading batches in order and decoding
+    only those holding one; a long gap is skipped by an index lookup, and the reading
+    starts again where it stopped when a segment was swapped under it (the cleaner).
+    Damage skips the rest of its segment (fs.listing)."""
     import numpy as np  # (loaded with the key maps: kafkafs.log.keymap)
 
     i = int(np.searchsorted(offsets, begin))
     n = len(offsets)
     while i < n:
         at = int(offsets[i])
+        before = i
         try:
             for batch in lg.batches(at):
                 if batch.last_offset < at:
@@ -490,8 +492,9 @@ def _records_at(lg: Log, offsets, begin: int):
                 at = int(offsets[i])
                 if at > batch.next_offset + SEEK_GAP:
                     break  # seek there through the index
-            else:
-                return  # the log ended (truncated under the listing)
+            else:  # the batches ended: the log's end, or a segment swapped under us
+                if i == before:
+                    return  # nothing more to be had (the log was truncated under us)
         except CorruptRecordError as exc:
             after = _after_damage(lg, exc)
             if after is None:

@@ -78,6 +78,7 @@ _VERSION = 1
 MERGE_MIN = 65536  # a dict of changes this large is merged, whatever the arrays' size
 LAG_MAX = 1 << 22  # offsets a map in use may lag behind a busy log (KeyMaps.maintain)
 LAG_SMALL = 1 << 14  # a lag read at once even while the log is busy (a trickle of appends)
+_SCAN_ATTEMPTS = 5  # scans for a key a changing segment list may cut short (KeyMap.rescan)
 _PARTITION_METADATA = "partition.metadata"
 
 
@@ -382,20 +383,36 @@ class KeyMap:
                             "scanning the log for that key (logged once per partition)",
                             self.name)
             end = self.end_offset
-            start = lg.log_start_offset
-            aborted = lg.committed_filter(start, end)
-            found: int | None = None
-            for batch in lg.batches(start):
-                if batch.base_offset >= end:
+            for _attempt in range(_SCAN_ATTEMPTS):
+                found, complete = self._scan_for(lg, matches, end)
+                if complete:
                     break
-                if batch.is_control or aborted.is_aborted(batch):
-                    continue
-                for r in batch.record_tuples():
-                    if r[2] is not None and r[0] >= start and matches(r[2]):
-                        found = r[0] if r[3] is not None else _tomb(r[0])
+            else:
+                raise LogError(f"the segments of {lg.name} kept changing under a scan for a key")
             with self._lock:
                 self._delta[digest] = _ABSENT if found is None else found
             return found if found is not None and found >= 0 else None
+
+    @staticmethod
+    def _scan_for(lg: Log, matches: Callable[[bytes], bool], end: int):
+        """``(entry, complete)``: the latest committed record below ``end`` of the key that
+        ``matches`` (its offset, a tombstone's as ``-2 - offset``, None for no record), and
+        whether the scan reached ``end`` (a segment swapped or deleted under it ends the
+        iteration early: the caller scans again)."""
+        start = lg.log_start_offset
+        aborted = lg.committed_filter(start, end)
+        found: int | None = None
+        reached = start
+        for batch in lg.batches(start):
+            if batch.base_offset >= end:
+                return found, True
+            reached = batch.next_offset
+            if batch.is_control or aborted.is_aborted(batch):
+                continue
+            for r in batch.record_tuples():
+                if r[2] is not None and r[0] >= start and matches(r[2]):
+                    found = r[0] if r[3] is not None else _tomb(r[0])
+        return found, reached >= end or lg.log_end_offset <= reached
 
     def after_cleaning(self, lg: Log) -> None:
         """The cleaner rewrote segments of ``lg`` (offsets kept): take the identity batch
@@ -624,6 +641,27 @@ class KeyMaps:
             except OSError as exc:
                 log.warning("Key map of %s: %s", lg.name, exc)
         return n
+
+    @staticmethod
+    def _scan_for(lg: Log, matches: Callable[[bytes], bool], end: int):
+        """``(entry, complete)``: the latest committed record below ``end`` of the key that
+        ``matches`` (its offset, a tombstone's as ``-2 - offset``, None for no record), and
+        whether the scan reached ``end`` (a segment swapped or deleted under it ends the
+        iteration early: the caller scans again)."""
+        start = lg.log_start_offset
+        aborted = lg.committed_filter(start, end)
+        found: int | None = None
+        reached = start
+        for batch in lg.batches(start):
+            if batch.base_offset >= end:
+                return found, True
+            reached = batch.next_offset
+            if batch.is_control or aborted.is_aborted(batch):
+                continue
+            for r in batch.record_tuples():
+                if r[2] is not None and r[0] >= start and matches(r[2]):
+                    found = r[0] if r[3] is not None else _tomb(r[0])
+        return found, reached >= end or lg.log_end_offset <= reached
 
     def after_cleaning(self, lg: Log) -> None:
         """The cleaner finished a pass on ``lg``: see :meth:`KeyMap.after_cleaning` (a map
