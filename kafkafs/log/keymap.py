@@ -642,27 +642,6 @@ class KeyMaps:
                 log.warning("Key map of %s: %s", lg.name, exc)
         return n
 
-    @staticmethod
-    def _scan_for(lg: Log, matches: Callable[[bytes], bool], end: int):
-        """``(entry, complete)``: the latest committed record below ``end`` of the key that
-        ``matches`` (its offset, a tombstone's as ``-2 - offset``, None for no record), and
-        whether the scan reached ``end`` (a segment swapped or deleted under it ends the
-        iteration early: the caller scans again)."""
-        start = lg.log_start_offset
-        aborted = lg.committed_filter(start, end)
-        found: int | None = None
-        reached = start
-        for batch in lg.batches(start):
-            if batch.base_offset >= end:
-                return found, True
-            reached = batch.next_offset
-            if batch.is_control or aborted.is_aborted(batch):
-                continue
-            for r in batch.record_tuples():
-                if r[2] is not None and r[0] >= start and matches(r[2]):
-                    found = r[0] if r[3] is not None else _tomb(r[0])
-        return found, reached >= end or lg.log_end_offset <= reached
-
     def after_cleaning(self, lg: Log) -> None:
         """The cleaner finished a pass on ``lg``: see :meth:`KeyMap.after_cleaning` (a map
         not open here is checked when it is loaded, and rebuilt if the pass rewrote the
