@@ -138,7 +138,8 @@ def test_a_damaged_batch_never_fails_the_listing(manager_factory, mount_factory)
     # the partition's own listing names its files even where a size cannot be had
     r = sh(f"ls -f {m.path('t', '0')}")
     assert (r.returncode, sorted(r.stdout.decode().split())) == \
-        (0, ["append", "by-time", "messages", "offset", "records.jsonl", "segments"]), r.stderr
+        (0, ["append", "by-time", "key", "messages", "offset", "records.jsonl",
+             "segments"]), r.stderr
     for _ in range(2):
         with pytest.raises(OSError) as e:
             os.stat(os.path.join(offsets, str(bad + 5)))

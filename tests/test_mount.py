@@ -24,9 +24,9 @@ from conftest import Mount, fuse_available, kafkafs, sh, wait_for
 
 def test_topic_mkdir_append_and_read_back(mount):
     os.mkdir(mount.path("orders"))
-    assert sorted(os.listdir(mount.path("orders"))) == ["0", "config"]
+    assert sorted(os.listdir(mount.path("orders"))) == ["0", "config", "key"]
     assert sorted(os.listdir(mount.path("orders", "0"))) == \
-        ["append", "by-time", "messages", "offset", "records.jsonl", "segments"]
+        ["append", "by-time", "key", "messages", "offset", "records.jsonl", "segments"]
     p = mount.path("orders", "0")
     for i in range(5):
         r = sh(f"echo 'order {i}' >> {p}/append")
@@ -207,7 +207,7 @@ def test_config_file_read_and_write(mount):
 def test_mkdir_partition_and_rmdir_topic(mount):
     os.mkdir(mount.path("t"))
     os.mkdir(mount.path("t", "2"))
-    assert sorted(os.listdir(mount.path("t"))) == ["0", "1", "2", "config"]
+    assert sorted(os.listdir(mount.path("t"))) == ["0", "1", "2", "config", "key"]
     log_dir = mount.log_dirs[0]
     assert {"t-0", "t-1", "t-2"} <= set(os.listdir(log_dir))
     os.rmdir(mount.path("t"))
@@ -571,7 +571,8 @@ def test_ls_l_shows_names_modes_and_sizes(mount):
     """``ls -l`` shows what docs/tree.md promises: a partition dir holds ``append``
     (write-only for the owner, 0200), ``messages`` and ``records.jsonl`` (0444, their exact
     sizes), and the read-only directories ``by-time``, ``offset``, ``segments`` (0555); a topic
-    dir holds ``config`` (0644) and its partitions; the root and topics are 0755; offset files
+    dir holds ``config`` (0644) and its partitions; the root, topics and ``key`` dirs are 0755
+    (keys are written there); offset files
     are 0444 with the value's size; every node belongs to the user who mounted."""
     os.mkdir(mount.path("t"))
     p = mount.path("t", "0")
@@ -583,6 +584,7 @@ def test_ls_l_shows_names_modes_and_sizes(mount):
     assert ls_l(p) == [
         ("--w-------", 1, uid, gid, 0, "append"),
         ("dr-xr-xr-x", 2, uid, gid, 0, "by-time"),
+        ("drwxr-xr-x", 2, uid, gid, 0, "key"),
         ("-r--r--r--", 1, uid, gid, msize, "messages"),
         ("dr-xr-xr-x", 2, uid, gid, 0, "offset"),
         ("-r--r--r--", 1, uid, gid, jsize, "records.jsonl"),
@@ -592,6 +594,7 @@ def test_ls_l_shows_names_modes_and_sizes(mount):
     assert ls_l(mount.path("t")) == [
         ("dr-xr-xr-x", 2, uid, gid, 0, "0"),
         ("-rw-r--r--", 1, uid, gid, csize, "config"),
+        ("drwxr-xr-x", 2, uid, gid, 0, "key"),
     ]
     assert ls_l(mount.mnt) == [("drwxr-xr-x", 2, uid, gid, 0, "t")]
     assert ls_l(f"{p}/offset") == [("-r--r--r--", 1, uid, gid, 3, "0"),
@@ -615,10 +618,10 @@ def test_mkdir_and_rmdir_commands(mount):
     r = sh(f"mkdir {mount.path('orders')} {mount.path('audit')}", env=env)
     assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
     assert sh(f"ls {mount.mnt}", env=env).stdout == b"audit\norders\n"
-    assert sh(f"ls {mount.path('orders')}", env=env).stdout == b"0\nconfig\n"
+    assert sh(f"ls {mount.path('orders')}", env=env).stdout == b"0\nconfig\nkey\n"
     r = sh(f"mkdir {mount.path('orders', '2')}", env=env)
     assert (r.returncode, r.stderr) == (0, b"")
-    assert sh(f"ls {mount.path('orders')}", env=env).stdout == b"0\n1\n2\nconfig\n"
+    assert sh(f"ls {mount.path('orders')}", env=env).stdout == b"0\n1\n2\nconfig\nkey\n"
     assert sorted(n for n in os.listdir(log_dir) if n.startswith("orders-")) == \
         ["orders-0", "orders-1", "orders-2"]
     r = sh(f"mkdir {mount.path('orders')}", env=env)
@@ -807,7 +810,7 @@ def test_mount_with_config_file(tmp_path):
         assert m.mnt == str(tmp_path / "mnt")
         assert os.getxattr(m.mnt, "user.kafkafs.log_dirs") == str(logs).encode()
         os.mkdir(m.path("c"))
-        assert sorted(os.listdir(m.path("c"))) == ["0", "1", "config"]
+        assert sorted(os.listdir(m.path("c"))) == ["0", "1", "config", "key"]
         assert sorted(n for n in os.listdir(logs) if not n.startswith(".")) == \
             ["c-0", "c-1", "meta.properties"]
         assert not os.path.exists(tmp_path / "logs")

@@ -27,6 +27,8 @@ from ..escapes import unescape
 from ..fs.operations import FsOptions, KafkaFS
 from ..log.config import BrokerConfig
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
+from ..log.keymap import KeyMaps
+from ..log.log import now_ms
 from ..log.manager import LogManager
 from . import malloc, notify, readahead, tasks
 from .options import split_options
@@ -97,6 +99,8 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
                 operations.nursery = nursery
                 nursery.start_soon(_on_signal, signals, nursery.cancel_scope)
                 nursery.start_soon(_widen_read_ahead, operations, mountpoint, ra_kb)
+                nursery.start_soon(_keep_key_maps, operations.keys.maps, manager,
+                                   config.log_flush_offset_checkpoint_interval_ms)
                 if not fsopt.read_only:
                     nursery.start_soon(tasks.flush_scheduler, manager)
                     nursery.start_soon(tasks.retention_task, manager)
@@ -113,6 +117,10 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
             notify.stopping()
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(operations.save_views)
+                # the key maps as far as they go, while the logs are open (a read-only mount
+                # writes nothing); what they miss is read at their next use
+                await trio.to_thread.run_sync(partial(operations.keys.maps.maintain, save=True,
+                                                      catch_up=False))
                 clean = await trio.to_thread.run_sync(manager.shutdown)  # locks released
             if mounted:
                 pyfuse3.close(unmount=True)
@@ -131,6 +139,23 @@ async def _widen_read_ahead(operations: KafkaFS, mountpoint: str, kb: int) -> No
     await trio.lowlevel.checkpoint()
     if readahead.set_read_ahead(mountpoint, kb):
         log.debug("read_ahead_kb of %s set to %d", mountpoint, kb)
+
+
+async def _keep_key_maps(maps: KeyMaps, manager: LogManager, save_interval_ms: int) -> None:
+    """Open the saved key maps (:meth:`KeyMaps.open_saved`), then keep the maps in use
+    (fs.keys) up to date with their logs (when a log pauses: :meth:`KeyMaps.maintain`),
+    off the event loop, and save the changed ones every ``save_interval_ms``
+    (``log.flush.offset.checkpoint.interval.ms``, as the other checkpoints)."""
+    await trio.to_thread.run_sync(maps.open_saved, list(manager.logs.values()))
+    next_save = now_ms() + save_interval_ms
+    while True:
+        await trio.sleep(1.0)
+        if not len(maps):
+            continue
+        save = now_ms() >= next_save
+        if save:
+            next_save = now_ms() + save_interval_ms
+        await trio.to_thread.run_sync(partial(maps.maintain, save=save))
 
 
 async def _on_signal(signals, cancel_scope: trio.CancelScope) -> None:

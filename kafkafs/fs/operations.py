@@ -11,6 +11,8 @@ Tree (DESIGN §3)::
         messages           every value, one per line (grows; tail -f works)
         records.jsonl      every record as a JSON object per line
         segments/          the partition's files, read-only, byte-identical
+        key/<k>            the latest value of key k in this partition (fs.keys)
+      key/<k>              the latest value of key k where Kafka's partitioner puts it
 
 Handlers run on the trio event loop; anything that may scan (views, segment file reads,
 fsync) goes to a worker thread. Errors leave through :func:`fs.errors.fuse_errors`.
@@ -44,6 +46,7 @@ from .append import LineWriter
 from .cache import BatchCache
 from .configfile import ConfigTooLargeError, ConfigWriter
 from .errors import fuse_errors, report_damage
+from .keys import KeyView
 from .listing import OffsetListing
 from .timespec import parse_timestamp
 from .views import (
@@ -122,6 +125,7 @@ class KafkaFS(pyfuse3.Operations):
         self.nursery: trio.Nursery | None = None  # set by the daemon: background work
         self.mount_time_ns = time.time_ns()
         self.initialized = trio.Event()  # set when the kernel's INIT request is answered
+        self.keys = KeyView(self)  # key/<k> (fs.keys); its maps are the daemon's to save
         manager.on_forget.append(self._partition_gone)
 
     def init(self):
@@ -181,6 +185,7 @@ class KafkaFS(pyfuse3.Operations):
         for key in [k for k in self._views if k[:2] == (topic, partition)]:
             del self._views[key]
         self.cache.drop(topic, partition)
+        self.keys.maps.forget(topic, partition)
         self.inodes.drop_partition(topic, partition)
 
     def _log_changed(self, lg: Log) -> None:
@@ -246,6 +251,17 @@ class KafkaFS(pyfuse3.Operations):
             a.st_mode = stat.S_IFDIR | 0o555
             a.st_nlink = 2
             attr_to = SHORT_TIMEOUT
+        elif kind == T.KEYS:
+            a.st_mode = stat.S_IFDIR | (0o555 if ro else 0o755)
+            a.st_nlink = 2
+            entry = attr_to = SHORT_TIMEOUT
+        elif kind in (T.KEY, T.NEW_KEY):
+            # a name may point at another version (inode) after any append: never cached;
+            # a version's attributes never change (fs.keys)
+            a.st_mode = stat.S_IFREG | (0o444 if ro else 0o644)
+            a.st_nlink = 1
+            entry = 0.0
+            attr_to = LONG_TIMEOUT if kind == T.KEY else 0.0
         elif kind == T.CONFIG:
             a.st_mode = stat.S_IFREG | (0o444 if ro else 0o644)
             a.st_nlink = 1
@@ -282,6 +298,10 @@ class KafkaFS(pyfuse3.Operations):
             return self._attr(node)
         if kind == T.CONFIG:
             return self._attr(node, len(self._config_text(node.topic)))
+        if kind == T.KEYS and node.partition is None:
+            if not self.manager.partitions(node.topic):
+                raise _err(errno.ENOENT)
+            return self._attr(node)
         lg = self._log(node)  # ENOENT for a deleted partition
         seg_mtime = None
         if kind in (T.MESSAGES, T.JSONL):
@@ -292,7 +312,7 @@ class KafkaFS(pyfuse3.Operations):
                 size += 1  # the byte at the damage: reading it is the EIO (see read)
             seg_mtime = lg.active_segment.last_modified_ms() * 1_000_000
             return self._attr(node, size, seg_mtime)
-        if kind == T.OFFSET:
+        if kind in (T.OFFSET, T.KEY):
             rec = self._record(node.topic, node.partition, node.name)
             return self._attr(node, len(rec.value or b""), rec.timestamp * 1_000_000
                               if rec.timestamp >= 0 else None)
@@ -326,7 +346,10 @@ class KafkaFS(pyfuse3.Operations):
     @fuse_errors
     async def lookup(self, parent_inode, name, ctx=None):
         parent = self._node(parent_inode)
-        node = self._child(parent, name)
+        if parent.kind == T.KEYS:
+            node = await self.keys.lookup(parent, name)
+        else:
+            node = self._child(parent, name)
         attr = await self._node_attr(node)
         return self._reply_entry(node, attr)
 
@@ -342,6 +365,8 @@ class KafkaFS(pyfuse3.Operations):
         if kind == T.TOPIC:
             if name == b"config":
                 return self.inodes.get(T.CONFIG, parent.topic)
+            if name == b"key":
+                return self.inodes.get(T.KEYS, parent.topic)
             if not name.isdigit() or (len(name) > 1 and name.startswith(b"0")):
                 raise _err(errno.ENOENT)
             p = int(name)
@@ -403,6 +428,10 @@ class KafkaFS(pyfuse3.Operations):
     async def setattr(self, inode, attr, fields, fh, ctx):
         node = self._node(inode)
         if fields.update_size:
+            h = self._handles.get(fh) if fh is not None else None
+            if h is not None and node.kind in (T.KEY, T.NEW_KEY) and h.writer is not None:
+                h.writer.truncate(self._log(node), attr.st_size)  # ftruncate of a key file
+                return await self._node_attr(node)
             # O_TRUNC on append/config is accepted (nothing to truncate); elsewhere refused
             if node.kind not in (T.APPEND, T.CONFIG) or self.options.read_only:
                 raise _err(errno.EACCES if not self.options.read_only else errno.EROFS)
@@ -431,7 +460,8 @@ class KafkaFS(pyfuse3.Operations):
     @fuse_errors
     async def opendir(self, inode, ctx):
         node = self._node(inode)
-        if node.kind not in (T.ROOT, T.TOPIC, T.PARTITION, T.OFFSETS, T.BYTIME, T.SEGMENTS):
+        if node.kind not in (T.ROOT, T.TOPIC, T.PARTITION, T.OFFSETS, T.BYTIME, T.SEGMENTS,
+                             T.KEYS):
             raise _err(errno.ENOTDIR)
         fh = next(self._fh)
         self._handles[fh] = _Handle(node)
@@ -447,7 +477,8 @@ class KafkaFS(pyfuse3.Operations):
         if kind == T.ROOT:
             names = [(t.encode(), self.inodes.get(T.TOPIC, t)) for t in self.manager.topics()]
         elif kind == T.TOPIC:
-            names = [(b"config", self.inodes.get(T.CONFIG, node.topic))]
+            names = [(b"config", self.inodes.get(T.CONFIG, node.topic)),
+                     (b"key", self.inodes.get(T.KEYS, node.topic))]
             names += [(str(p).encode(), self.inodes.get(T.PARTITION, node.topic, p))
                       for p in self.manager.partitions(node.topic)]
         elif kind == T.PARTITION:
@@ -500,6 +531,9 @@ class KafkaFS(pyfuse3.Operations):
         if h.node.kind == T.OFFSETS:
             self._readdir_offsets(h, start_id, token)
             return
+        if h.node.kind == T.KEYS:
+            await self.keys.readdir(h, start_id, token)
+            return
         for name, child, next_id in self._dir_entries(h.node, start_id):
             try:
                 attr = await self._node_attr(child)
@@ -551,14 +585,26 @@ class KafkaFS(pyfuse3.Operations):
         for key in [k for k in self._views if k[0] == topic]:
             del self._views[key]
         self.cache.drop(topic)
+        self.keys.maps.forget(topic)
         self.inodes.drop_topic(topic)
 
     @fuse_errors
     async def unlink(self, parent_inode, name, ctx):
+        parent = self._node(parent_inode)
+        if parent.kind == T.KEYS and not self.options.read_only:
+            return await self.keys.unlink(parent, name)  # a tombstone
         raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
 
     @fuse_errors
     async def create(self, parent_inode, name, mode, flags, ctx):
+        parent = self._node(parent_inode)
+        if parent.kind == T.KEYS and not self.options.read_only:
+            node, writer = await self.keys.create(parent, name, flags)
+            h = _Handle(node)
+            h.writer = writer
+            info = pyfuse3.FileInfo(fh=next(self._fh), direct_io=True)
+            self._handles[info.fh] = h
+            return info, self._reply_entry(node, self._attr(node))
         raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
 
     # names are Kafka's (topics, partitions, offsets, segment files): none can be renamed,
@@ -606,6 +652,8 @@ class KafkaFS(pyfuse3.Operations):
             else:
                 h.record = self._config_text(node.topic)
             info.direct_io = True
+        elif kind in (T.KEY, T.NEW_KEY):
+            h.record, h.writer = self.keys.open(node, flags, info)
         elif writing:
             raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
         elif kind == T.OFFSET:
@@ -644,8 +692,8 @@ class KafkaFS(pyfuse3.Operations):
     async def read(self, fh, off, size):
         h = self._handles[fh]
         kind = h.node.kind
-        if kind in (T.OFFSET, T.CONFIG):
-            data = h.record.value if kind == T.OFFSET else h.record
+        if kind in (T.OFFSET, T.CONFIG, T.KEY):
+            data = h.record if kind == T.CONFIG else h.record.value
             return (data or b"")[off:off + size]
         if h.view is not None:
             v = h.view
@@ -682,6 +730,8 @@ class KafkaFS(pyfuse3.Operations):
                 return h.writer.write(buf)
             except ConfigTooLargeError:
                 raise _err(errno.EFBIG) from None
+        if h.node.kind in (T.KEY, T.NEW_KEY):  # fs.keys: kept until close
+            return h.writer.write(self._log(h.node), buf, off)
         # append (fs.append): the lines go to the log on the loop, a pwrite each batch
         return h.writer.write(self._log(h.node), buf)
 
@@ -692,6 +742,8 @@ class KafkaFS(pyfuse3.Operations):
             return
         if h.node.kind == T.APPEND:
             h.writer.close(self._log(h.node))
+        elif h.node.kind in (T.KEY, T.NEW_KEY):
+            h.writer.flush(self._log(h.node))  # one keyed record (fs.keys)
         else:
             props = h.writer.finish()
             if props is not None:
@@ -728,6 +780,11 @@ class KafkaFS(pyfuse3.Operations):
                 h.writer.finish_line(self._log(h.node))
             except Exception:
                 log.exception("dropping %d bytes of a partial line at close", size)
+        if h.node.kind in (T.KEY, T.NEW_KEY) and h.writer is not None:
+            try:  # an empty value of a file created or truncated (fs.keys)
+                h.writer.release(self._log(h.node))
+            except Exception:
+                log.exception("dropping the value of a key file at close")
 
     # -- extended attributes ---------------------------------------------------------
     def _xattr_values(self, node: T.Node) -> dict[str, bytes | None]:
@@ -735,7 +792,7 @@ class KafkaFS(pyfuse3.Operations):
         if node.kind == T.ROOT:
             return {"user.kafkafs.pid": str(os.getpid()).encode(),
                     "user.kafkafs.log_dirs": ",".join(self.manager.log_dirs).encode()}
-        if node.kind != T.OFFSET:
+        if node.kind not in (T.OFFSET, T.KEY):
             return {}
         rec, entry = self._visible_record(self._log(node), node.name)
         ts_type = TIMESTAMP_TYPE_NAMES[entry.timestamp_type]

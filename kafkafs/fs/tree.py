@@ -10,6 +10,11 @@ partition number << 40 | N`` (the partition numbered on first use, never reused)
 turned back into the node on every request. A listing of millions of offsets therefore
 costs no memory, and the kernel may keep and forget those inodes as it likes. (Offsets of
 2^40 and more, and partitions past 2^22, get kept nodes as the other kinds do.)
+
+``key/<k>`` nodes (fs.keys) are numbered the same way with ``KEY_INODES`` added: one inode
+per version of a key, named by the offset of the record holding it, so that the listing of
+millions of keys keeps no node either. A key created by ``open(O_CREAT)`` and not produced
+yet is a kept ``NEW_KEY`` node named by the key's bytes.
 """
 
 from __future__ import annotations
@@ -31,10 +36,14 @@ MESSAGES = "messages"
 JSONL = "jsonl"
 SEGMENTS = "segments"
 SEGFILE = "segfile"
+KEYS = "keys"  # <topic>/key/ (partition None) and <topic>/<p>/key/
+KEY = "key"  # a version of a key: name = the offset of its record
+NEW_KEY = "new_key"  # created, not produced yet: name = the key's bytes
 
-DYNAMIC = frozenset({OFFSET, BYTIME_LINK, SEGFILE})
+DYNAMIC = frozenset({OFFSET, BYTIME_LINK, SEGFILE, KEY, NEW_KEY})
 
 OFFSET_INODES = 1 << 62  # the computed inode numbers of offset/N (module docstring)
+KEY_INODES = 1 << 63  # added for key/<k> versions
 OFFSET_BITS = 40
 PARTITION_BITS = 62 - OFFSET_BITS
 _OFFSET_MASK = (1 << OFFSET_BITS) - 1
@@ -47,6 +56,7 @@ PARTITION_CHILDREN = {
     b"messages": MESSAGES,
     b"records.jsonl": JSONL,
     b"segments": SEGMENTS,
+    b"key": KEYS,
 }
 
 
@@ -101,11 +111,12 @@ class InodeTable:
 
     def get(self, kind, topic=None, partition=None, name=None) -> Node:
         """The node for this key, created on first use (an ``offset/N`` node is made anew
-        each time, with its computed inode number)."""
-        if kind == OFFSET and 0 <= name <= _OFFSET_MASK:
+        each time, with its computed inode number; ``key`` versions too)."""
+        if kind in (OFFSET, KEY) and 0 <= name <= _OFFSET_MASK:
             base = self.offset_inodes(topic, partition)
             if base is not None:
-                return Node(base | name, OFFSET, topic, partition, name)
+                return Node(base | name | (KEY_INODES if kind == KEY else 0), kind, topic,
+                            partition, name)
         key = (kind, topic, partition, name)
         node = self.by_key.get(key)
         if node is None:
@@ -123,7 +134,8 @@ class InodeTable:
         if node is None and inode & OFFSET_INODES:
             tp = self._partitions.get((inode >> OFFSET_BITS) & ((1 << PARTITION_BITS) - 1))
             if tp is not None:
-                node = Node(inode, OFFSET, tp[0], tp[1], inode & _OFFSET_MASK)
+                node = Node(inode, KEY if inode & KEY_INODES else OFFSET, tp[0], tp[1],
+                            inode & _OFFSET_MASK)
         return node
 
     def forget(self, inode: int, n: int) -> None:
