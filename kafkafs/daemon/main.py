@@ -29,7 +29,7 @@ from ..log.config import BrokerConfig
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
 from ..log.manager import LogManager
 from . import malloc, notify, readahead, tasks
-from .options import split_options
+from .options import batch_size_option, split_options
 from .watcher import watch_log_dirs
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,7 @@ def fs_options(own: dict[str, str]) -> FsOptions:
         key_separator=sep,
         read_only="read_only" in own or "ro" in own,
         isolation_level=isolation,
+        batch_size=batch_size_option(own),
     )
 
 

@@ -73,10 +73,13 @@ class FsOptions:
     write with EROFS. ``uid``/``gid``: owner reported for every node. ``isolation_level``
     (Kafka's consumer setting): ``read_committed`` (default) shows records up to the last
     stable offset and hides aborted transactions; ``read_uncommitted`` shows every record.
+    ``batch_size``: the producer's ``batch.size`` for lines written to ``append`` (bytes;
+    None: each topic's ``kafkafs.batch.size``).
     """
 
     parse_key: bool = False
     key_separator: bytes = b"\t"
+    batch_size: int | None = None
     read_only: bool = False
     isolation_level: str = DEFAULT_ISOLATION_LEVEL
     uid: int = field(default_factory=os.getuid)
@@ -594,7 +597,8 @@ class KafkaFS(pyfuse3.Operations):
             if accmode != os.O_WRONLY:
                 raise _err(errno.EACCES)
             self._log(node)
-            h.writer = LineWriter(self.options.parse_key, self.options.key_separator)
+            h.writer = LineWriter(self.options.parse_key, self.options.key_separator,
+                                  self.options.batch_size)
             info.direct_io = True
         elif kind == T.CONFIG:
             if writing and self.options.read_only:

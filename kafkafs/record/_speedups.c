@@ -1424,26 +1424,33 @@ done:
 }
 
 PyDoc_STRVAR(encode_text_doc,
-"encode_text(text, timestamp, budget) -> (payload, count, consumed)\n\n"
+"encode_text(text, timestamp, budget, ratio=1.0) -> (payload, count, consumed)\n\n"
 "Encode the '\\n'-terminated lines at the start of `text` (bytes-like) as\n"
-"encode_lines would (newline stripped), stopping before the line that would take the\n"
-"payload past `budget` bytes -- but always taking the first line. Returns the payload,\n"
-"the number of records and the bytes of `text` consumed (newlines included). Bytes\n"
-"after the last newline are never consumed.");
+"encode_lines would (newline stripped), stopping before the line whose record would take\n"
+"int(payload bytes so far * ratio) + its size past `budget` bytes -- but always taking\n"
+"the first line (the producer's batch.size rule, MemoryRecordsBuilder.hasRoomFor:\n"
+"`ratio` is 1.0 for an uncompressed batch, else the estimated compression ratio times\n"
+"1.05). Returns the payload, the number of records and the bytes of `text` consumed\n"
+"(newlines included). Bytes after the last newline are never consumed.");
 
 static PyObject *
 sp_encode_text(PyObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"text", "timestamp", "budget", NULL};
+    static char *kwlist[] = {"text", "timestamp", "budget", "ratio", NULL};
     PyObject *text, *payload = NULL, *result = NULL;
     long long ts;
     Py_ssize_t budget, pos = 0, count = 0;
+    double ratio = 1.0;
     bview tv;
     wbuf w = {NULL, 0, 0};
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OLn:encode_text", kwlist, &text, &ts,
-                                     &budget))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OLn|d:encode_text", kwlist, &text, &ts,
+                                     &budget, &ratio))
         return NULL;
+    if (!(ratio > 0.0 && ratio <= 1e6)) {  /* also refuses NaN */
+        PyErr_SetString(PyExc_ValueError, "ratio must be above 0 and at most 1e6");
+        return NULL;
+    }
     if (bv_get(text, &tv, 0) < 0)
         return NULL;
     if (wb_init(&w, tv.len < budget ? tv.len + tv.len / 8 + 64 : budget + 64) < 0)
@@ -1464,7 +1471,8 @@ sp_encode_text(PyObject *self, PyObject *args, PyObject *kwds)
         /* attributes, timestampDelta 0, offsetDelta, key -1, value, header count 0 */
         body = 4 + varint_size(count) + varint_size(len) + len;
         need = varint_size(body) + body;
-        if (count > 0 && w.used + need > budget)
+        if (count > 0 && (ratio == 1.0 ? w.used : (Py_ssize_t)((double)w.used * ratio))
+                         + need > budget)
             break;
         p = wb_reserve(&w, need);
         if (p == NULL)

@@ -510,11 +510,18 @@ def _py_encode_lines(lines, timestamp) -> bytes:
     return b"".join(parts)
 
 
-def _py_encode_text(text, timestamp, budget):
+def _py_encode_text(text, timestamp, budget, ratio=1.0):
     """``(payload, count, consumed)``: the ``\\n``-terminated lines at the start of
-    ``text`` encoded as :func:`encode_lines` would, stopping before the line that would take
-    the payload past ``budget`` bytes (the first line is always taken); bytes after the last
-    newline are never consumed."""
+    ``text`` encoded as :func:`encode_lines` would, stopping before the line whose record
+    would take ``int(payload bytes so far * ratio)`` plus its size past ``budget`` bytes
+    (the first line is always taken: the producer's ``batch.size`` rule,
+    kafkafs.record.producer_batch); bytes after the last newline are never consumed.
+    Raises ValueError for a ``ratio`` not in (0, 1e6]."""
+    if isinstance(ratio, (str, bytes, bytearray)):  # as C's "d": numbers only
+        raise TypeError(f"must be real number, not {type(ratio).__name__}")
+    ratio = float(ratio)
+    if not 0.0 < ratio <= 1e6:
+        raise ValueError("ratio must be above 0 and at most 1e6")
     text = _as_bytes(text)
     end = text.rfind(b"\n") + 1
     lines = text[:end].split(b"\n")[:-1] if end else []
@@ -524,7 +531,7 @@ def _py_encode_text(text, timestamp, budget):
         vl = len(line)
         body = 4 + len(_enc(i)) + len(_enc(vl)) + vl
         need = len(_enc(body)) + body
-        if i and used + need > budget:
+        if i and (used if ratio == 1.0 else int(used * ratio)) + need > budget:
             break
         used += need
         taken += 1
