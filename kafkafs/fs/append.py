@@ -45,7 +45,11 @@ from ..log.errors import LogError, RecordTooLargeError
 from ..log.log import Log, now_ms
 from ..record import compression as codecs
 from ..record import fast
-from ..record.batch import BATCH_OVERHEAD, max_single_value_size, single_record_batch_size
+from ..record.batch import (
+    BATCH_OVERHEAD,
+    max_single_value_size,
+    single_record_batch_size,
+)
 from ..record.producer_batch import ESTIMATOR, BatchSizer, batch_limits, effective_codec
 
 RECORD_OVERHEAD_MAX = 80  # at most: batch header, record header and varints of one line
