@@ -808,3 +808,36 @@ def test_encode_text_ratio_is_the_producers_rule(lines, budget, ratio):
 def test_encode_text_refuses_a_bad_ratio(impl, ratio, error):
     with pytest.raises(error):
         impl.encode_text(b"a\n", 7, 100, ratio)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.binary(max_size=40), st.binary(max_size=300)), max_size=40),
+       st.sampled_from([b"\t", b":", b"::", b"ab"]), st.integers(-100, 4000),
+       st.floats(0.01, 3.0))
+def test_encode_text_with_a_separator_encodes_keyed_records(pairs, sep, budget, ratio):
+    """``separator``: each line is ``KEY<sep>VALUE`` split at the first separator, encoded
+    as ``encode`` encodes ``(timestamp, key, value)``, cut by the same rule (the key counts
+    in the record's size); both implementations agree."""
+    lines = [k.replace(b"\n", b"") + sep + v.replace(b"\n", b"") for k, v in pairs]
+    pairs = [line.partition(sep)[::2] for line in lines]  # split at the first separator
+    text = b"".join(line + b"\n" for line in lines)
+    results = [impl.encode_text(text, 7, budget, ratio, separator=sep) for impl in BOTH]
+    assert all(r == results[0] for r in results)
+    payload, n, consumed = results[0]
+    assert payload == fast.PYTHON.encode([(7, k, v, ()) for k, v in pairs[:n]], 7)
+    assert consumed == sum(len(line) + 1 for line in lines[:n])
+    used = 0
+    for i, (k, v) in enumerate(pairs):
+        size = KPBuilder.size_in_bytes(i, 0, k, v, [])
+        fits = i == 0 or int(used * ratio) + size <= budget
+        assert fits == (i < n)
+        if not fits:
+            break
+        used += size
+
+
+def test_encode_text_refuses_a_line_without_the_separator(impl):
+    with pytest.raises(ValueError, match="line 1 has no key separator"):
+        impl.encode_text(b"a:1\nb\n", 7, 10000, separator=b":")
+    assert impl.encode_text(b"a:1\n", 7, 10000, separator=b"") == \
+        impl.encode_text(b"a:1\n", 7, 10000)

@@ -50,7 +50,7 @@ from ..record.batch import (
     max_single_value_size,
     single_record_batch_size,
 )
-from ..record.producer_batch import ESTIMATOR, BatchSizer, batch_limits, effective_codec
+from ..record.producer_batch import ESTIMATOR, batch_limits, effective_codec
 
 RECORD_OVERHEAD_MAX = 80  # at most: batch header, record header and varints of one line
 PAGE = 4096  # a write(2)'s first request may be short by a misaligned buffer: < a page
@@ -308,27 +308,18 @@ class LineWriter:
 
     def _cuts(self, lg: Log, lines: list[bytes]):
         """Yield ``(i, j, records_bytes)``: ``lines[i:j]`` make the next batch (at least one
-        line), ``records_bytes`` its records' size before compression. Each batch's limits
-        are read when it starts (a compressed batch's ratio follows the ones written)."""
-        n = len(lines)
-        sep, seplen, keyed = self.separator, len(self.separator), self.parse_key
-        i = 0
-        while i < n:
+        line), ``records_bytes`` its records' size before compression; the cut is the C
+        encoder's (``encode_text``, keyed under ``parse.key``). Each batch's limits are read
+        when it starts (a compressed batch's ratio follows the ones written)."""
+        text = memoryview(b"\n".join(lines) + b"\n")
+        sep = self.separator if self.parse_key else None
+        i = pos = 0
+        while i < len(lines):
             budget, ratio, _codec = self._limits(lg)
-            sizer = BatchSizer(budget, ratio)
-            j = i
-            while j < n:
-                line = lines[j]
-                if keyed:
-                    k = line.find(sep)
-                    fits = sizer.add(0, k, len(line) - k - seplen)
-                else:
-                    fits = sizer.add(0, -1, len(line))
-                if not fits:
-                    break
-                j += 1
-            yield i, j, sizer.used
-            i = j
+            payload, n, consumed = fast.encode_text(text[pos:], 0, budget, ratio, sep)
+            yield i, i + n, len(payload)
+            i += n
+            pos += consumed
 
     def _append_group(self, lg: Log, group: list[bytes], records_bytes: int = 0) -> None:
         """Append ``group`` as one batch; a batch found too large (a compressed topic,

@@ -54,13 +54,20 @@ def record_size(offset_delta: int, timestamp_delta: int, key_size: int, value_si
     """Bytes of one v2 record in an uncompressed batch, its length varint included
     (``DefaultRecord.sizeInBytes``). ``key_size``/``value_size``: -1 for null;
     ``headers``: ``(str, bytes | None)`` pairs."""
-    body = 1 + _vsize(timestamp_delta) + _vsize(offset_delta) + _vsize(key_size) + \
-        max(key_size, 0) + _vsize(value_size) + max(value_size, 0) + _vsize(len(headers))
-    for hkey, hvalue in headers:
-        k = len(hkey.encode("utf-8"))
-        v = -1 if hvalue is None else len(hvalue)
-        body += _vsize(k) + k + _vsize(v) + max(v, 0)
-    return _vsize(body) + body
+    # attributes and the header count (1 byte each below 64 headers), the key and value,
+    # then the varints, the common small ones sized inline (a call costs more than the rest)
+    body = 2 + max(key_size, 0) + max(value_size, 0) \
+        + (1 if -64 <= timestamp_delta < 64 else _vsize(timestamp_delta)) \
+        + (1 if offset_delta < 64 else _vsize(offset_delta)) \
+        + (1 if key_size < 64 else _vsize(key_size)) \
+        + (1 if value_size < 64 else 2 if value_size < 8192 else _vsize(value_size))
+    if headers:
+        body += _vsize(len(headers)) - 1
+        for hkey, hvalue in headers:
+            k = len(hkey.encode("utf-8"))
+            v = -1 if hvalue is None else len(hvalue)
+            body += _vsize(k) + k + _vsize(v) + max(v, 0)
+    return (1 if body < 64 else 2 if body < 8192 else _vsize(body)) + body
 
 
 def effective_codec(compression_type: str, requested: int | None = None) -> int:
