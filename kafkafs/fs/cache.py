@@ -11,9 +11,7 @@ from ..record import fast
 from ..record.batch import LOG_APPEND_TIME, Record
 from ..record.errors import CorruptRecordError
 
-# batches of a producer's default batch.size (16 KiB) fill MAX_BYTES at 4096: the count
-# only bounds the per-entry overhead of many tiny batches
-MAX_BATCHES = 8192
+MAX_BATCHES = 512
 MAX_BYTES = 64 * 1024 * 1024  # encoded bytes of the cached batches
 FULL_DECODE_AFTER = 2  # records decoded one by one before a batch is decoded whole
 
@@ -44,10 +42,6 @@ class _Entry:
             self.decoded = {t[0]: t for t in batch.record_tuples()}
         else:
             self.payload, self.exact = (b"", True) if self.is_control else batch.payload()
-            if isinstance(self.payload, memoryview) and \
-                    2 * self.payload.nbytes < memoryview(self.payload.obj).nbytes:
-                # a view into a read of several batches: keep this batch's bytes only
-                self.payload = bytes(self.payload)
 
     @property
     def base_offset(self) -> int:

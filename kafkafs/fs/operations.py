@@ -613,7 +613,11 @@ class KafkaFS(pyfuse3.Operations):
         elif writing:
             raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
         elif kind == T.OFFSET:
-            h.record = self._record(node.topic, node.partition, node.name)
+            # the record is fetched by the first read: a reopened offset whose page the
+            # kernel keeps needs none. One gone since its lookup (retention) fails here.
+            lg = self._log(node)
+            if not lg.log_start_offset <= node.name < lg.log_end_offset:
+                raise _err(errno.ENOENT)
             info.keep_cache = True
         elif kind in (T.MESSAGES, T.JSONL):
             v = self.view(node.topic, node.partition, kind)
@@ -649,6 +653,8 @@ class KafkaFS(pyfuse3.Operations):
         h = self._handles[fh]
         kind = h.node.kind
         if kind in (T.OFFSET, T.CONFIG):
+            if h.record is None:  # offset/N, first read
+                h.record = self._record(h.node.topic, h.node.partition, h.node.name)
             data = h.record.value if kind == T.OFFSET else h.record
             return (data or b"")[off:off + size]
         if h.view is not None:
