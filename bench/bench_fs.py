@@ -9,6 +9,9 @@ the same run:
 * point reads: open+read+close of random ``offset/N`` per second vs the same loop over the
   trivial filesystem's small files; and the per-read cost on a log of many records vs few
   (both pairs mounted together and measured in alternating rounds);
+* point reads after dd: the same loop over random offsets of the topic the append figure
+  filled with ``dd bs=1M`` (batches as ``append`` cuts them: ``batch.size``) vs the trivial
+  filesystem's small files, in alternating rounds;
 * memory: the daemon's peak RSS (VmHWM) while appending and with many partitions open;
 * listing: ``ls -f offset | wc -l`` of a partition of ``--list-records`` records vs ``ls -f``
   of a directory of as many names served by the trivial filesystem, each on a fresh mount.
@@ -169,6 +172,55 @@ def build_log(logs: str, topic: str, n: int, batch: int = 100):
     m.shutdown()
 
 
+def batch_stats(logs: str, topic: str) -> tuple[int, int, float, int]:
+    """``(batches, records, mean records per batch, largest batch in bytes)`` of partition 0
+    of ``topic``, read from its segment files."""
+    from kafkafs.record.batch import iter_batches
+
+    pdir = os.path.join(logs, f"{topic}-0")
+    batches = records = biggest = 0
+    for name in sorted(os.listdir(pdir)):
+        if name.endswith(".log"):
+            with open(os.path.join(pdir, name), "rb") as f:
+                data = f.read()
+            for b in iter_batches(data):
+                batches += 1
+                records += b.records_count
+                biggest = max(biggest, b.size)
+    return batches, records, records / max(batches, 1), biggest
+
+
+def dd_point_reads(work: str, mnt: str, logs: str, topic: str, n_records: int,
+                   rounds: int = 6) -> float:
+    """open+read+close of random ``offset/N`` of ``topic`` (filled by ``dd bs=1M`` into its
+    ``append``) against the same loop over the trivial fs's small files, both mounted
+    together, ``rounds`` x 0.5 s a side in alternating rounds. Each side draws from 10^4
+    distinct names. Returns the ratio."""
+    batches, records, per_batch, biggest = batch_stats(logs, topic)
+    print(f"#   {topic}: {records} records in {batches} batches ({per_batch:.1f} records "
+          f"per batch, the largest {biggest} bytes)", flush=True)
+    rnd = random.Random(7)
+    names = [str(i) for i in rnd.sample(range(n_records), min(10_000, n_records))]
+    tmnt = os.path.join(work, "trivial-dd")
+    os.makedirs(tmnt, exist_ok=True)
+    d = Daemon(mnt, logs).start()
+    tp = subprocess.Popen([sys.executable, os.path.join(HERE, "trivialfs.py"), tmnt, "1",
+                           "10000"])
+    try:
+        wait_mount(tmnt, tp)
+        small = [str(i) for i in range(10_000)]
+        ours, ref = [], []
+        for _ in range(rounds):
+            ours.append(point_reads(f"{mnt}/{topic}/0/offset", names, 0.5))
+            ref.append(point_reads(f"{tmnt}/small", small, 0.5))
+    finally:
+        d.stop()
+        subprocess.run(["fusermount3", "-u", tmnt], check=False)
+        tp.wait(30)
+    return line("point reads, dd-filled append", sum(ours) / rounds, sum(ref) / rounds,
+                "ops/s", 0.5)
+
+
 def timed_unmount(mnt: str) -> float:
     return timed(["fusermount3", "-u", mnt])
 
@@ -223,7 +275,7 @@ def main():
     ap.add_argument("--list-records", type=int, default=3_000_000,
                     help="records in the partition whose offset/ is listed (default 3M)")
     ap.add_argument("--skip", action="append", default=[],
-                    help="append, read, point, memory, list (repeatable)")
+                    help="append, ddpoint, read, point, memory, list (repeatable)")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="kafkafs-bench-", dir=os.path.join(ROOT, "var")
                             if os.path.isdir(os.path.join(ROOT, "var")) else None)
@@ -259,6 +311,8 @@ def main():
                             "oflag=append", "conv=notrunc", "bs=1M"], check=True,
                            stderr=subprocess.DEVNULL)
         d.stop()
+        if "ddpoint" not in args.skip:
+            results["ddpoint"] = dd_point_reads(work, mnt, logs, "bench", n_lines)
         if "read" not in args.skip:
             msg = f"{mnt}/bench/0/messages"
             t_cold = t_disk = t_warm = t_triv = t_plain = float("inf")

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import errno
 import os
+import random
+import subprocess
+import sys
 
 import pytest
-from conftest import sh
+from conftest import ROOT, kafkafs, sh
+from producer_batches import check_batches, random_lines, read_batches, values
 
 
 def bash(cmd: str, **kw):
@@ -164,3 +168,135 @@ def test_parse_key_line_too_long_after_good_ones(mount_factory):
     finally:
         os.close(fd)
     assert messages(m) == b"1\n2\n5\n"
+
+
+# -- batches the way a producer makes them (batch.size) ------------------------------------
+# Read back with kafka-python and checked against the Java producer's rule
+# (tests/producer_batches.py). On the code before batch.size, a write request's lines went
+# into batches of up to max.message.bytes (1 MiB) and every check here failed.
+
+def write_chunks(path: str, lines: list[bytes], seed: int) -> set[int]:
+    """Write ``lines`` to ``path`` in writes of whole lines, each under 64 KiB (one FUSE
+    request each); returns the offsets of the last line of every write (where a batch may
+    end short: the writer's ``linger.ms=0``)."""
+    rnd = random.Random(seed)
+    ends = set()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        i = 0
+        while i < len(lines):
+            j = min(len(lines), i + rnd.randint(1, 300))
+            while sum(len(x) + 1 for x in lines[i:j]) > 60000:
+                j -= 1
+            data = b"".join(x + b"\n" for x in lines[i:j])
+            assert os.write(fd, data) == len(data)
+            ends.add(j - 1)
+            i = j
+    finally:
+        os.close(fd)
+    return ends
+
+
+def partition_dir(m, topic: str, p: int = 0) -> str:
+    return os.path.join(m.log_dirs[0], f"{topic}-{p}")
+
+
+def test_append_cuts_batches_at_the_default_batch_size(mount):
+    """Without any setting a batch closes at the producer's default batch.size, 16384
+    bytes: a record goes into the open batch while it has room, the batch is closed when
+    the next one has none (or the write ends); a line longer than batch.size is a batch of
+    its own. ``dd bs=1M`` (128 KiB requests) gives batches no larger either, and every line
+    is there, in order."""
+    os.mkdir(mount.path("t"))
+    lines = random_lines(3000, 1)
+    lines[100] = b"long " + b"y" * 40000  # over batch.size: alone
+    lines[101] = b"short"
+    ends = write_chunks(mount.path("t", "0", "append"), lines, 2)
+    batches = read_batches(partition_dir(mount, "t"))
+    assert values(batches) == lines
+    check_batches(batches, 16384, ends)
+    assert [len(b.records) for b in batches if b.records[0].offset == 100] == [1]
+    src = mount.path("..", "dd-lines")
+    more = random_lines(6000, 3)
+    with open(src, "wb") as f:
+        f.write(b"".join(x + b"\n" for x in more))
+    r = sh(f"dd if={src} of={mount.path('t', '0', 'append')} bs=1M oflag=append conv=notrunc")
+    assert r.returncode == 0, r.stderr
+    batches = read_batches(partition_dir(mount, "t"))
+    assert values(batches) == lines + more
+    assert all(b.size <= 16384 for b in batches if len(b.records) > 1)
+
+
+def test_append_parse_key_batches_at_the_mount_option(mount_factory):
+    """``-o batch.size=1500`` with ``parse.key``: keyed records are cut by the same rule
+    (their keys count in their size)."""
+    m = mount_factory(options=["parse.key=true,key.separator=:,batch.size=1500"])
+    os.mkdir(m.path("t"))
+    lines = random_lines(2000, 4, longest=120, keyed=True)
+    ends = write_chunks(m.path("t", "0", "append"), lines, 5)
+    batches = read_batches(partition_dir(m, "t"))
+    assert [(r.key + b":" + r.value) for b in batches for r in b.records] == lines
+    check_batches(batches, 1500, ends)
+    assert len(batches) > 100
+
+
+@pytest.mark.parametrize("codec", ["gzip", "lz4"])
+def test_append_compressed_batches_follow_the_ratio_estimate(mount, codec):
+    """A compressed topic: the batch closes when the records' bytes times the estimated
+    compression ratio times 1.05, plus the next record, would pass batch.size; the estimate
+    starts at 1.0 and follows each batch written (Kafka's CompressionRatioEstimator)."""
+    os.mkdir(mount.path("t"))
+    with open(mount.path("t", "config"), "w") as f:
+        f.write(f"compression.type={codec}\nkafkafs.batch.size=4000\n")
+    lines = random_lines(6000, 6, longest=200)
+    ends = write_chunks(mount.path("t", "0", "append"), lines, 7)
+    batches = read_batches(partition_dir(mount, "t"))
+    assert values(batches) == lines
+    assert all(b.compressed for b in batches)
+    check_batches(batches, 4000, ends)
+    # the estimate fell below 1: later batches hold more records than the first ones
+    assert max(len(b.records) for b in batches[-20:]) > len(batches[0].records)
+
+
+def test_batch_size_precedence_and_zero(mount_factory):
+    """The topic's ``kafkafs.batch.size`` (default: the broker's, here --override) sets
+    the batch size of writers giving none; the mount's ``-o batch.size`` wins over both;
+    ``batch.size=0`` makes every record a batch (as in Kafka)."""
+    m = mount_factory(extra_args=["--override", "kafkafs.batch.size=2500"])
+    for t in ("a", "b"):
+        os.mkdir(m.path(t))
+    with open(m.path("b", "config"), "w") as f:
+        f.write("kafkafs.batch.size=5000\n")
+    with open(m.path("b", "config"), "rb") as f:
+        assert b"# (override)\nkafkafs.batch.size=5000\n" in f.read()
+    lines = random_lines(1500, 8)
+    ends = {t: write_chunks(m.path(t, "0", "append"), lines, 9) for t in ("a", "b")}
+    check_batches(read_batches(partition_dir(m, "a")), 2500, ends["a"])
+    check_batches(read_batches(partition_dir(m, "b")), 5000, ends["b"])
+    assert m.umount() == 0
+    m = mount_factory(options=["batch.size=0"],
+                      extra_args=["--override", "kafkafs.batch.size=2500"])
+    ends = write_chunks(m.path("b", "0", "append"), lines[:50], 10)
+    batches = read_batches(partition_dir(m, "b"))
+    assert values(batches) == lines + lines[:50]
+    assert [len(b.records) for b in batches[-50:]] == [1] * 50
+
+
+def test_bad_batch_size_is_refused(mount, tmp_path):
+    """A bad ``-o batch.size`` stops the mount with Kafka's ConfigException words; a bad
+    topic value is refused like any bad config line (EINVAL) and changes nothing."""
+    os.mkdir(tmp_path / "mnt2")
+    r = subprocess.run([sys.executable, "-m", "kafkafs", "mount", str(tmp_path / "mnt2"),
+                        "--log-dirs", str(tmp_path / "logs2"), "-o", "batch.size=lots"],
+                       capture_output=True, timeout=60, cwd=ROOT, check=False)
+    assert r.returncode == 1
+    assert b"Invalid value lots for configuration batch.size: Not a number of type INT" \
+        in r.stderr
+    os.mkdir(mount.path("t"))
+    r = bash(f"echo kafkafs.batch.size=-1 > {mount.path('t', 'config')}")
+    assert r.returncode != 0 and b"Invalid argument" in r.stderr
+    with open(mount.path("t", "config"), "rb") as f:
+        assert b"kafkafs.batch.size=16384\n" in f.read()
+    r = kafkafs("topics", "--log-dirs", str(tmp_path / "logs3"), "--create", "--topic", "x",
+                "--config", "kafkafs.batch.size=2147483648", check=False)
+    assert r.returncode == 1 and b"Not a number of type INT" in r.stderr

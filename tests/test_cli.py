@@ -10,8 +10,11 @@ import sys
 import time
 
 from conftest import ROOT, kafkafs
+from producer_batches import check_batches, random_lines, read_batches, values
 
 from kafkafs.cli.main import main
+from kafkafs.log.partitioner import partition_for_key
+from kafkafs.record.producer_batch import ESTIMATOR
 
 
 def test_topics_lifecycle(tmp_path):
@@ -490,3 +493,118 @@ def test_consume_with_every_column_off_prints_nothing(tmp_path, manager_factory)
     d = str(tmp_path / "logs")
     formatter_log(manager_factory, d)
     assert formatted(d, "print.value=false") == b""
+
+
+# -- produce: batches the way kafka-console-producer's producer makes them -----------------
+# Checked with kafka-python against the Java producer's rule (tests/producer_batches.py).
+# Before batch.size, produce wrote each 1000 lines read as one batch per partition.
+
+def _input(lines) -> bytes:
+    return b"".join(x + b"\n" for x in lines)
+
+
+def test_produce_cuts_batches_at_batch_size(tmp_path):
+    """``--producer-property batch.size=1000``: each batch takes records while they have
+    room; a line longer than batch.size is a batch of its own; nothing is lost."""
+    d = str(tmp_path / "logs")
+    lines = random_lines(1500, 11, longest=200)
+    lines[7] = b"7 " + b"z" * 3000
+    status, _out, err = run("produce", "--log-dirs", d, "--topic", "t", "--partition", "0",
+                            "--producer-property", "batch.size=1000", input=_input(lines))
+    assert status == 0, err
+    batches = read_batches(os.path.join(d, "t-0"))
+    assert values(batches) == lines
+    check_batches(batches, 1000, {len(lines) - 1})
+    assert [len(b.records) for b in batches if b.records[0].offset == 7] == [1]
+
+
+def test_produce_batch_size_defaults_to_the_topics(tmp_path):
+    """Without an option produce uses the topic's ``kafkafs.batch.size`` (default 16384,
+    Kafka's producer default)."""
+    d = str(tmp_path / "logs")
+    assert run("topics", "--log-dirs", d, "--create", "--topic", "small", "--config",
+               "kafkafs.batch.size=700")[0] == 0
+    lines = random_lines(3000, 12)
+    for topic, size in (("small", 700), ("plain", 16384)):
+        status, _out, err = run("produce", "--log-dirs", d, "--topic", topic,
+                                input=_input(lines))
+        assert status == 0, err
+        batches = read_batches(os.path.join(d, f"{topic}-0"))
+        assert values(batches) == lines
+        check_batches(batches, size, {len(lines) - 1})
+
+
+def test_produce_records_without_key_stick_to_a_partition_per_batch(tmp_path):
+    """Records without a key fill a batch of one partition, then move to the next (Kafka's
+    sticky partitioner): in line order the batches go round the partitions, each closed
+    only when the next line has no room."""
+    d = str(tmp_path / "logs")
+    assert run("topics", "--log-dirs", d, "--create", "--topic", "t", "--partitions",
+               "3")[0] == 0
+    lines = random_lines(900, 13, longest=150)
+    status, _out, err = run("produce", "--log-dirs", d, "--topic", "t", "--producer-property",
+                            "batch.size=600", input=_input(lines))
+    assert status == 0, err
+    placed = [(int(b.records[0].value.split()[0]), p, b)
+              for p in range(3) for b in read_batches(os.path.join(d, f"t-{p}"))]
+    placed.sort(key=lambda x: x[0])
+    assert [p for _n, p, _b in placed] == [i % 3 for i in range(len(placed))]
+    batches = [b for _n, _p, b in placed]
+    assert values(batches) == lines
+    check_batches(batches, 600)
+
+
+def test_produce_keyed_batches_per_partition(tmp_path):
+    """``parse.key``: each partition's records, in line order, are cut by the rule."""
+    d = str(tmp_path / "logs")
+    assert run("topics", "--log-dirs", d, "--create", "--topic", "t", "--partitions",
+               "4")[0] == 0
+    lines = random_lines(1200, 14, longest=100, keyed=True)
+    status, _out, err = run("produce", "--log-dirs", d, "--topic", "t", "--property",
+                            "parse.key=true", "--property", "key.separator=:",
+                            "--batch-size", "800", input=_input(lines))
+    assert status == 0, err
+    for p in range(4):
+        mine = [x for x in lines if partition_for_key(x.split(b":", 1)[0], 4) == p]
+        batches = read_batches(os.path.join(d, f"t-{p}"))
+        assert [r.key + b":" + r.value for b in batches for r in b.records] == mine
+        check_batches(batches, 800, {len(mine) - 1})
+
+
+def test_produce_compressed_batches_follow_the_ratio_estimate(tmp_path):
+    """``--compression-codec gzip``: batches close by the estimated compressed size (the
+    estimate starts at 1.0 for the topic and follows each batch written)."""
+    d = str(tmp_path / "logs")
+    ESTIMATOR.forget("gz")  # a new producer: in-process runs share the estimator
+    lines = random_lines(4000, 15, longest=200)
+    status, _out, err = run("produce", "--log-dirs", d, "--topic", "gz", "--partition", "0",
+                            "--compression-codec", "gzip", "--producer-property",
+                            "batch.size=3000", input=_input(lines))
+    assert status == 0, err
+    batches = read_batches(os.path.join(d, "gz-0"))
+    assert values(batches) == lines and all(b.compressed for b in batches)
+    check_batches(batches, 3000, {len(lines) - 1})
+
+
+def test_produce_batch_size_options(tmp_path):
+    """kafka-console-producer's precedence: ``--max-partition-memory-bytes`` over
+    ``--batch-size`` over ``--producer-property batch.size``; a bad value fails in Kafka's
+    words; other producer properties are ignored with a warning."""
+    d = str(tmp_path / "logs")
+    lines = random_lines(600, 16, longest=120)
+    cases = [("a", ["--producer-property", "batch.size=500", "--batch-size", "900"], 900),
+             ("b", ["--batch-size", "900", "--max-partition-memory-bytes", "700"], 700),
+             ("c", ["--producer-property", "batch.size=650", "--producer-property",
+                    "acks=all"], 650)]
+    for topic, opts, size in cases:
+        status, _out, err = run("produce", "--log-dirs", d, "--topic", topic, *opts,
+                                input=_input(lines))
+        assert status == 0, err
+        check_batches(read_batches(os.path.join(d, f"{topic}-0")), size, {len(lines) - 1})
+    assert b"producer property acks is ignored" in err
+    for bad, rule in (("x", "Not a number of type INT"), ("-5", "Value must be at least 0")):
+        status, _out, err = run("produce", "--log-dirs", d, "--topic", "e", "--batch-size", bad,
+                                input=b"a\n")
+        assert status == 1
+        assert f"Invalid value {bad} for configuration batch.size: {rule}".encode() in err
+    assert not os.path.exists(os.path.join(d, "e-0"))

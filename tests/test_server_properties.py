@@ -222,7 +222,7 @@ def test_only_kafkafs_keys_are_prefixed(props):
     _text, active, commented = props
     keys = set(active) | set(commented)
     own = {k for k in keys if k.startswith("kafkafs.")}
-    assert own == {"kafkafs.mount.point", "kafkafs.mount.options"}
+    assert own == {"kafkafs.mount.point", "kafkafs.mount.options", "kafkafs.batch.size"}
     assert keys - own <= set(BROKER_DEFAULTS), \
         f"unknown keys in the file: {sorted(keys - own - set(BROKER_DEFAULTS))}"
 

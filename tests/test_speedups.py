@@ -773,3 +773,71 @@ def test_decode_builds_a_tuple_subclass_in_both_implementations():
         with pytest.raises(TypeError, match="subclass of tuple"):
             decode(payload, 2, 9, 5, None, exact=exact, cls=list)
     assert type(b.records()[0]) is Record
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.binary(max_size=300).filter(lambda b: b"\n" not in b), max_size=60),
+       st.integers(-100, 6000), st.floats(0.01, 3.0))
+def test_encode_text_ratio_is_the_producers_rule(lines, budget, ratio):
+    """With ``ratio`` (a compressed batch's estimated ratio times 1.05) a line is taken while
+    ``int(payload bytes so far * ratio) + its record's size`` stays within ``budget``
+    (MemoryRecordsBuilder.hasRoomFor), the first always; both implementations agree and a
+    ratio of 1.0 is the plain budget."""
+    text = b"".join(line + b"\n" for line in lines)
+    impls = [fast.PYTHON] + ([fast.C] if fast.C is not None else [])
+    results = [impl.encode_text(text, 7, budget, ratio) for impl in impls]
+    assert all(r == results[0] for r in results)
+    payload, n, consumed = results[0]
+    assert payload == fast.PYTHON.encode_lines(lines[:n], 7)
+    assert consumed == sum(len(x) + 1 for x in lines[:n])
+    used = 0
+    for i, line in enumerate(lines):  # each record as kafka-python sizes it
+        size = KPBuilder.size_in_bytes(i, 0, None, line, [])
+        fits = i == 0 or int(used * ratio) + size <= budget
+        assert fits == (i < n), (i, n)
+        if not fits:
+            break
+        used += size
+    assert [impl.encode_text(text, 7, budget, 1.0) for impl in impls] == \
+        [impl.encode_text(text, 7, budget) for impl in impls]
+
+
+@pytest.mark.parametrize("ratio, error", [(0.0, ValueError), (-1.0, ValueError),
+                                          (float("nan"), ValueError), (1e7, ValueError),
+                                          ("1", TypeError)])
+def test_encode_text_refuses_a_bad_ratio(impl, ratio, error):
+    with pytest.raises(error):
+        impl.encode_text(b"a\n", 7, 100, ratio)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.binary(max_size=40), st.binary(max_size=300)), max_size=40),
+       st.sampled_from([b"\t", b":", b"::", b"ab"]), st.integers(-100, 4000),
+       st.floats(0.01, 3.0))
+def test_encode_text_with_a_separator_encodes_keyed_records(pairs, sep, budget, ratio):
+    """``separator``: each line is ``KEY<sep>VALUE`` split at the first separator, encoded
+    as ``encode`` encodes ``(timestamp, key, value)``, cut by the same rule (the key counts
+    in the record's size); both implementations agree."""
+    lines = [k.replace(b"\n", b"") + sep + v.replace(b"\n", b"") for k, v in pairs]
+    pairs = [line.partition(sep)[::2] for line in lines]  # split at the first separator
+    text = b"".join(line + b"\n" for line in lines)
+    results = [impl.encode_text(text, 7, budget, ratio, separator=sep) for impl in BOTH]
+    assert all(r == results[0] for r in results)
+    payload, n, consumed = results[0]
+    assert payload == fast.PYTHON.encode([(7, k, v, ()) for k, v in pairs[:n]], 7)
+    assert consumed == sum(len(line) + 1 for line in lines[:n])
+    used = 0
+    for i, (k, v) in enumerate(pairs):
+        size = KPBuilder.size_in_bytes(i, 0, k, v, [])
+        fits = i == 0 or int(used * ratio) + size <= budget
+        assert fits == (i < n)
+        if not fits:
+            break
+        used += size
+
+
+def test_encode_text_refuses_a_line_without_the_separator(impl):
+    with pytest.raises(ValueError, match="line 1 has no key separator"):
+        impl.encode_text(b"a:1\nb\n", 7, 10000, separator=b":")
+    assert impl.encode_text(b"a:1\n", 7, 10000, separator=b"") == \
+        impl.encode_text(b"a:1\n", 7, 10000)

@@ -1,6 +1,7 @@
 """``kafkafs produce``, ``consume`` and ``get-offsets``: kafka-console-producer,
 kafka-console-consumer and kafka-get-offsets on a log dir, with their option and property
-names (``--property parse.key=true``, ``print.key``, ``key.separator``, ...)."""
+names (``--property parse.key=true``, ``print.key``, ``key.separator``,
+``--producer-property batch.size=N``, ...)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,17 @@ import itertools
 import sys
 import time
 
+from ..daemon.options import parse_batch_size
 from ..escapes import unescape
-from ..log.errors import LogError
+from ..log.errors import LogError, RecordTooLargeError
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
-from ..log.log import now_ms
+from ..log.log import Log, now_ms
 from ..log.partitioner import partition_for_key
 from ..record.batch import TIMESTAMP_TYPE_NAMES
+from ..record.producer_batch import ESTIMATOR, BatchSizer, batch_limits, effective_codec
 from .common import CliError, add_log_dir_args, open_manager, parse_kv
 
-BATCH_LINES = 1000
+READ_LINES = 1000  # lines read from stdin at a time (one timestamp each)
 
 
 def register(sub) -> None:
@@ -28,6 +31,13 @@ def register(sub) -> None:
                                                  "or round robin per batch)")
     p.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                    help="parse.key, key.separator, ignore.error")
+    p.add_argument("--producer-property", action="append", default=[], metavar="KEY=VALUE",
+                   help="batch.size (bytes of a record batch, default: the topic's "
+                        "kafkafs.batch.size, 16384); other producer properties are ignored")
+    p.add_argument("--batch-size", type=str, default=None, metavar="BYTES",
+                   help="batch.size, as kafka-console-producer's option (bytes)")
+    p.add_argument("--max-partition-memory-bytes", type=str, default=None, metavar="BYTES",
+                   help="batch.size too (kafka-console-producer; wins over --batch-size)")
     p.add_argument("--compression-codec", default=None,
                    help="none, gzip, snappy, lz4 or zstd (default: the topic's compression.type)")
     p.set_defaults(func=run_produce)
@@ -72,11 +82,97 @@ def _truthy(v: str | None) -> bool:
 
 # -- produce -----------------------------------------------------------------------------
 
+def producer_batch_size(args) -> int | None:
+    """The ``batch.size`` the options give (kafka-console-producer's precedence:
+    ``--max-partition-memory-bytes`` over ``--batch-size`` over ``--producer-property``),
+    None when none does. Other producer properties are ignored with a warning (kafkafs
+    writes the log itself: acks, linger.ms, ... have nothing to act on). Raises CliError
+    for a bad value, in Kafka's words."""
+    props = parse_kv(args.producer_property, "producer-property")
+    for key in sorted(set(props) - {"batch.size"}):
+        print(f"kafkafs produce: producer property {key} is ignored", file=sys.stderr)
+    value = None
+    for given in (props.get("batch.size"), args.batch_size, args.max_partition_memory_bytes):
+        if given is not None:
+            value = given
+    try:
+        return None if value is None else parse_batch_size(value)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
+class _Accumulator:
+    """One open batch per partition, closed as a Java producer's ``RecordAccumulator``
+    closes it (kafkafs.record.producer_batch: ``batch.size``, each record's size, the
+    compression ratio estimate). ``batch_size`` None: the topic's ``kafkafs.batch.size``.
+    ``codec``: the ``--compression-codec`` (None: the topic's ``compression.type``)."""
+
+    def __init__(self, manager, topic: str, batch_size: int | None, codec: int | None):
+        self.manager = manager
+        self.topic = topic
+        self.batch_size = batch_size
+        self.codec = codec
+        self.open: dict[int, tuple[BatchSizer, list]] = {}
+
+    def try_append(self, partition: int, record: tuple) -> bool:
+        """Add ``record`` ``(ts, key, value, headers)`` to ``partition``'s open batch, or to
+        a new one when none is open; False (nothing done) when the open batch has no room
+        for it."""
+        ts, key, value, headers = record
+        ksize = -1 if key is None else len(key)
+        vsize = -1 if value is None else len(value)
+        entry = self.open.get(partition)
+        if entry is None:
+            entry = self.open[partition] = (self._sizer(partition), [])
+        if not entry[0].add(ts, ksize, vsize, headers):
+            return False
+        entry[1].append(record)
+        return True
+
+    def append(self, partition: int, record: tuple) -> None:
+        """Add ``record`` to ``partition``'s batch, writing that batch first when the record
+        has no room in it. Raises LogError."""
+        if not self.try_append(partition, record):
+            self.flush(partition)
+            self.try_append(partition, record)  # a new batch always takes its first record
+
+    def _sizer(self, partition: int) -> BatchSizer:
+        lg = self.manager.get_log(self.topic, partition)
+        size = self.batch_size if self.batch_size is not None else lg.config.kafkafs_batch_size
+        return BatchSizer(*batch_limits(size, self.topic, self._codec(lg)))
+
+    def _codec(self, lg: Log) -> int:
+        return effective_codec(lg.config.compression_type, self.codec)
+
+    def flush(self, partition: int) -> None:
+        """Write ``partition``'s open batch. Raises LogError."""
+        sizer, records = self.open.pop(partition)
+        lg = self.manager.get_log(self.topic, partition)
+        pending = [(records, sizer.used)]
+        while pending:  # a compressed batch over max.message.bytes goes in halves
+            records, used = pending.pop()
+            try:
+                data = lg.encode(records, compression=self.codec)
+            except RecordTooLargeError:
+                if len(records) == 1:
+                    raise
+                mid = len(records) // 2
+                pending += [(records[mid:], 0), (records[:mid], 0)]
+                continue
+            lg.append_encoded(bytearray(data))
+            ESTIMATOR.observe(self.topic, self._codec(lg), len(data), used)
+
+    def close(self) -> None:
+        for partition in sorted(self.open):
+            self.flush(partition)
+
+
 def run_produce(args) -> int:
     props = _props(args.property)
     parse_key = _truthy(props.get("parse.key"))
     sep = unescape(props.get("key.separator", "\t")).encode()
     ignore_error = _truthy(props.get("ignore.error"))
+    batch_size = producer_batch_size(args)
     codec = None
     if args.compression_codec:
         from ..record.compression import codec_id
@@ -89,15 +185,17 @@ def run_produce(args) -> int:
                 raise CliError(f"Topic '{args.topic}' does not exist")
             manager.create_topic(args.topic)
             parts = manager.partitions(args.topic)
+        # records without a key stick to one partition until its batch is full, then the
+        # next one takes them (Kafka's sticky partitioner, KIP-480)
         rr = itertools.cycle(parts)
+        sticky = next(rr)
+        acc = _Accumulator(manager, args.topic, batch_size, codec)
         line_no = 0
         stdin = sys.stdin.buffer
         while True:
-            lines = list(itertools.islice(stdin, BATCH_LINES))
+            lines = list(itertools.islice(stdin, READ_LINES))
             if not lines:
                 break
-            by_part: dict[int, list] = {}
-            default_part = args.partition if args.partition is not None else next(rr)
             ts = now_ms()
             for raw in lines:
                 line_no += 1
@@ -113,11 +211,16 @@ def run_produce(args) -> int:
                             continue
                         raise CliError(msg)
                     key, value = k, v
-                part = default_part if key is None or args.partition is not None \
-                    else partition_for_key(key, len(parts))
-                by_part.setdefault(part, []).append((ts, key, value, ()))
-            for part, records in by_part.items():
-                manager.get_log(args.topic, part).append(records, compression=codec)
+                record = (ts, key, value, ())
+                if args.partition is not None:
+                    acc.append(args.partition, record)
+                elif key is not None:
+                    acc.append(partition_for_key(key, len(parts)), record)
+                elif not acc.try_append(sticky, record):  # its batch is full: move on
+                    acc.flush(sticky)
+                    sticky = next(rr)
+                    acc.append(sticky, record)
+        acc.close()
         manager.flush_all()
     except LogError as exc:
         raise CliError(str(exc)) from None

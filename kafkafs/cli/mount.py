@@ -24,8 +24,8 @@ def register(sub) -> None:
                    help="where to mount (default: kafkafs.mount.point of --config)")
     add_log_dir_args(m)
     m.add_argument("-o", dest="options", action="append", default=[], metavar="OPTION[,...]",
-                   help="allow_other, parse.key=true, key.separator=SEP, read_only, or any "
-                        "FUSE option")
+                   help="allow_other, parse.key=true, key.separator=SEP, batch.size=BYTES, "
+                        "read_only, or any FUSE option")
     m.add_argument("--read-only", action="store_true",
                    help="never write to the log dirs (and take no lock)")
     m.add_argument("--debug", action="store_true", help="log every request")

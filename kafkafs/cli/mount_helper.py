@@ -35,8 +35,8 @@ Options, as mount.fuse3 treats them:
   it the log is discarded once the mount is up), ``ready_timeout=SECONDS`` (how long to
   wait for the mount, default 60);
 * everything else goes to the daemon as ``-o``: kafkafs's own (``parse.key``,
-  ``key.separator``, ``read_ahead_kb``, ``isolation.level``, ``read_only``) and FUSE's
-  (``allow_other``, ``default_permissions``, ...).
+  ``key.separator``, ``batch.size``, ``read_ahead_kb``, ``isolation.level``, ``read_only``)
+  and FUSE's (``allow_other``, ``default_permissions``, ...).
 
 Flags: ``-f`` fake (do nothing, exit 0), ``-n`` no mtab (ignored: FUSE mounts are in
 /proc/self/mountinfo), ``-v`` verbose (the command, and the daemon's log until ready, on
@@ -563,9 +563,10 @@ The mount(8) helper for file system type {FSTYPE} (/etc/fstab, systemd .mount un
 starts `kafkafs mount` in the background and returns once the mount is ready.
 
 Options: config=FILE, setuid=USER, log_file=FILE, ready_timeout=SECONDS (default
-{DEFAULT_READY_TIMEOUT:g}), ro; kafkafs's own (parse.key, key.separator, read_ahead_kb,
-isolation.level, read_only) and FUSE options are passed to the daemon; mount(8)'s generic
-options (rw, defaults, noauto, user, _netdev, nofail, x-*, comment=, ...) are dropped.
+{DEFAULT_READY_TIMEOUT:g}), ro; kafkafs's own (parse.key, key.separator, batch.size,
+read_ahead_kb, isolation.level, read_only) and FUSE options are passed to the daemon;
+mount(8)'s generic options (rw, defaults, noauto, user, _netdev, nofail, x-*, comment=,
+...) are dropped.
 """
 
 

@@ -31,7 +31,7 @@ from ..log.keymap import KeyMaps
 from ..log.log import now_ms
 from ..log.manager import LogManager
 from . import malloc, notify, readahead, tasks
-from .options import split_options
+from .options import batch_size_option, split_options
 from .watcher import watch_log_dirs
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,7 @@ def fs_options(own: dict[str, str]) -> FsOptions:
         key_separator=sep,
         read_only="read_only" in own or "ro" in own,
         isolation_level=isolation,
+        batch_size=batch_size_option(own),
     )
 
 

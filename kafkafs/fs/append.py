@@ -2,9 +2,13 @@
 (kafka-console-producer's rules; docs/tree.md "Writing: append").
 
 What one descriptor has written is kept by a :class:`LineWriter`. Lines of one ``write``
-request go into record batches (the C encoder takes them straight from the request's
-buffer); a line split across requests is joined; a last line without ``\\n`` is produced
-when the descriptor is closed.
+request go into record batches cut as a Kafka producer cuts them at its ``batch.size``
+(kafkafs.record.producer_batch: the mount's ``-o batch.size``, else the topic's
+``kafkafs.batch.size``, default 16384 bytes; never past ``max.message.bytes``), the C
+encoder taking them straight from the request's buffer; a line split across requests is
+joined; a last line without ``\\n`` is produced when the descriptor is closed. Like a
+producer with ``linger.ms=0``, a request's last batch is written with the request, full
+or not: what a ``write`` returned for is in the log.
 
 A refused line (longer than one batch of ``max.message.bytes`` may hold, without
 ``key.separator`` under ``parse.key``, or not stored because the disk is full) must reach
@@ -32,19 +36,22 @@ have been turned into one) is reported once more by ``fsync`` or ``close``.
 
 from __future__ import annotations
 
-import bisect
 import errno
 from functools import lru_cache
-from itertools import accumulate
 
 import pyfuse3
 
 from ..log.errors import LogError, RecordTooLargeError
 from ..log.log import Log, now_ms
-from ..record.batch import max_single_value_size, single_record_batch_size
+from ..record import compression as codecs
+from ..record import fast
+from ..record.batch import (
+    BATCH_OVERHEAD,
+    max_single_value_size,
+    single_record_batch_size,
+)
+from ..record.producer_batch import ESTIMATOR, batch_limits, effective_codec
 
-BATCH_OVERHEAD_MAX = 128  # header and slack kept free in each batch of several lines
-RECORD_OVERHEAD_EST = 24  # bytes a short record adds around its line, for grouping
 RECORD_OVERHEAD_MAX = 80  # at most: batch header, record header and varints of one line
 PAGE = 4096  # a write(2)'s first request may be short by a misaligned buffer: < a page
 
@@ -68,23 +75,6 @@ def _too_long(limit: int) -> RecordTooLargeError:
 
 def _no_separator() -> pyfuse3.FUSEError:
     return pyfuse3.FUSEError(errno.EINVAL)
-
-
-def _groups(sizes: list[int], budget: int):
-    """Split line indexes ``0..len(sizes)`` into consecutive ranges ``(i, j)`` whose
-    estimated encoded size (each line plus ``RECORD_OVERHEAD_EST``) stays within
-    ``budget``; every range holds at least one line. Cumulative sums and a binary search
-    keep this out of a per-line Python loop."""
-    sums = list(accumulate(sizes))
-    n = len(sizes)
-    start, base = 0, 0
-    while start < n:
-        j = start + bisect.bisect_right(
-            range(start, n), budget,
-            key=lambda i: sums[i] - base + RECORD_OVERHEAD_EST * (i - start + 1))
-        j = max(j, start + 1)
-        yield start, j
-        base, start = sums[j - 1], j
 
 
 class _Short(Exception):
@@ -111,16 +101,20 @@ class LineWriter:
 
     ``parse_key``/``separator``: kafka-console-producer's ``parse.key``/``key.separator``
     (each line is ``KEY<separator>VALUE``; a line without it is refused with EINVAL).
+    ``batch_size``: the producer's ``batch.size`` in bytes (the mount's ``-o batch.size``);
+    None: the topic's ``kafkafs.batch.size``.
     """
 
-    __slots__ = ("buf", "discarding", "ended", "last_size", "parse_key", "pending", "repeat",
-                 "separator")
+    __slots__ = ("batch_size", "buf", "discarding", "ended", "last_size", "parse_key",
+                 "pending", "repeat", "separator")
 
     max_request = 128 * 1024  # the largest write request seen (the kernel's max_write)
 
-    def __init__(self, parse_key: bool = False, separator: bytes = b"\t"):
+    def __init__(self, parse_key: bool = False, separator: bytes = b"\t",
+                 batch_size: int | None = None):
         self.parse_key = parse_key
         self.separator = separator
+        self.batch_size = batch_size
         self.buf = bytearray()      # the line begun by earlier requests, not yet a record
         self.discarding = False     # that line was refused: drop the rest up to its newline
         self.repeat: tuple[bytes, BaseException] | None = None  # a failed request's bytes
@@ -173,14 +167,13 @@ class LineWriter:
         if self.buf:  # the line begun by earlier requests ends here
             nl = data.find(b"\n")
             try:
-                self._append_lines(lg, [bytes(self.buf) + bytes(mv[:nl])])
+                pos = self._end_line(lg, data, nl, last_nl)
             except (LogError, pyfuse3.FUSEError) as exc:  # the line is refused for good
                 self.buf.clear()
                 self.repeat = (bytes(mv[:nl + 1]), exc)
                 raise
             # OSError (a full disk) keeps the line's head for the writer's retry
             self.buf.clear()
-            pos = nl + 1
         if pos <= last_nl:
             if self.parse_key:
                 self._write_keyed(lg, mv, pos, last_nl)
@@ -192,18 +185,64 @@ class LineWriter:
             raise _Short(last_nl + 1, exc) from None
         return len(data)
 
+    def _end_line(self, lg: Log, data: bytes, nl: int, last_nl: int) -> int:
+        """Append the line begun by earlier requests, which ``data[:nl + 1]`` ends; returns
+        the bytes of ``data`` that went in. Plain lines of an uncompressed topic: the line
+        heads a batch that the next lines of ``data`` fill, as a producer would batch them
+        (its fit within ``max.message.bytes`` is known before); otherwise it is appended
+        alone. Raises like :meth:`_append_lines`."""
+        line_len = len(self.buf) + nl
+        if self.parse_key or not _uncompressed(lg) or \
+                single_record_batch_size(-1, line_len) > lg.config.max_message_bytes:
+            self._append_lines(lg, [bytes(self.buf) + bytes(data[:nl])])
+            return nl + 1
+        budget = self._limits(lg)[0]
+        end = data.rfind(b"\n", nl, min(nl + 1 + max(budget, 0), last_nl + 1)) + 1
+        return lg.append_text(bytes(self.buf) + data[:end], budget) - len(self.buf)
+
+    def _limits(self, lg: Log) -> tuple[int, float, int]:
+        """``(budget, ratio, codec)`` of the next batch written to ``lg``
+        (:func:`~kafkafs.record.producer_batch.batch_limits`); an uncompressed batch's
+        budget also keeps it within ``max.message.bytes``."""
+        size = self.batch_size if self.batch_size is not None else lg.config.kafkafs_batch_size
+        codec = effective_codec(lg.config.compression_type)
+        budget, ratio = batch_limits(size, lg.topic, codec)
+        if codec == codecs.NONE:
+            budget = min(budget, lg.config.max_message_bytes - BATCH_OVERHEAD)
+        return budget, ratio, codec
+
     def _write_plain(self, lg: Log, mv: memoryview, pos: int, last_nl: int) -> None:
-        """Append the lines of ``mv[pos:last_nl + 1]`` in batches that fit
-        ``max.message.bytes``, straight from the buffer (C encoder). Raises _Short when
-        lines of this request went in before one failed, else the error."""
-        budget = max(1, lg.config.max_message_bytes - BATCH_OVERHEAD_MAX)
+        """Append the lines of ``mv[pos:last_nl + 1]`` in batches of ``batch.size``,
+        straight from the buffer (C encoder). Raises _Short when lines of this request went
+        in before one failed, else the error."""
+        budget, ratio, codec = self._limits(lg)
         while pos <= last_nl:
+            if codec != codecs.NONE:  # the ratio follows the batches written
+                budget, ratio, codec = self._limits(lg)
             try:
-                pos += lg.append_text(mv[pos:last_nl + 1], budget)
+                if codec == codecs.NONE:
+                    pos += lg.append_text(mv[pos:last_nl + 1], budget)
+                else:
+                    pos += self._append_compressed(lg, mv[pos:last_nl + 1], budget, ratio)
+            except _Short as r:
+                raise _Short(pos + r.count, r.error) from None
             except (LogError, OSError) as exc:
                 if pos > 0:
                     raise _Short(pos, exc) from None
                 raise
+
+    def _append_compressed(self, lg: Log, text: memoryview, budget: int, ratio: float) -> int:
+        """Append the first lines of ``text`` that a compressed batch of ``budget`` and
+        ``ratio`` takes (the cut found by the C encoder); returns the bytes consumed.
+        Raises _Short when a first part went in (a batch over ``max.message.bytes`` is
+        split), else the error."""
+        payload, _n, consumed = fast.encode_text(text, 0, budget, ratio)
+        lines = bytes(text[:consumed - 1]).split(b"\n")
+        try:
+            self._append_group(lg, lines, len(payload))
+        except _LinesRefused as r:
+            raise _Short(sum(len(line) + 1 for line in lines[:r.index]), r.error) from None
+        return consumed
 
     def _write_keyed(self, lg: Log, mv: memoryview, pos: int, last_nl: int) -> None:
         """``parse.key``: the lines of ``mv[pos:last_nl + 1]`` as keyed records. Raises
@@ -253,9 +292,9 @@ class LineWriter:
                     bad, error = i, _too_long(limit)
                     break
         ok = lines[:bad]
-        for i, j in _groups([len(line) for line in ok], max(1, limit - BATCH_OVERHEAD_MAX)):
+        for i, j, records_bytes in self._cuts(lg, ok):
             try:
-                self._append_group(lg, ok[i:j])
+                self._append_group(lg, ok[i:j], records_bytes)
             except _LinesRefused as r:
                 raise _LinesRefused(i + r.index, r.error) from None
             except (LogError, OSError) as exc:
@@ -267,17 +306,35 @@ class LineWriter:
                 raise error
             raise _LinesRefused(bad, error)
 
-    def _append_group(self, lg: Log, group: list[bytes]) -> None:
+    def _cuts(self, lg: Log, lines: list[bytes]):
+        """Yield ``(i, j, records_bytes)``: ``lines[i:j]`` make the next batch (at least one
+        line), ``records_bytes`` its records' size before compression; the cut is the C
+        encoder's (``encode_text``, keyed under ``parse.key``). Each batch's limits are read
+        when it starts (a compressed batch's ratio follows the ones written)."""
+        text = memoryview(b"\n".join(lines) + b"\n")
+        sep = self.separator if self.parse_key else None
+        i = pos = 0
+        while i < len(lines):
+            budget, ratio, _codec = self._limits(lg)
+            payload, n, consumed = fast.encode_text(text[pos:], 0, budget, ratio, sep)
+            yield i, i + n, len(payload)
+            i += n
+            pos += consumed
+
+    def _append_group(self, lg: Log, group: list[bytes], records_bytes: int = 0) -> None:
         """Append ``group`` as one batch; a batch found too large (a compressed topic,
-        where sizes are not known before) is split in halves. Raises like
+        where sizes are not known before) is split in halves. ``records_bytes``: the
+        records' size before compression, for the compression ratio estimate. Raises like
         :meth:`_append_lines`."""
+        ts = now_ms()
+        if self.parse_key:
+            sep = self.separator
+            records = [(ts, *line.partition(sep)[::2], ()) for line in group]
+        else:
+            records = [(ts, None, line, ()) for line in group]
         try:
-            if self.parse_key:
-                ts = now_ms()
-                sep = self.separator
-                lg.append([(ts, *line.partition(sep)[::2], ()) for line in group])
-            else:
-                lg.append_lines(group)
+            data = lg.encode(records)
+            lg.append_encoded(bytearray(data))
         except RecordTooLargeError:
             if len(group) == 1:
                 raise
@@ -289,6 +346,9 @@ class LineWriter:
                 raise _LinesRefused(mid + r.index, r.error) from None
             except (LogError, OSError) as exc:
                 raise _LinesRefused(mid, exc) from None
+        else:
+            ESTIMATOR.observe(lg.topic, effective_codec(lg.config.compression_type),
+                              len(data), records_bytes)
 
     def _batch_size(self, line: bytes) -> int:
         if self.parse_key:

@@ -78,6 +78,9 @@ class BatchCache:
         self._lru: OrderedDict[tuple, _Entry] = OrderedDict()  # (topic, p, base) -> entry
         self._bases: dict[tuple, list[int]] = {}  # (topic, p) -> sorted cached bases
         self._bytes = 0
+        # (log, entry) of the last batch returned: lookup, getattr, open and read of one
+        # offset/N ask for it in turn. Always the LRU's newest entry.
+        self._last: tuple[Log, _Entry] | None = None
 
     def _find(self, tp, offset: int) -> _Entry | None:
         bases = self._bases.get(tp)
@@ -93,10 +96,14 @@ class BatchCache:
         """The cached or freshly decoded batch holding ``offset`` (None when no batch does).
         Raises OffsetOutOfRangeError outside [log start, log end)."""
         lg.check_offset(offset)
+        last = self._last
+        if last is not None and last[0] is lg and last[1].base <= offset <= last[1].last:
+            return last[1]
         tp = (lg.topic, lg.partition)
         entry = self._find(tp, offset)
         if entry is not None:
             self._lru.move_to_end((lg.topic, lg.partition, entry.base))
+            self._last = (lg, entry)
             return entry
         batch = lg.batch_for(offset)
         if batch is None:
@@ -111,6 +118,7 @@ class BatchCache:
             bisect.insort(self._bases.setdefault(tp, []), entry.base)
             self._bytes += entry.size
             self._evict()
+            self._last = (lg, entry)
         return entry
 
     def record(self, lg: Log, offset: int) -> tuple[Record, _Entry] | None:
@@ -135,6 +143,7 @@ class BatchCache:
 
     def drop(self, topic: str, partition: int | None = None) -> None:
         """Forget the batches of a topic (or one partition): deleted, truncated, retained."""
+        self._last = None
         for key in [k for k in self._lru if k[0] == topic and
                     (partition is None or k[1] == partition)]:
             self._bytes -= self._lru.pop(key).size

@@ -76,10 +76,13 @@ class FsOptions:
     write with EROFS. ``uid``/``gid``: owner reported for every node. ``isolation_level``
     (Kafka's consumer setting): ``read_committed`` (default) shows records up to the last
     stable offset and hides aborted transactions; ``read_uncommitted`` shows every record.
+    ``batch_size``: the producer's ``batch.size`` for lines written to ``append`` (bytes;
+    None: each topic's ``kafkafs.batch.size``).
     """
 
     parse_key: bool = False
     key_separator: bytes = b"\t"
+    batch_size: int | None = None
     read_only: bool = False
     isolation_level: str = DEFAULT_ISOLATION_LEVEL
     uid: int = field(default_factory=os.getuid)
@@ -640,7 +643,8 @@ class KafkaFS(pyfuse3.Operations):
             if accmode != os.O_WRONLY:
                 raise _err(errno.EACCES)
             self._log(node)
-            h.writer = LineWriter(self.options.parse_key, self.options.key_separator)
+            h.writer = LineWriter(self.options.parse_key, self.options.key_separator,
+                                  self.options.batch_size)
             info.direct_io = True
         elif kind == T.CONFIG:
             if writing and self.options.read_only:
@@ -657,7 +661,11 @@ class KafkaFS(pyfuse3.Operations):
         elif writing:
             raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
         elif kind == T.OFFSET:
-            h.record = self._record(node.topic, node.partition, node.name)
+            # the record is fetched by the first read: a reopened offset whose page the
+            # kernel keeps needs none. One gone since its lookup (retention) fails here.
+            lg = self._log(node)
+            if not lg.log_start_offset <= node.name < lg.log_end_offset:
+                raise _err(errno.ENOENT)
             info.keep_cache = True
         elif kind in (T.MESSAGES, T.JSONL):
             v = self.view(node.topic, node.partition, kind)
@@ -693,6 +701,8 @@ class KafkaFS(pyfuse3.Operations):
         h = self._handles[fh]
         kind = h.node.kind
         if kind in (T.OFFSET, T.CONFIG, T.KEY):
+            if h.record is None and kind == T.OFFSET:  # offset/N, first read
+                h.record = self._record(h.node.topic, h.node.partition, h.node.name)
             data = h.record if kind == T.CONFIG else h.record.value
             return (data or b"")[off:off + size]
         if h.view is not None:

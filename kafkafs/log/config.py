@@ -146,6 +146,10 @@ _TOPIC_KEYS: dict[str, tuple[str, object, object]] = {
     "max.compaction.lag.ms": ("max_compaction_lag_ms", _long_at_least(1), LONG_MAX),
     "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", _double_between(0, 1), 0.5),
     "preallocate": ("preallocate", _parse_bool, False),
+    # kafkafs's own (a broker has no such topic config): the producer's batch.size
+    # (ProducerConfig: INT, atLeast(0)) for writers that give none, the mount's append
+    # and kafkafs produce
+    "kafkafs.batch.size": ("kafkafs_batch_size", _int_at_least(0), 16384),
 }
 
 # broker key -> topic key (ServerTopicConfigSynonyms); several broker keys may feed one
@@ -181,6 +185,7 @@ _SYNONYMS: list[tuple[str, str, int]] = [
     ("log.cleaner.max.compaction.lag.ms", "max.compaction.lag.ms", 1),
     ("log.cleaner.min.cleanable.ratio", "min.cleanable.dirty.ratio", 1),
     ("log.preallocate", "preallocate", 1),
+    ("kafkafs.batch.size", "kafkafs.batch.size", 1),
 ]
 
 # broker-only keys: name -> (attribute, parser, default)
@@ -241,6 +246,7 @@ class LogConfig:
     max_compaction_lag_ms: int = LONG_MAX
     min_cleanable_dirty_ratio: float = 0.5
     preallocate: bool = False
+    kafkafs_batch_size: int = 16384
 
     @property
     def compact(self) -> bool:

@@ -1424,34 +1424,49 @@ done:
 }
 
 PyDoc_STRVAR(encode_text_doc,
-"encode_text(text, timestamp, budget) -> (payload, count, consumed)\n\n"
+"encode_text(text, timestamp, budget, ratio=1.0, separator=None)\n"
+"    -> (payload, count, consumed)\n\n"
 "Encode the '\\n'-terminated lines at the start of `text` (bytes-like) as\n"
-"encode_lines would (newline stripped), stopping before the line that would take the\n"
-"payload past `budget` bytes -- but always taking the first line. Returns the payload,\n"
-"the number of records and the bytes of `text` consumed (newlines included). Bytes\n"
-"after the last newline are never consumed.");
+"encode_lines would (newline stripped) -- or, with a non-empty `separator`, each line as\n"
+"a record keyed by what precedes the separator's first occurrence, the rest its value\n"
+"(encode([(timestamp, key, value, ())], timestamp); ValueError for a line without it)\n"
+"-- stopping before the line whose record would take\n"
+"int(payload bytes so far * ratio) + its size past `budget` bytes -- but always taking\n"
+"the first line (the producer's batch.size rule, MemoryRecordsBuilder.hasRoomFor:\n"
+"`ratio` is 1.0 for an uncompressed batch, else the estimated compression ratio times\n"
+"1.05). Returns the payload, the number of records and the bytes of `text` consumed\n"
+"(newlines included). Bytes after the last newline are never consumed.");
 
 static PyObject *
 sp_encode_text(PyObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"text", "timestamp", "budget", NULL};
-    PyObject *text, *payload = NULL, *result = NULL;
+    static char *kwlist[] = {"text", "timestamp", "budget", "ratio", "separator", NULL};
+    PyObject *text, *sep_obj = Py_None, *payload = NULL, *result = NULL;
     long long ts;
     Py_ssize_t budget, pos = 0, count = 0;
-    bview tv;
+    double ratio = 1.0;
+    bview tv, sv = {NULL, 0, 0};
     wbuf w = {NULL, 0, 0};
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OLn:encode_text", kwlist, &text, &ts,
-                                     &budget))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OLn|dO:encode_text", kwlist, &text, &ts,
+                                     &budget, &ratio, &sep_obj))
         return NULL;
-    if (bv_get(text, &tv, 0) < 0)
+    if (!(ratio > 0.0 && ratio <= 1e6)) {  /* also refuses NaN */
+        PyErr_SetString(PyExc_ValueError, "ratio must be above 0 and at most 1e6");
         return NULL;
+    }
+    if (sep_obj != Py_None && bv_get(sep_obj, &sv, 0) < 0)
+        return NULL;
+    if (bv_get(text, &tv, 0) < 0) {
+        bv_release(&sv);
+        return NULL;
+    }
     if (wb_init(&w, tv.len < budget ? tv.len + tv.len / 8 + 64 : budget + 64) < 0)
         goto done;
     while (pos < tv.len) {
         const char *line = tv.p + pos;
         const char *nl = memchr(line, '\n', (size_t)(tv.len - pos));
-        Py_ssize_t len, body, need;
+        Py_ssize_t len, klen, vlen, body, need;
         char *p;
 
         if (nl == NULL)
@@ -1461,10 +1476,28 @@ sp_encode_text(PyObject *self, PyObject *args, PyObject *kwds)
             PyErr_SetString(PyExc_ValueError, "line or offset delta too large for a record");
             goto done;
         }
-        /* attributes, timestampDelta 0, offsetDelta, key -1, value, header count 0 */
-        body = 4 + varint_size(count) + varint_size(len) + len;
+        /* the key: what precedes the separator's first occurrence (-1: no key) */
+        klen = -1;
+        if (sv.len > 0) {
+            const char *at = line, *end = line + len;
+            while ((at = memchr(at, sv.p[0], (size_t)(end - at))) != NULL) {
+                if (end - at >= sv.len && memcmp(at, sv.p, (size_t)sv.len) == 0)
+                    break;
+                at++;
+            }
+            if (at == NULL) {
+                PyErr_Format(PyExc_ValueError, "line %zd has no key separator", count);
+                goto done;
+            }
+            klen = at - line;
+        }
+        vlen = klen < 0 ? len : len - klen - sv.len;
+        /* attributes, timestampDelta 0, offsetDelta, key, value, header count 0 */
+        body = 3 + varint_size(count) + varint_size(klen) + (klen > 0 ? klen : 0)
+               + varint_size(vlen) + vlen;
         need = varint_size(body) + body;
-        if (count > 0 && w.used + need > budget)
+        if (count > 0 && (ratio == 1.0 ? w.used : (Py_ssize_t)((double)w.used * ratio))
+                         + need > budget)
             break;
         p = wb_reserve(&w, need);
         if (p == NULL)
@@ -1475,10 +1508,14 @@ sp_encode_text(PyObject *self, PyObject *args, PyObject *kwds)
             *p++ = 0;     /* attributes */
             *p++ = 0;     /* timestampDelta 0 */
             p = put_varint(p, count);
-            *p++ = 1;     /* key length -1 */
-            p = put_varint(p, len);
-            memcpy(p, line, (size_t)len);
-            p += len;
+            p = put_varint(p, klen);
+            if (klen > 0) {
+                memcpy(p, line, (size_t)klen);
+                p += klen;
+            }
+            p = put_varint(p, vlen);
+            memcpy(p, line + len - vlen, (size_t)vlen);
+            p += vlen;
             *p++ = 0;     /* no headers */
             w.used += p - start;
         }
@@ -1493,6 +1530,7 @@ sp_encode_text(PyObject *self, PyObject *args, PyObject *kwds)
 done:
     Py_XDECREF(w.obj);
     bv_release(&tv);
+    bv_release(&sv);
     return result;
 }
 

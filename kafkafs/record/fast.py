@@ -510,27 +510,45 @@ def _py_encode_lines(lines, timestamp) -> bytes:
     return b"".join(parts)
 
 
-def _py_encode_text(text, timestamp, budget):
+def _py_encode_text(text, timestamp, budget, ratio=1.0, separator=None):
     """``(payload, count, consumed)``: the ``\\n``-terminated lines at the start of
-    ``text`` encoded as :func:`encode_lines` would, stopping before the line that would take
-    the payload past ``budget`` bytes (the first line is always taken); bytes after the last
-    newline are never consumed."""
+    ``text`` encoded as :func:`encode_lines` would -- or, with a non-empty ``separator``,
+    each line as a record keyed by what precedes the separator's first occurrence, the rest
+    its value (``encode([(timestamp, key, value, ())], timestamp)``; ValueError for a line
+    without it) -- stopping before the line whose record would take ``int(payload bytes so
+    far * ratio)`` plus its size past ``budget`` bytes (the first line is always taken:
+    the producer's ``batch.size`` rule, kafkafs.record.producer_batch); bytes after the
+    last newline are never consumed. Raises ValueError for a ``ratio`` not in (0, 1e6]."""
+    if isinstance(ratio, (str, bytes, bytearray)):  # as C's "d": numbers only
+        raise TypeError(f"must be real number, not {type(ratio).__name__}")
+    ratio = float(ratio)
+    if not 0.0 < ratio <= 1e6:
+        raise ValueError("ratio must be above 0 and at most 1e6")
+    sep = _as_bytes(separator) if separator is not None else b""
     text = _as_bytes(text)
     end = text.rfind(b"\n") + 1
     lines = text[:end].split(b"\n")[:-1] if end else []
-    taken = 0
+    records = []
     used = 0
     for i, line in enumerate(lines):
-        vl = len(line)
-        body = 4 + len(_enc(i)) + len(_enc(vl)) + vl
+        if sep:
+            key, found, value = line.partition(sep)
+            if not found:
+                raise ValueError(f"line {i} has no key separator")
+            kl = len(key)
+        else:
+            key, value, kl = None, line, -1
+        vl = len(value)
+        body = 3 + len(_enc(i)) + len(_enc(kl)) + max(kl, 0) + len(_enc(vl)) + vl
         need = len(_enc(body)) + body
-        if i and used + need > budget:
+        if i and (used if ratio == 1.0 else int(used * ratio)) + need > budget:
             break
         used += need
-        taken += 1
-    chosen = lines[:taken]
-    return (_py_encode_lines(chosen, timestamp), taken,
-            sum(map(len, chosen)) + taken)
+        records.append((timestamp, key, value, ()))
+    taken = len(records)
+    payload = _py_encode_lines(lines[:taken], timestamp) if not sep else \
+        _py_encode(records, timestamp, None)
+    return payload, taken, sum(len(x) for x in lines[:taken]) + taken
 
 
 # -- selection ----------------------------------------------------------------------------
