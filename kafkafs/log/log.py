@@ -323,17 +323,98 @@ class Log:
         return self.append_encoded(bytearray(data))
 
     def append_text(self, text, budget: int) -> int:
-        """Append the first ``\\n``-terminated lines of ``text`` (bytes-like) as one batch of
-        at most about ``budget`` bytes of records (always at least one line): null keys, the
-        lines as values, timestamped now. Returns the bytes of ``text`` consumed; raises like
-        :meth:`append` (a single line over ``max.message.bytes``: RecordTooLargeError)."""
+        """Append the ``\n``-terminated lines of ``text`` (bytes-like; a trailing partial
+        line is left) as consecutive batches of at most about ``budget`` bytes of records
+        each (always at least one line per batch): null keys, the lines as values,
+        timestamped now. The batches of one call are written with one ``pwrite`` per
+        segment they go to (:meth:`append_encoded_run`). Returns the bytes of ``text``
+        consumed. Raises like :meth:`append` (a single line over ``max.message.bytes``:
+        RecordTooLargeError) when nothing was appended; an error after some batches went
+        in returns what they consumed (the next call meets the error again)."""
         ts_type = LOG_APPEND_TIME if self.config.message_timestamp_type == "LogAppendTime" \
             else CREATE_TIME
-        data, consumed = encode_text_batch(text, now_ms(), budget,
-                                           compression=self._codec(None),
-                                           timestamp_type=ts_type)
-        self.append_encoded(data)
+        mv = memoryview(text)
+        end = bytes(mv).rfind(b"\n") + 1 if len(mv) else 0
+        ts = now_ms()
+        codec = self._codec(None)
+        batches, ends, consumed = [], [], 0
+        while consumed < end or not batches:
+            data, n = encode_text_batch(mv[consumed:end or len(mv)], ts, budget,
+                                        compression=codec, timestamp_type=ts_type)
+            batches.append(data)
+            consumed += n
+            ends.append(consumed)
+            if n <= 0:
+                break
+        stored = self.append_encoded_run(batches)
+        if stored < len(batches):
+            return ends[stored - 1]
         return consumed
+
+    def append_encoded_run(self, batches: Sequence[bytearray]) -> int:
+        """Append encoded v2 batches without a producer id (re-stamped with consecutive
+        offsets from the log end offset), as :meth:`append_encoded` would one by one --
+        same rolls, index entries and checks -- but with one write per segment. Returns how
+        many were appended: all of them, or, when an error (OSError such as ENOSPC,
+        RecordTooLargeError) meets a later one, those before it; the error is raised when it
+        meets the first. A batch with a producer id goes through :meth:`append_encoded`."""
+        if not self.writable:
+            raise ReadOnlyLogError(f"{self.name} is read-only")
+        done = 0
+        with self.lock:
+            try:
+                while done < len(batches):
+                    done += self._append_run(batches, done)
+            except (LogError, OSError):
+                if done == 0:
+                    raise
+            finally:
+                if done:
+                    self._notify()
+        return done
+
+    def _append_run(self, batches: Sequence[bytearray], first: int) -> int:
+        """Write batches ``first..`` up to the next roll into the active segment (after
+        rolling it when the first one needs that). Returns the count written."""
+        if self.closed:
+            raise ReadOnlyLogError(f"{self.name} is closed")
+        base = self._log_end_offset
+        entries = []
+        pending = 0
+        records = 0
+        segment = None
+        for batch in batches[first:]:
+            header = RecordBatch.from_buffer(batch)
+            if header.producer_id >= 0:
+                if entries:
+                    break
+                self.append_encoded(batch)
+                return 1
+            if header.size > self.config.max_message_bytes:
+                if entries:
+                    break
+                raise RecordTooLargeError(
+                    f"The record batch size {header.size} bytes is larger than "
+                    f"max.message.bytes ({self.config.max_message_bytes}) of {self.name}")
+            last = base + header.last_offset_delta
+            if segment is None:
+                segment = self._maybe_roll(header.size, header.max_timestamp, last)
+            elif segment.should_roll(pending + header.size, header.max_timestamp, last,
+                                     now_ms(), self.config.segment_jitter_ms) or \
+                    not segment.has_index_room(len(entries) + 1):
+                break
+            set_base_offset(batch, base)
+            offset_of_max = last if header.timestamp_type == LOG_APPEND_TIME else \
+                self._offset_of_max_timestamp(header, base)
+            entries.append((last, header.max_timestamp, offset_of_max, batch))
+            pending += header.size
+            records += header.records_count
+            base = last + 1
+        segment.append_batches(entries)
+        self._log_end_offset = base
+        self.unflushed_messages += records
+        self.producer_state.update_map_end_offset(base)
+        return len(entries)
 
     def append(self, records: Sequence[tuple], *, compression: int | None = None) -> tuple[int, int]:
         """Append ``records`` ((timestamp_ms, key, value, headers) tuples) as one batch.

@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..record.batch import (
@@ -407,13 +407,23 @@ class LogSegment:
         (ms) and ``offset_of_largest_timestamp`` the offset holding it. Raises OSError
         (ENOSPC, ...) with the file unchanged in size as far as the OS allows.
         """
+        self.append_batches([(largest_offset, largest_timestamp, offset_of_largest_timestamp,
+                              data)])
+
+    def append_batches(self, entries: Sequence[tuple[int, int, int, bytes]]) -> None:
+        """Append several batches with one write: ``entries`` of ``(largest_offset,
+        largest_timestamp, offset_of_largest_timestamp, data)`` as :meth:`append` takes
+        them, in offset order; index entries as if each were appended alone. Raises
+        OSError with none of them appended (as far as the OS allows)."""
         if not self.writable:
             raise ReadOnlyLogError(f"{self.log_path} is read-only")
-        if not data:
+        entries = [e for e in entries if e[3]]
+        if not entries:
             return
         position = self.size
+        data = entries[0][3] if len(entries) == 1 else b"".join(e[3] for e in entries)
         if self.size == 0:
-            self._rolling_based_timestamp = largest_timestamp
+            self._rolling_based_timestamp = entries[0][1]
             self._rolling_ts_loaded = True
         written = 0
         try:
@@ -427,15 +437,24 @@ class LogSegment:
                 pass
             raise
         self.size = position + len(data)
-        if largest_timestamp > self.max_timestamp_so_far:
-            self._max_timestamp_so_far = largest_timestamp
-            self._offset_of_max_timestamp_so_far = offset_of_largest_timestamp
-        if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
-            self.index.append(largest_offset, position)
-            self.time_index.maybe_append(self._max_timestamp_so_far,
-                                         self._offset_of_max_timestamp_so_far)
-            self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += len(data)
+        interval = self.config.index_interval_bytes
+        for largest_offset, largest_timestamp, offset_of_largest, batch in entries:
+            if largest_timestamp > self.max_timestamp_so_far:
+                self._max_timestamp_so_far = largest_timestamp
+                self._offset_of_max_timestamp_so_far = offset_of_largest
+            if self.bytes_since_last_index_entry > interval:
+                self.index.append(largest_offset, position)
+                self.time_index.maybe_append(self._max_timestamp_so_far,
+                                             self._offset_of_max_timestamp_so_far)
+                self.bytes_since_last_index_entry = 0
+            self.bytes_since_last_index_entry += len(batch)
+            position += len(batch)
+
+    def has_index_room(self, entries: int) -> bool:
+        """Whether the offset and time indexes can take ``entries`` more entries."""
+        # (either index is full with one slot left: is_full's rule)
+        return (self.index.max_entries - 1 - self.index.entries >= entries and
+                self.time_index.max_entries - 1 - self.time_index.entries >= entries)
 
     def flush(self) -> None:
         """fsync the ``.log`` and the three indexes (``LogSegment.flush``)."""
