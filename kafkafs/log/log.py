@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 
 from ..record import compression as codecs
-from ..record.compaction import null_key_index
 from ..record.batch import (
     CREATE_TIME,
     LOG_APPEND_TIME,
@@ -39,6 +38,7 @@ from ..record.batch import (
     encode_text_batch,
     set_base_offset,
 )
+from ..record.compaction import null_key_index
 from ..record.control import end_txn_marker
 from ..record.errors import CorruptRecordError
 from . import safeio

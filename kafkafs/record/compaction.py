@@ -53,7 +53,6 @@ from .batch import (
     CRC_OFFSET,
     CURRENT_MAGIC,
     DELETE_HORIZON_MASK,
-    HEADER,
     LOG_OVERHEAD,
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK,
@@ -63,7 +62,6 @@ from .errors import CorruptRecordError
 from .varint import encode_varint
 
 __all__ = [
-    "C",
     "HASH_SIZE",
     "HAVE_C",
     "MAP_ENTRY_SIZE",
@@ -74,6 +72,7 @@ __all__ = [
     "STATUS_END",
     "STATUS_FULL",
     "STATUS_OTHER",
+    "C",
     "empty_batch",
     "filter_batches",
     "filter_records",
@@ -426,8 +425,7 @@ def _py_filter_records(payload, count: int, base_offset: int, base_timestamp: in
     parts = []
     for start, end, attr_pos, after_ts, ts_delta, _o, _k, _n in kept:
         ts = ts_of(ts_delta)
-        if ts > max_ts:
-            max_ts = ts
+        max_ts = max(max_ts, ts)
         tsv = encode_varint(_wrap64(ts - new_base))
         body = 1 + len(tsv) + end - after_ts
         parts += (encode_varint(body), buf[attr_pos:attr_pos + 1], tsv, buf[after_ts:end])
