@@ -94,8 +94,10 @@ class Model:
 
     ``append(offset, key, value, timestamp)`` records what was written;
     ``cleaned(end_offset, now, delete_retention_ms)`` a pass that cleaned below
-    ``end_offset`` at ``now``. Tombstones cleaned for the first time get the horizon
-    ``now + delete_retention_ms``; a later pass at or after it removes them.
+    ``end_offset`` at ``now``: below it, only the last record of each key stays (the last
+    below ``end_offset``: the pass does not look further), and records without a key go.
+    Tombstones cleaned for the first time get the horizon ``now + delete_retention_ms``; a
+    later pass at or after it removes them.
     """
 
     def __init__(self):
@@ -110,11 +112,29 @@ class Model:
         if key is not None:
             self.latest[key] = offset
 
+    def discard(self, offsets) -> None:
+        """Records that never count (aborted transactions): gone, the keys' latest records
+        recomputed."""
+        for o in offsets:
+            self.records.pop(o, None)
+        self.latest = {}
+        for o in sorted(self.records):
+            key = self.records[o][0]
+            if key is not None:
+                self.latest[key] = o
+
     def cleaned(self, end_offset: int, now: int, delete_retention_ms: int) -> None:
+        # the pass knows the keys below end_offset only: a record there goes when a later
+        # one of its key is there too (later ones past end_offset are not looked at)
+        latest_below: dict = {}
+        for offset in sorted(self.records):
+            key = self.records[offset][0]
+            if offset < end_offset and key is not None and offset not in self.gone:
+                latest_below[key] = offset
         for offset, (key, value, _ts) in self.records.items():
             if offset >= end_offset or offset in self.gone:
                 continue
-            if key is None or self.latest[key] != offset:
+            if key is None or latest_below[key] != offset:
                 self.gone.add(offset)
             elif value is None:
                 h = self.horizon.get(offset)
