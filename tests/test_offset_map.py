@@ -108,7 +108,7 @@ def test_skimpy_offset_map():
     assert m.latest_offset == 77
     m.clear()
     assert (len(m), m.latest_offset, m.get(b"key-3")) == (0, -1, -1)
-    assert m.buffer == bytearray(m.memory)
+    assert bytes(m.buffer[:]) == bytes(m.memory)
     with pytest.raises(ValueError, match="too small to fit in even a single message"):
         SkimpyOffsetMap(ENTRY_SIZE, 0.9)
     with pytest.raises(ValueError, match="load factor"):

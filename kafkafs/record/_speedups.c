@@ -2240,27 +2240,67 @@ cl_next_record(const uint8_t *buf, Py_ssize_t len, Py_ssize_t *ppos, clrec *r)
     *ppos = r->end;
 }
 
-/* map_records' loop over a validated payload. Returns 1 when the map filled up, else 0. */
+/* Records are looked at in windows of CL_WIN: the keys of a window are hashed and their
+ * slots prefetched first, so that the cache misses of the (random) map accesses overlap;
+ * then the window's records are handled one by one, in order. */
+#define CL_WIN 32
+
+typedef struct {
+    clrec r;
+    int64_t offset;
+    uint8_t h[CL_HASH];
+} clwin;
+
+static inline void
+cl_prefetch(const clmap *m, const uint8_t *h)
+{
+    const uint8_t *p = m->buf + (Py_ssize_t)(cl_le64(h) % (uint64_t)m->slots) * CL_ENTRY;
+    __builtin_prefetch(p);
+    __builtin_prefetch(p + CL_ENTRY - 1);
+}
+
+/* Parse up to CL_WIN records from *ppos (record *pi of count); hash and prefetch the keys
+ * of those with `want(offset)`. Returns how many were parsed. */
+static Py_ssize_t
+cl_window(const uint8_t *buf, Py_ssize_t len, Py_ssize_t *ppos, Py_ssize_t *pi,
+          Py_ssize_t count, int64_t base_offset, const clmap *m, int64_t min_offset,
+          int64_t max_offset, clwin *w)
+{
+    Py_ssize_t n = 0;
+    while (n < CL_WIN && *pi < count) {
+        clwin *e = &w[n++];
+        cl_next_record(buf, len, ppos, &e->r);
+        (*pi)++;
+        e->offset = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)e->r.off_delta);
+        if (m != NULL && e->r.key_len >= 0 && e->offset >= min_offset &&
+                e->offset <= max_offset) {
+            cl_murmur3(buf + e->r.key_pos, e->r.key_len, 0, e->h);
+            cl_prefetch(m, e->h);
+        }
+    }
+    return n;
+}
+
+/* map_records' loop over a validated payload. Returns 1 when the map filled up, else 0
+ * (-1: the map is full of slots, which max_size < slots never lets happen). */
 static int
 cl_map_core(const uint8_t *buf, Py_ssize_t len, Py_ssize_t count, int64_t base_offset,
             const clmap *m, Py_ssize_t *size, Py_ssize_t max_size, int64_t start_offset,
             int64_t *last)
 {
-    Py_ssize_t pos = 0, i;
-    clrec r;
-    uint8_t h[CL_HASH];
-    for (i = 0; i < count; i++) {
-        int64_t offset;
-        cl_next_record(buf, len, &pos, &r);
-        offset = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)r.off_delta);
-        if (r.key_len < 0 || offset < start_offset)
-            continue;
-        if (*size >= max_size)
-            return 1;
-        cl_murmur3(buf + r.key_pos, r.key_len, 0, h);
-        if (cl_store(m, size, h, offset) < 0)
-            return -1;
-        *last = offset;
+    Py_ssize_t pos = 0, i = 0, n, j;
+    clwin w[CL_WIN];
+    while (i < count) {
+        n = cl_window(buf, len, &pos, &i, count, base_offset, m, start_offset, INT64_MAX, w);
+        for (j = 0; j < n; j++) {
+            if (w[j].r.key_len < 0 || w[j].offset < start_offset)
+                continue;
+            if (*size >= max_size)
+                return 1;
+            if (cl_store(m, size, w[j].h, w[j].offset) < 0)
+                return -1;
+            *last = w[j].offset;
+        }
     }
     return 0;
 }
@@ -2345,40 +2385,47 @@ cl_filter_core(const uint8_t *buf, Py_ssize_t len, Py_ssize_t count, int64_t bas
 {
     Py_ssize_t pos = 0, i, n = 0;
     int tombstones = 0, need_horizon;
-    clrec r;
     int64_t horizon, new_base, max_ts;
 
     res->invalid = res->dropped = 0;
     res->unchanged = 0;
-    for (i = 0; i < count; i++) {
-        int k;
-        int64_t offset;
-        cl_next_record(buf, len, &pos, &r);
-        offset = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)r.off_delta);
-        if (mode == CL_MODE_KEEP)
-            k = 1;
-        else if (mode == CL_MODE_DROP)
-            k = 0;
-        else if (offset > latest)
-            k = 1;
-        else if (r.key_len < 0) {
-            res->invalid++;
-            k = 0;
+    i = 0;
+    while (i < count) {
+        clwin w[CL_WIN];
+        Py_ssize_t wn = cl_window(buf, len, &pos, &i, count, base_offset,
+                                  mode == CL_MODE_FILTER ? m : NULL, INT64_MIN, latest, w),
+            j;
+        for (j = 0; j < wn; j++) {
+            int k;
+            int64_t offset = w[j].offset;
+            const clrec *rp = &w[j].r;
+            if (mode == CL_MODE_KEEP)
+                k = 1;
+            else if (mode == CL_MODE_DROP)
+                k = 0;
+            else if (offset > latest)
+                k = 1;
+            else if (rp->key_len < 0) {
+                res->invalid++;
+                k = 0;
+            }
+            else {
+                int found_slot;
+                Py_ssize_t at = cl_find(m, w[j].h, &found_slot);
+                int64_t found = found_slot ? cl_be64(m->buf + at + CL_HASH) : -1;
+                k = offset >= found && (!rp->null_value || retain_deletes);
+            }
+            if (k) {
+                keep[n].attr = rp->attr;
+                keep[n].after_ts = rp->after_ts;
+                keep[n].end = rp->end;
+                keep[n].ts_delta = rp->ts_delta;
+                n++;
+                tombstones |= rp->null_value;
+            }
+            else if (rp->null_value && rp->key_len >= 0)
+                res->dropped++;
         }
-        else {
-            int64_t found = cl_lookup(m, buf + r.key_pos, r.key_len);
-            k = offset >= found && (!r.null_value || retain_deletes);
-        }
-        if (k) {
-            keep[n].attr = r.attr;
-            keep[n].after_ts = r.after_ts;
-            keep[n].end = r.end;
-            keep[n].ts_delta = r.ts_delta;
-            n++;
-            tombstones |= r.null_value;
-        }
-        else if (r.null_value && r.key_len >= 0)
-            res->dropped++;
     }
     res->kept = n;
     if (n == 0) {
