@@ -3,7 +3,7 @@
 
     python bench/bench_cleaner.py [--mb 256] [--keys 1000000] [--value 100]
                                   [--batch-records 100] [--codec none] [--dir DIR]
-                                  [--dedupe-mb 128] [--repeat 3]
+                                  [--dedupe-mb 128] [--repeat 3] [--cold] [--cold-map]
 
 Writes a compacted partition of ``--mb`` MB: records with keys drawn from ``--keys``
 distinct keys (10% tombstones), ``--value``-byte values, ``--batch-records`` records per
@@ -11,13 +11,16 @@ batch (100 x ~130 B: about a producer's 16 KiB ``batch.size``; 1: one record per
 the key view writes), 64 MiB segments. Then, best of ``--repeat`` rounds on fresh copies of
 the same files (warm page cache both ways):
 
-* ``cat`` of the segment files to /dev/null;
+* ``cat`` of the segment files to /dev/null (with ``--cold`` the files' page cache is
+  dropped before it and before the pass: both read from the disk);
 * one cleaning pass over the whole log (``LogCleaner.clean_log``) in a subprocess:
   offset map, filter, ``.cleaned`` files written, fsynced and swapped in.
 
 It prints the MB/s of each (MB of log cleaned: the segment bytes the pass rewrote, over the
 pass's wall time; the map phase reads the dirty section once more), their ratio, and the
-cleaning subprocess's peak RSS (VmHWM) next to the dedupe buffer. The issue's targets:
+cleaning subprocess's peak RSS (VmHWM) next to the dedupe buffer. The cleaner's offset map
+has been touched before the timed pass (a daemon's cleaner keeps its map from pass to
+pass); ``--cold-map`` times a first pass, page faults of the map included. The issue's targets:
 cleaning >= 0.25x ``cat``; peak RSS <= dedupe buffer + 100 MB.
 """
 
@@ -103,6 +106,18 @@ def clean_child(pdir: str, dedupe_mb: int, warm: bool) -> None:
                       "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 
 
+def drop_cache(pdir: str) -> None:
+    """Drop the page cache of the partition's files (``POSIX_FADV_DONTNEED``; they are
+    clean: written and fsynced before)."""
+    for n in os.listdir(pdir):
+        fd = os.open(os.path.join(pdir, n), os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
 def cat_time(pdir: str) -> tuple[float, int]:
     files = sorted(os.path.join(pdir, n) for n in os.listdir(pdir) if n.endswith(".log"))
     size = sum(os.path.getsize(f) for f in files)
@@ -122,6 +137,8 @@ def main() -> None:
     ap.add_argument("--dedupe-mb", type=int, default=128)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", default=None, help="where to write (default: a temp dir)")
+    ap.add_argument("--cold", action="store_true",
+                    help="drop the files' page cache before cat and before the pass")
     ap.add_argument("--cold-map", action="store_true",
                     help="time the pass with the offset map's memory not touched before")
     ap.add_argument("--clean-child", default=None, help=argparse.SUPPRESS)
@@ -143,8 +160,13 @@ def main() -> None:
             work = os.path.join(base, f"r{rnd}")
             shutil.copytree(os.path.join(base, "src"), work)
             pdir = os.path.join(work, "bench-0")
-            cat_s, size = cat_time(pdir)  # warms the page cache for the pass too
-            cat_s, size = cat_time(pdir)
+            if args.cold:
+                drop_cache(pdir)
+                cat_s, size = cat_time(pdir)
+                drop_cache(pdir)
+            else:
+                cat_s, size = cat_time(pdir)  # warms the page cache for the pass too
+                cat_s, size = cat_time(pdir)
             out = subprocess.run([sys.executable, __file__, "--clean-child", pdir,
                                   "--dedupe-mb", str(args.dedupe_mb)] +
                                  (["--cold-map"] if args.cold_map else []),
