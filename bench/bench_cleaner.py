@@ -40,10 +40,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from kafkafs.log.config import LogConfig  # noqa: E402
-from kafkafs.log.loader import load_log  # noqa: E402
-from kafkafs.record import compression as codecs  # noqa: E402
-from kafkafs.record.batch import encode_batch  # noqa: E402
+from kafkafs.log.config import LogConfig
+from kafkafs.log.loader import load_log
+from kafkafs.record import compression as codecs
+from kafkafs.record.batch import encode_batch
 
 NOW = 1_700_000_000_000
 

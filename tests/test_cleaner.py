@@ -36,7 +36,6 @@ from kafkafs.log.config import BrokerConfig, LogConfig
 from kafkafs.log.errors import InvalidRecordError
 from kafkafs.log.loader import load_log
 from kafkafs.log.throttler import Throttler
-from kafkafs.log.txnindex import AbortedTxn
 from kafkafs.record import compaction
 from kafkafs.record import compression as codecs
 from kafkafs.record.batch import LOG_APPEND_TIME, RecordBatch, encode_batch
@@ -50,6 +49,11 @@ CODECS = {"none": codecs.NONE, "gzip": codecs.GZIP, "snappy": codecs.SNAPPY,
 
 
 # -- helpers -------------------------------------------------------------------------------
+def read(path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def make_log(tmp_path, name="t-0", **cfg):
     d = tmp_path / "logs" / name
     d.mkdir(parents=True, exist_ok=True)
@@ -122,7 +126,7 @@ def test_keys_overwritten_across_segments_keep_their_last_value(tmp_path):
         assert result.records_read > result.records_written > 0
         assert len(lg.segments()) <= before
     # the next first dirty offset is checkpointed
-    ckpt = open(os.path.join(os.path.dirname(lg.dir), "cleaner-offset-checkpoint")).read()
+    ckpt = read(os.path.join(os.path.dirname(lg.dir), "cleaner-offset-checkpoint")).decode()
     assert ckpt.split("\n")[2] == f"t 0 {lg.active_segment.base_offset}"
 
 
@@ -361,13 +365,12 @@ def test_nothing_at_or_past_the_last_stable_offset_is_touched(tmp_path):
             lg.roll()
     assert lg.last_stable_offset == lso
     lso_seg = max(s.base_offset for s in lg.segments() if s.base_offset <= lso)
-    snapshot = {n: open(os.path.join(lg.dir, n), "rb").read() for n in os.listdir(lg.dir)
+    snapshot = {n: read(os.path.join(lg.dir, n)) for n in os.listdir(lg.dir)
                 if n.endswith(".log") and int(n[:20]) >= lso_seg}
     result = clean(make_cleaner(lg), lg, NOW)
     assert result.end_offset == lso_seg
     for n, data in snapshot.items():
-        with open(os.path.join(lg.dir, n), "rb") as f:
-            assert f.read() == data
+        assert read(os.path.join(lg.dir, n)) == data
     t.model.cleaned(lso_seg, NOW, DAY)
     verify(lg, t.model)
 
@@ -907,7 +910,7 @@ def test_a_log_cleaned_by_the_pure_python_twins_is_identical(tmp_path, monkeypat
         roll(lg, model)
         clean(make_cleaner(lg), lg, NOW, model)
         verify(lg, model)
-        results.append({n: open(os.path.join(lg.dir, n), "rb").read()
+        results.append({n: read(os.path.join(lg.dir, n))
                         for n in sorted(os.listdir(lg.dir))
                         if n.endswith((".log", ".index", ".timeindex"))})
         lg.close()

@@ -64,9 +64,8 @@ def test_first_dirty_offset_is_the_checkpoint_or_the_log_start(tmp_path):
         == (0, 15, False)
     assert cleanable_offsets(lg, 5, NOW).first_dirty_offset == 5
     # testDirtyOffsetResetIfLargerThanEndOffset / ...SmallerThanStartOffset
-    assert cleanable_offsets(lg, 999, NOW)[0:1] if False else \
-        cleanable_offsets(lg, 999, NOW).force_update_checkpoint
-    assert cleanable_offsets(lg, 999, NOW).first_dirty_offset == 0
+    o = cleanable_offsets(lg, 999, NOW)
+    assert (o.first_dirty_offset, o.force_update_checkpoint) == (0, True)
     lg.log_start_offset = 5
     o = cleanable_offsets(lg, 2, NOW)
     assert (o.first_dirty_offset, o.force_update_checkpoint) == (5, True)

@@ -150,11 +150,11 @@ def test_map_records_and_batches_twins_on_valid_and_garbled_input():
             buf = bytes(b)
         end = rnd.randint(0, len(buf)) if trial % 5 == 0 else len(buf)
         slots = rnd.randint(1, 40)
-        args = lambda m: (buf, 0, end, m, slots, 0, rnd_max, start)  # noqa: E731
-        rnd_max = rnd.randint(0, slots)
+        max_size = rnd.randint(0, slots)
         start = rnd.randint(0, 60)
         ma, mb = bytearray(slots * ENTRY_SIZE), bytearray(slots * ENTRY_SIZE)
-        assert compaction.PYTHON.map_batches(*args(ma)) == compaction.C.map_batches(*args(mb))
+        assert compaction.PYTHON.map_batches(buf, 0, end, ma, slots, 0, max_size, start) == \
+            compaction.C.map_batches(buf, 0, end, mb, slots, 0, max_size, start)
         assert ma == mb
         # one payload at a time, garbled too: the same result or the same error
         payload = bytearray(buf[61:120])

@@ -57,28 +57,12 @@ def _number(kind: str, lo: int | None = None):
     return parse
 
 
-def _double_between(lo: int, hi: int):
-    """ConfigDef ``DOUBLE`` with ``between(lo, hi)``."""
-    def parse(value: str) -> float:
-        v = value.strip()
-        try:
-            if "_" in v:
-                raise ValueError(v)
-            f = float(v)
-        except ValueError:
-            raise _Rule("Not a number of type DOUBLE") from None
-        if f < lo:
-            raise _Rule(f"Value must be at least {lo}")
-        if f > hi:
-            raise _Rule(f"Value must be no more than {hi}")
-        return f
-    return parse
-
-
-def _double(lo_exclusive: float | None = None, hi: float | None = None):
-    """ConfigDef ``DOUBLE`` as Java's ``Double.parseDouble`` reads it, above
-    ``lo_exclusive`` and at most ``hi`` when given (kafkafs's own bounds on keys Kafka
-    leaves unchecked, where another value would stall or break the cleaner)."""
+def _double(lo: float | None = None, hi: float | None = None, *,
+            above: float | None = None):
+    """ConfigDef ``DOUBLE`` as Java's ``Double.parseDouble`` reads it (NaN refused), with
+    ``between(lo, hi)`` when given; ``above``: a lower bound the value must exceed
+    (kafkafs's own, on keys Kafka leaves unchecked where another value would stall or
+    break the cleaner)."""
     def parse(value: str) -> float:
         v = value.strip()
         try:
@@ -89,12 +73,19 @@ def _double(lo_exclusive: float | None = None, hi: float | None = None):
             raise _Rule("Not a number of type DOUBLE") from None
         if math.isnan(f):
             raise _Rule("Not a number of type DOUBLE")
-        if lo_exclusive is not None and f <= lo_exclusive:
-            raise _Rule(f"Value must be above {lo_exclusive:g}")
+        if lo is not None and f < lo:
+            raise _Rule(f"Value must be at least {lo:g}")
+        if above is not None and f <= above:
+            raise _Rule(f"Value must be above {above:g}")
         if hi is not None and f > hi:
             raise _Rule(f"Value must be no more than {hi:g}")
         return f
     return parse
+
+
+def _double_between(lo: int, hi: int):
+    """ConfigDef ``DOUBLE`` with ``between(lo, hi)``."""
+    return _double(lo, hi)
 
 
 def _parse_bool(value: str) -> bool:
@@ -232,9 +223,9 @@ _BROKER_KEYS: dict[str, tuple[str, object, object]] = {
     "log.cleaner.threads": ("log_cleaner_threads", _int_at_least(0), 1),
     "log.cleaner.io.buffer.size": ("log_cleaner_io_buffer_size", _int_at_least(0), 512 * 1024),
     "log.cleaner.io.buffer.load.factor": ("log_cleaner_io_buffer_load_factor",
-                                          _double(0.0, 1.0), 0.9),
+                                          _double(hi=1.0, above=0.0), 0.9),
     "log.cleaner.io.max.bytes.per.second": ("log_cleaner_io_max_bytes_per_second",
-                                            _double(0.0), DOUBLE_MAX),
+                                            _double(above=0.0), DOUBLE_MAX),
     "num.recovery.threads.per.data.dir": ("num_recovery_threads_per_data_dir", _int_at_least(1), 1),
     "auto.create.topics.enable": ("auto_create_topics_enable", _parse_bool, True),
     "node.id": ("node_id", _INT, -1),

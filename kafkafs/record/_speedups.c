@@ -1500,8 +1500,6 @@ done:
 /* ------------------------------------------------------------------------------------ */
 /* render_file_values: plain batches read, checked and rendered without the GIL          */
 
-#ifdef KAFKAFS_HAVE_ISAL
-
 /* RecordBatch v2 header (DefaultRecordBatch): field offsets and sizes */
 #define RB_LENGTH_OFFSET 8
 #define RB_MAGIC_OFFSET 16
@@ -1524,6 +1522,8 @@ be64(const uint8_t *p)
 {
     return (int64_t)(((uint64_t)be32(p) << 32) | be32(p + 4));
 }
+
+#ifdef KAFKAFS_HAVE_ISAL
 
 /* CRC-32C (Castagnoli) as Kafka's Crc32C computes it, by ISA-L's crc32_iscsi (which takes
  * and returns the register without the final inversion). */
@@ -1887,9 +1887,6 @@ PyInit__speedups(void)
 
 #define CL_HASH 16
 #define CL_ENTRY 24
-#define CL_OVERHEAD 61
-#define CL_LOG_OVERHEAD 12
-#define CL_NOT_PLAIN 0x37          /* codec, transactional, control */
 #define CL_TS_TYPE 0x08
 #define CL_HORIZON 0x40
 #define CL_STATUS_END 0
@@ -1898,18 +1895,6 @@ PyInit__speedups(void)
 #define CL_MODE_FILTER 0
 #define CL_MODE_KEEP 1
 #define CL_MODE_DROP 2
-
-static inline uint32_t
-cl_be32(const uint8_t *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
-static inline int64_t
-cl_be64(const uint8_t *p)
-{
-    return (int64_t)(((uint64_t)cl_be32(p) << 32) | cl_be32(p + 4));
-}
 
 static inline void
 cl_put_be32(uint8_t *p, uint32_t v)
@@ -2143,7 +2128,7 @@ cl_lookup(const clmap *m, const uint8_t *key, Py_ssize_t klen)
     Py_ssize_t pos;
     cl_murmur3(key, klen, 0, h);
     pos = cl_find(m, h, &found);
-    return found ? cl_be64(m->buf + pos + CL_HASH) : -1;
+    return found ? be64(m->buf + pos + CL_HASH) : -1;
 }
 
 /* Store offset for hash h. Returns 0, or -1 when the map is full (*size >= slots). */
@@ -2319,18 +2304,18 @@ cl_plain_batch(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end)
         return CL_NOT_TAKEN(CL_STATUS_END);
     if (b[16] != 2)
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
-    length = (int32_t)cl_be32(b + 8);
-    if (length < CL_OVERHEAD - CL_LOG_OVERHEAD)
+    length = (int32_t)be32(b + 8);
+    if (length < RB_OVERHEAD - RB_LOG_OVERHEAD)
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
-    size = (Py_ssize_t)length + CL_LOG_OVERHEAD;
+    size = (Py_ssize_t)length + RB_LOG_OVERHEAD;
     if (size > end - pos)
         return CL_NOT_TAKEN(CL_STATUS_END);
-    count = (int32_t)cl_be32(b + 57);
-    if ((((b[21] << 8) | b[22]) & CL_NOT_PLAIN) || count < 0)
+    count = (int32_t)be32(b + 57);
+    if ((((b[21] << 8) | b[22]) & RB_NOT_PLAIN) || count < 0)
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
-    if (cl_crc32c(b + 21, size - 21) != cl_be32(b + 17))
+    if (cl_crc32c(b + 21, size - 21) != be32(b + 17))
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
-    if (cl_validate(b + CL_OVERHEAD, size - CL_OVERHEAD, count, &e))
+    if (cl_validate(b + RB_OVERHEAD, size - RB_OVERHEAD, count, &e))
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
     return size;
 }
@@ -2412,7 +2397,7 @@ cl_filter_core(const uint8_t *buf, Py_ssize_t len, Py_ssize_t count, int64_t bas
             else {
                 int found_slot;
                 Py_ssize_t at = cl_find(m, w[j].h, &found_slot);
-                int64_t found = found_slot ? cl_be64(m->buf + at + CL_HASH) : -1;
+                int64_t found = found_slot ? be64(m->buf + at + CL_HASH) : -1;
                 k = offset >= found && (!rp->null_value || retain_deletes);
             }
             if (k) {
@@ -2476,9 +2461,9 @@ static void
 cl_write_header(uint8_t *p, Py_ssize_t size, const uint8_t *orig, int attributes,
                 int64_t base_ts, int64_t max_ts, int32_t count)
 {
-    memcpy(p, orig, CL_OVERHEAD);  /* base offset, leader epoch, magic, last offset delta,
+    memcpy(p, orig, RB_OVERHEAD);  /* base offset, leader epoch, magic, last offset delta,
                                     * producer id, epoch, base sequence */
-    cl_put_be32(p + 8, (uint32_t)(size - CL_LOG_OVERHEAD));
+    cl_put_be32(p + 8, (uint32_t)(size - RB_LOG_OVERHEAD));
     p[21] = (uint8_t)(attributes >> 8);
     p[22] = (uint8_t)attributes;
     cl_put_be64(p + 27, base_ts);
@@ -2529,19 +2514,19 @@ cl_filter_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap
             break;
         }
         b = buf + pos;
-        base = cl_be64(b);
-        lod = (int32_t)cl_be32(b + 23);
+        base = be64(b);
+        lod = (int32_t)be32(b + 23);
         last = (int64_t)((uint64_t)base + (uint64_t)(int64_t)lod);
-        pid = cl_be64(b + 43);
+        pid = be64(b + 43);
         if ((pid >= 0 && cl_in_sorted(prot, nprot, last)) ||
                 (int64_t)((uint64_t)last + 1) == upper_bound) {
             status = CL_STATUS_OTHER;
             break;
         }
         attributes = (b[21] << 8) | b[22];
-        count = (int32_t)cl_be32(b + 57);
-        base_ts = cl_be64(b + 27);
-        max_ts = cl_be64(b + 35);
+        count = (int32_t)be32(b + 57);
+        base_ts = be64(b + 27);
+        max_ts = be64(b + 35);
         horizon = (attributes & CL_HORIZON) ? base_ts : -1;
         if (count > keep_cap) {
             clkeep *nk = PyMem_RawRealloc(keep, (size_t)count * sizeof(clkeep));
@@ -2553,13 +2538,13 @@ cl_filter_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap
             keep_cap = count;
         }
         /* room for the header first: the records are written after it */
-        if (co_reserve(o, CL_OVERHEAD) == NULL) {
+        if (co_reserve(o, RB_OVERHEAD) == NULL) {
             PyMem_RawFree(keep);
             return -1;
         }
         start = o->used;
-        o->used += CL_OVERHEAD;
-        if (cl_filter_core(b + CL_OVERHEAD, size - CL_OVERHEAD, count, base, base_ts,
+        o->used += RB_OVERHEAD;
+        if (cl_filter_core(b + RB_OVERHEAD, size - RB_OVERHEAD, count, base, base_ts,
                            attributes & CL_TS_TYPE, max_ts, m, latest,
                            horizon < 0 || now < horizon, CL_MODE_FILTER, horizon,
                            (int64_t)((uint64_t)now + (uint64_t)retention), 0, keep, o,
@@ -2618,9 +2603,9 @@ cl_map_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap *m
             break;
         }
         b = buf + pos;
-        base = cl_be64(b);
-        count = (int32_t)cl_be32(b + 57);
-        rc = cl_map_core(b + CL_OVERHEAD, bsize - CL_OVERHEAD, count, base, m, size, max_size,
+        base = be64(b);
+        count = (int32_t)be32(b + 57);
+        rc = cl_map_core(b + RB_OVERHEAD, bsize - RB_OVERHEAD, count, base, m, size, max_size,
                          start_offset, &put);
         if (put >= 0)
             *latest = put;
@@ -2630,7 +2615,7 @@ cl_map_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap *m
             status = CL_STATUS_FULL;
             break;
         }
-        last = (int64_t)((uint64_t)base + (uint64_t)(int64_t)(int32_t)cl_be32(b + 23));
+        last = (int64_t)((uint64_t)base + (uint64_t)(int64_t)(int32_t)be32(b + 23));
         if (last >= start_offset)
             *latest = last;
         pos += bsize;
@@ -2985,21 +2970,21 @@ cl_index_entries(PyObject *self, PyObject *args)
         int magic;
         if (end - pos < 17)
             goto not_whole;
-        base = cl_be64(d + pos);
-        length = (int32_t)cl_be32(d + pos + 8);
-        size = (Py_ssize_t)length + CL_LOG_OVERHEAD;
+        base = be64(d + pos);
+        length = (int32_t)be32(d + pos + 8);
+        size = (Py_ssize_t)length + RB_LOG_OVERHEAD;
         magic = d[pos + 16];
         if (length < 14 || size > end - pos)
             goto not_whole;
         if (magic == 2) {
-            if (size < CL_OVERHEAD)
+            if (size < RB_OVERHEAD)
                 goto not_whole;
-            last = (int64_t)((uint64_t)base + (uint64_t)(int64_t)(int32_t)cl_be32(d + pos + 23));
-            bmax = cl_be64(d + pos + 35);
+            last = (int64_t)((uint64_t)base + (uint64_t)(int64_t)(int32_t)be32(d + pos + 23));
+            bmax = be64(d + pos + 35);
         }
         else {
             last = base;
-            bmax = (magic == 1 && size >= 26) ? cl_be64(d + pos + 18) : -1;
+            bmax = (magic == 1 && size >= 26) ? be64(d + pos + 18) : -1;
         }
         if (bmax > max_ts) {
             max_ts = bmax;

@@ -59,7 +59,7 @@ from .batch import (
     TRANSACTIONAL_MASK,
 )
 from .errors import CorruptRecordError
-from .varint import encode_varint
+from .varint import decode_varint, encode_varint
 
 __all__ = [
     "HASH_SIZE",
@@ -225,21 +225,6 @@ def _py_map_clear(map_buf) -> None:
 
 
 # -- walking records ------------------------------------------------------------------------
-def _uvarint(buf, pos: int) -> tuple[int, int]:
-    """A zigzag varint of a validated payload: (value, next position)."""
-    shift = 0
-    result = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-    result &= _M64
-    return (result >> 1) ^ -(result & 1), pos
-
-
 def _wrap64(n: int) -> int:
     n &= _M64
     return n - (1 << 64) if n >> 63 else n
@@ -257,19 +242,19 @@ def _walk(buf: bytes, count: int):
     the timestamp delta, timestamp delta, offset delta, key or None, value is null)``."""
     pos = 0
     for _i in range(count):
-        length, pos = _uvarint(buf, pos)
+        length, pos = decode_varint(buf, pos)
         start = pos
         end = pos + length
         attr_pos = pos
-        ts_delta, pos = _uvarint(buf, pos + 1)
+        ts_delta, pos = decode_varint(buf, pos + 1)
         after_ts = pos
-        off_delta, pos = _uvarint(buf, pos)
-        kl, pos = _uvarint(buf, pos)
+        off_delta, pos = decode_varint(buf, pos)
+        kl, pos = decode_varint(buf, pos)
         key = None
         if kl >= 0:
             key = buf[pos:pos + kl]
             pos += kl
-        vl, pos = _uvarint(buf, pos)
+        vl, pos = decode_varint(buf, pos)
         yield start, end, attr_pos, after_ts, ts_delta, off_delta, key, vl < 0
         pos = end
 
