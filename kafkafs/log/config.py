@@ -10,6 +10,7 @@ Times are ms, sizes bytes. ``LONG_MAX`` (2^63 − 1) means "never", as in Kafka.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -20,6 +21,7 @@ from .properties import format_properties, parse_properties
 
 LONG_MAX = (1 << 63) - 1
 INT_MAX = (1 << 31) - 1
+DOUBLE_MAX = 1.7976931348623157e308  # Java's Double.MAX_VALUE: "no limit"
 
 _HOUR = 3600 * 1000
 _MINUTE = 60 * 1000
@@ -55,8 +57,12 @@ def _number(kind: str, lo: int | None = None):
     return parse
 
 
-def _double_between(lo: int, hi: int):
-    """ConfigDef ``DOUBLE`` with ``between(lo, hi)``."""
+def _double(lo: float | None = None, hi: float | None = None, *,
+            above: float | None = None):
+    """ConfigDef ``DOUBLE`` as Java's ``Double.parseDouble`` reads it (NaN refused), with
+    ``between(lo, hi)`` when given; ``above``: a lower bound the value must exceed
+    (kafkafs's own, on keys Kafka leaves unchecked where another value would stall or
+    break the cleaner)."""
     def parse(value: str) -> float:
         v = value.strip()
         try:
@@ -65,12 +71,21 @@ def _double_between(lo: int, hi: int):
             f = float(v)
         except ValueError:
             raise _Rule("Not a number of type DOUBLE") from None
-        if f < lo:
-            raise _Rule(f"Value must be at least {lo}")
-        if f > hi:
-            raise _Rule(f"Value must be no more than {hi}")
+        if math.isnan(f):
+            raise _Rule("Not a number of type DOUBLE")
+        if lo is not None and f < lo:
+            raise _Rule(f"Value must be at least {lo:g}")
+        if above is not None and f <= above:
+            raise _Rule(f"Value must be above {above:g}")
+        if hi is not None and f > hi:
+            raise _Rule(f"Value must be no more than {hi:g}")
         return f
     return parse
+
+
+def _double_between(lo: int, hi: int):
+    """ConfigDef ``DOUBLE`` with ``between(lo, hi)``."""
+    return _double(lo, hi)
 
 
 def _parse_bool(value: str) -> bool:
@@ -210,6 +225,12 @@ _BROKER_KEYS: dict[str, tuple[str, object, object]] = {
     "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", _long_at_least(0), 15000),
     "log.cleaner.dedupe.buffer.size": ("log_cleaner_dedupe_buffer_size", _long_at_least(0),
                                        128 * 1024 * 1024),
+    "log.cleaner.threads": ("log_cleaner_threads", _int_at_least(0), 1),
+    "log.cleaner.io.buffer.size": ("log_cleaner_io_buffer_size", _int_at_least(0), 512 * 1024),
+    "log.cleaner.io.buffer.load.factor": ("log_cleaner_io_buffer_load_factor",
+                                          _double(hi=1.0, above=0.0), 0.9),
+    "log.cleaner.io.max.bytes.per.second": ("log_cleaner_io_max_bytes_per_second",
+                                            _double(above=0.0), DOUBLE_MAX),
     "num.recovery.threads.per.data.dir": ("num_recovery_threads_per_data_dir", _int_at_least(1), 1),
     "auto.create.topics.enable": ("auto_create_topics_enable", _parse_bool, True),
     "node.id": ("node_id", _INT, -1),
@@ -336,6 +357,10 @@ class BrokerConfig:
     log_cleaner_enable: bool = True
     log_cleaner_backoff_ms: int = 15000
     log_cleaner_dedupe_buffer_size: int = 128 * 1024 * 1024
+    log_cleaner_threads: int = 1
+    log_cleaner_io_buffer_size: int = 512 * 1024
+    log_cleaner_io_buffer_load_factor: float = 0.9
+    log_cleaner_io_max_bytes_per_second: float = DOUBLE_MAX
     num_recovery_threads_per_data_dir: int = 1
     auto_create_topics_enable: bool = True
     node_id: int = -1
@@ -367,6 +392,12 @@ class BrokerConfig:
         for bkey, (attr, parse, _default) in _BROKER_KEYS.items():
             if bkey in props:
                 kwargs[attr] = _parse(bkey, parse, props[bkey])
+        threads = kwargs.get("log_cleaner_threads", 1)
+        dedupe = kwargs.get("log_cleaner_dedupe_buffer_size", 128 * 1024 * 1024)
+        if threads > 0 and dedupe // threads <= 1024 * 1024:
+            # KafkaConfig.validateValues
+            raise InvalidConfigError(
+                "log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread.")
         dirs_raw = kwargs.pop("log_dirs", None) or kwargs.pop("log_dir", None) or "/tmp/kafka-logs"
         kwargs.pop("log_dir", None)
         node_id = kwargs.pop("node_id", -1)
@@ -411,6 +442,7 @@ def parse_log_dirs(raw: str) -> tuple[str, ...]:
 
 
 __all__ = [
+    "DOUBLE_MAX",
     "LONG_MAX",
     "TOPIC_KEYS",
     "BrokerConfig",

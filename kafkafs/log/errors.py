@@ -62,3 +62,14 @@ class UnsafeLogDirError(LogError):
 
 class ReadOnlyLogError(LogError):
     """A write to a log opened read-only."""
+
+
+class InvalidRecordError(LogError):
+    """A record the log refuses as it is (Kafka ``InvalidRecordException``), e.g. a record
+    without a key appended to a compacted topic."""
+
+
+class LogCleaningAbortedError(LogError):
+    """A cleaning pass was aborted (Kafka ``LogCleaningAbortedException``): the partition
+    was paused, truncated, deleted or closed meanwhile, or its segments changed under the
+    pass. Nothing was swapped in; the ``.cleaned`` files are removed."""

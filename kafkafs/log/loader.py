@@ -3,8 +3,10 @@
 Order, as Kafka does it:
 
 1. Remove leftovers: ``*.deleted`` and ``*.cleaned`` files; ``*.swap`` files at or past the
-   smallest ``.cleaned`` offset (an interrupted clean); for every other ``.swap`` segment,
-   delete the segments it replaces and strip the suffix (the swap had completed).
+   smallest ``.cleaned`` offset (an interrupted clean); the files the other ``.swap``
+   segments replace (offsets from the smallest swap base offset up to the largest swap
+   next offset) are deleted and every remaining ``.swap`` file loses its suffix (the swap
+   had completed; an index's ``.swap`` alone too: the rename of the log came first).
 2. Delete index files whose ``.log`` is gone, and producer snapshots that cannot be read
    (Kafka deletes a snapshot it fails to load and rebuilds the state from the log), and
    ``<offset>.snapshot.tmp`` files (a snapshot kafkafs was writing when it died).
@@ -330,7 +332,7 @@ def _remove_leftovers(ops) -> None:
     parsed = [(n, parse_segment_filename(n)) for n in sorted(names)]
     cleaned = [p[0] for n, p in parsed if p and p[2] == CLEANED_SUFFIX]
     min_cleaned = min(cleaned) if cleaned else None
-    swaps = []
+    log_swaps = []
     for name, p in parsed:
         if not p:
             continue
@@ -347,25 +349,32 @@ def _remove_leftovers(ops) -> None:
                     f"Deleting invalid swap file {path} minCleanedFileOffset: {min_cleaned}",
                     "delete the .swap file (part of an interrupted clean)", base_offset=base))
             elif kind == LOG_SUFFIX:
-                swaps.append(base)
-    for base in sorted(swaps):
-        next_offset = ops.swap_next_offset(base)
+                log_swaps.append(base)
+    # LogLoader.load: the files the valid swaps replace -- every non-swap file whose offset is
+    # in [smallest swap base offset, largest swap next offset) -- go; an empty swap segment
+    # replaces at least the files at its own base offset (whose .txnindex would otherwise
+    # survive beside the swapped-in segment)
+    if log_swaps:
+        lo = min(log_swaps)
+        hi = max(max(ops.swap_next_offset(b), b + 1) for b in log_swaps)
         for name in sorted(ops.names()):
             p = parse_segment_filename(name)
-            if p and p[2] == "" and base <= p[0] < max(next_offset, base + 1):
+            if p and p[2] == "" and lo <= p[0] < hi:
                 ops.unlink(name, LoadAction(
                     "swapped-out", os.path.join(dir, name),
                     f"Deleting segment files {name} that is compacted but has not been deleted "
-                    "yet.", f"delete it: {filename_prefix(base)}{LOG_SUFFIX}{SWAP_SUFFIX} "
-                    f"replaces offsets [{base}, {next_offset})", base_offset=p[0]))
-        for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-            old = f"{filename_prefix(base)}{kind}{SWAP_SUFFIX}"
-            if old in ops.names():
-                ops.rename(old, f"{filename_prefix(base)}{kind}", LoadAction(
-                    "swap", os.path.join(dir, old),
-                    f"Recovering file {old} by renaming from {SWAP_SUFFIX} files.",
-                    f"rename it to {filename_prefix(base)}{kind} (the swap had completed)",
-                    base_offset=base))
+                    "yet.", f"delete it: the {SWAP_SUFFIX} files replace offsets [{lo}, {hi})",
+                    base_offset=p[0]))
+    # every remaining .swap file is renamed, a log's or an index's alone (a swap interrupted
+    # between the renames of a segment's files)
+    for name in sorted(ops.names()):
+        p = parse_segment_filename(name)
+        if p and p[2] == SWAP_SUFFIX:
+            final = f"{filename_prefix(p[0])}{p[1]}"
+            ops.rename(name, final, LoadAction(
+                "swap", os.path.join(dir, name),
+                f"Recovering file {name} by renaming from {SWAP_SUFFIX} files.",
+                f"rename it to {final} (the swap had completed)", base_offset=p[0]))
     # indexes without a log file
     names = ops.names()
     for name in sorted(names):

@@ -38,11 +38,14 @@ from ..record.batch import (
     encode_text_batch,
     set_base_offset,
 )
+from ..record.compaction import null_key_index
 from ..record.control import end_txn_marker
 from ..record.errors import CorruptRecordError
 from . import safeio
 from .config import LogConfig
 from .errors import (
+    InvalidRecordError,
+    LogCleaningAbortedError,
     LogError,
     OffsetOutOfRangeError,
     ReadOnlyLogError,
@@ -50,7 +53,9 @@ from .errors import (
 )
 from .isolation import AbortedFilter
 from .names import (
+    CLEANED_SUFFIX,
     INDEX_SUFFIX,
+    SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
     parse_segment_filename,
@@ -396,6 +401,13 @@ class Log:
                 raise RecordTooLargeError(
                     f"The record batch size {header.size} bytes is larger than "
                     f"max.message.bytes ({self.config.max_message_bytes}) of {self.name}")
+            if self.config.compact and not header.is_control:
+                try:
+                    self._check_keys(header)
+                except InvalidRecordError:
+                    if entries:
+                        break
+                    raise
             last = base + header.last_offset_delta
             if segment is None:
                 segment = self._maybe_roll(header.size, header.max_timestamp, last)
@@ -435,8 +447,9 @@ class Log:
         origin: sequences and epochs are not validated); an ABORT that ends a transaction
         adds its entry to the active segment's ``.txnindex``. Raises RecordTooLargeError,
         ReadOnlyLogError, InvalidTxnStateError (a non-transactional batch from a producer
-        inside a transaction) and CorruptRecordError (a control batch with producer id that
-        is not a COMMIT/ABORT marker) with nothing appended; OSError from the write."""
+        inside a transaction), CorruptRecordError (a control batch with producer id that
+        is not a COMMIT/ABORT marker) and InvalidRecordError (a record without a key on a
+        compacted topic) with nothing appended; OSError from the write."""
         if not self.writable:
             raise ReadOnlyLogError(f"{self.name} is read-only")
         header = RecordBatch.from_buffer(batch)
@@ -444,6 +457,8 @@ class Log:
             raise RecordTooLargeError(
                 f"The record batch size {header.size} bytes is larger than max.message.bytes "
                 f"({self.config.max_message_bytes}) of {self.name}")
+        if self.config.compact and not header.is_control:
+            self._check_keys(header)
         with self.lock:
             if self.closed:
                 raise ReadOnlyLogError(f"{self.name} is closed")
@@ -473,6 +488,15 @@ class Log:
             finally:
                 self._notify()
         return base, last
+
+    def _check_keys(self, header: RecordBatch) -> None:
+        """Refuse a batch holding a record without a key on a compacted topic (Kafka
+        ``LogValidator.validateKey``): InvalidRecordError, nothing appended."""
+        payload, _exact = header.payload()
+        if null_key_index(payload, header.records_count) >= 0:
+            raise InvalidRecordError(
+                f"Compacted topic cannot accept message without key in topic partition "
+                f"{self.name}.")
 
     def _check_producer_batch(self, header: RecordBatch) -> None:
         """Refuse, before anything is written, a batch the producer state would refuse
@@ -812,6 +836,97 @@ class Log:
         for _t, seg in due:
             seg.delete()
         return len(due)
+
+    # -- cleaning --------------------------------------------------------------------
+    def replace_segments(self, new_segments: Sequence[LogSegment],
+                         old_segments: Sequence[LogSegment]) -> None:
+        """Swap cleaned segments in for the segments they replace (Kafka
+        ``UnifiedLog.replaceSegments`` / ``LocalLog.replaceSegments``), crash-safe:
+
+        1. every new segment's files (written as ``<name>.cleaned``, flushed) are renamed
+           ``.swap``, the highest base offset first -- from here on the load completes the
+           swap (:mod:`kafkafs.log.loader`): before, it deletes the ``.cleaned`` files;
+        2. the segment map is updated (under :attr:`lock`);
+        3. the old segments are renamed ``.deleted`` (lowest first), their producer
+           snapshots too when no new segment takes their base offset
+           (``deleteProducerSnapshots``), and are removed after ``file.delete.delay.ms``
+           (:attr:`pending_deletes`): readers that hold them read on meanwhile;
+        4. the ``.swap`` suffix is removed (lowest first) and the directory fsynced.
+
+        ``new_segments``: :class:`LogSegment` objects of the cleaned files (suffix
+        ``.cleaned``), the first with the base offset of the first old segment, all of them
+        within the old segments' range; ``old_segments``: consecutive live segments of this
+        log, never the active one. Listeners in :attr:`on_change` are called once the lock
+        is released.
+
+        Raises LogCleaningAbortedError, with nothing changed, when the log is closed or an
+        old segment is no longer live here (retention, truncation or deletion ran meanwhile)
+        or another segment appeared in the range; ValueError for segments that cannot
+        replace each other; ReadOnlyLogError; OSError from a rename (after step 1 failed,
+        the ``.swap`` files are renamed back; after it, the in-memory swap stands and the
+        next load completes the one on disk)."""
+        if not self.writable:
+            raise ReadOnlyLogError(f"{self.name} is read-only")
+        new = sorted(new_segments, key=lambda s: s.base_offset)
+        old = sorted(old_segments, key=lambda s: s.base_offset)
+        if not new or not old:
+            raise ValueError("replace_segments needs new and old segments")
+        lo, hi = old[0].base_offset, old[-1].base_offset
+        new_bases = [s.base_offset for s in new]
+        if new_bases[0] != lo or new_bases[-1] > hi or len(set(new_bases)) != len(new):
+            raise ValueError(f"segments {new_bases} cannot replace segments "
+                             f"{[s.base_offset for s in old]} of {self.name}")
+        with self.lock:
+            if self.closed:
+                raise LogCleaningAbortedError(f"{self.name} is closed")
+            for seg in old:
+                if self._segments.get(seg.base_offset) is not seg:
+                    raise LogCleaningAbortedError(
+                        f"segment {seg.base_offset} of {self.name} is no longer part of the "
+                        "log (retention, truncation or deletion ran during the cleaning)")
+            live = [b for b in self._bases if lo <= b <= hi]
+            if live != [s.base_offset for s in old]:
+                raise LogCleaningAbortedError(
+                    f"the segments of {self.name} in [{lo}, {hi}] changed during the "
+                    f"cleaning: {live}")
+            if self._bases[-1] <= hi:
+                raise ValueError(f"the active segment of {self.name} cannot be replaced")
+            done: list[LogSegment] = []
+            try:
+                for seg in reversed(new):
+                    seg.rename_suffix(SWAP_SUFFIX)
+                    done.append(seg)
+            except BaseException:
+                for seg in done:
+                    try:
+                        seg.rename_suffix(CLEANED_SUFFIX)
+                    except OSError:
+                        pass
+                raise
+            # the swap is decided: update the map, then finish the renames
+            replaced = set(new_bases)
+            for seg in old:
+                del self._segments[seg.base_offset]
+                self._txn_index_bases.discard(seg.base_offset)
+            for seg in new:
+                self._segments[seg.base_offset] = seg
+                if seg.txn_index.exists():
+                    self._txn_index_bases.add(seg.base_offset)
+            self._bases = sorted(self._segments)
+            due = now_ms() + self.config.file_delete_delay_ms
+            try:
+                for seg in old:
+                    self.pending_deletes.append((due, seg))
+                    seg.mark_deleted()
+                    if seg.base_offset not in replaced:
+                        self.producer_state.mark_snapshot_deleted(seg.base_offset)
+                for seg in new:
+                    seg.rename_suffix("")
+                self.pdir.fsync()
+            finally:
+                log.info("Swapped %d cleaned segment(s) %s into %s for %d segment(s) [%d, %d]",
+                         len(new), new_bases, self.name, len(old), lo, hi)
+        self._notify()  # outside the lock (see the class docstring)
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and every producer snapshot and start empty at
