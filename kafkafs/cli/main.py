@@ -19,13 +19,14 @@ def build_parser() -> argparse.ArgumentParser:
                     "the Kafka tools on them without a broker.")
     parser.add_argument("--version", action="version", version=f"kafkafs {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    from . import check, clients, demo, dump, mount, topics
+    from . import check, clients, compact, demo, dump, mount, topics
 
     mount.register(sub)
     topics.register(sub)
     clients.register(sub)
     dump.register(sub)
     check.register(sub)
+    compact.register(sub)
     demo.register(sub)
     return parser
 

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 
 from ..log import checkpoint as ckpt
+from ..log import cleaner_status
+from ..log.cleaner_manager import LogCleanerManager
 from ..log.errors import LogError
 from ..log.manager import PARTITION_METADATA
 from .common import CliError, add_log_dir_args, open_manager, parse_kv
@@ -88,8 +91,42 @@ def _describe(manager, topic: str) -> None:
     node = max(manager.config.node_id, 0)
     print(f"Topic: {topic}\tTopicId: {topic_id}\tPartitionCount: {len(parts)}\t"
           f"ReplicationFactor: 1\tConfigs: {configs}")
+    cm = LogCleanerManager(manager.config.log_dirs, manager.logs, read_only=True)
+    saved = cleaner_status.load(manager.config.log_dirs)
     for p in parts:
         lg = manager.get_log(topic, p)
         print(f"\tTopic: {topic}\tPartition: {p}\tLeader: {node}\tReplicas: {node}\tIsr: {node}"
               f"\tLogStartOffset: {lg.log_start_offset}\tLogEndOffset: {lg.log_end_offset}"
-              f"\tSize: {lg.size_in_bytes()}\tDir: {os.path.dirname(lg.dir)}")
+              f"\tSize: {lg.size_in_bytes()}\tDir: {os.path.dirname(lg.dir)}"
+              f"{_cleaning(cm, lg, saved.get(lg.name))}")
+
+
+def _cleaning(cm: LogCleanerManager, lg, saved: dict | None) -> str:
+    """The cleaner's columns of a partition: its cleanup policy; for a compacted one the
+    dirty ratio and what the last pass did (``kafkafs-cleaner-status.json``)."""
+    out = f"\tCleanupPolicy: {lg.config.cleanup_policy}"
+    if not lg.config.compact:
+        return out
+    status = cm.partition_status((lg.topic, lg.partition), lg)
+    out += f"\tDirtyRatio: {status.dirty_ratio:.2f}"
+    bad = (saved or {}).get("uncleanable")
+    last = (saved or {}).get("last_result")
+    if bad:
+        out += (f"\tCleaner: uncleanable since {_when(bad['since_ms'])} ({bad['failures']} "
+                f"failure(s), retry at {_when(bad['retry_at_ms'])}): {bad['error']}")
+    elif last and last.get("aborted"):
+        out += f"\tCleaner: last pass aborted at {_when(last['time_ms'])}"
+    elif last:
+        out += (f"\tCleaner: cleaned at {_when(last['time_ms'])}, offsets "
+                f"[{last['first_dirty_offset']}, {last['end_offset']}): "
+                f"{last['bytes_read']} bytes read, {last['bytes_written']} written, "
+                f"{last['records_dropped']} records dropped ({last['tombstones_dropped']} "
+                f"tombstones) in {last['duration_ms'] / 1000:.1f} s")
+    else:
+        out += "\tCleaner: not cleaned yet"
+    return out
+
+
+def _when(ms: int) -> str:
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")

@@ -25,6 +25,7 @@ import trio.lowlevel
 
 from ..escapes import unescape
 from ..fs.operations import FsOptions, KafkaFS
+from ..log.cleaner import CleanerConfig, LogCleaner
 from ..log.config import BrokerConfig
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
 from ..log.keymap import KeyMaps
@@ -107,6 +108,11 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
                     nursery.start_soon(tasks.retention_task, manager)
                     nursery.start_soon(tasks.checkpoint_task, manager)
                     nursery.start_soon(tasks.producer_expiration_task, manager)
+                    if config.log_cleaner_enable:
+                        cleaner = LogCleaner(CleanerConfig.from_broker(config), config.log_dirs,
+                                             manager.logs)
+                        nursery.start_soon(tasks.cleaner_task, manager, cleaner,
+                                           operations.keys.maps.after_cleaning)
                 # a read-only mount may sit beside a live broker: follow its appends,
                 # rolls and retention
                 await nursery.start(partial(watch_log_dirs, manager, follow=fsopt.read_only))

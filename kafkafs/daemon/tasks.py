@@ -11,16 +11,22 @@
 * :func:`checkpoint_task` — ``recovery-point-offset-checkpoint`` every
   ``log.flush.offset.checkpoint.interval.ms`` and ``log-start-offset-checkpoint`` every
   ``log.flush.start.offset.checkpoint.interval.ms``.
+* :func:`cleaner_task` — the log cleaner (Kafka ``LogCleaner``'s ``CleanerThread``s):
+  ``log.cleaner.threads`` loops, each cleaning the dirtiest log in a worker thread and
+  sleeping ``log.cleaner.backoff.ms`` when none needs cleaning.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import trio
 
+from ..log import cleaner_status
+from ..log.cleaner import LogCleaner
 from ..log.config import LONG_MAX
-from ..log.log import now_ms
+from ..log.log import Log, now_ms
 from ..log.manager import LogManager
 
 log = logging.getLogger(__name__)
@@ -101,3 +107,40 @@ async def checkpoint_task(manager: LogManager) -> None:
                 await trio.to_thread.run_sync(manager.checkpoint_log_start_offsets)
         except OSError as exc:
             log.error("writing checkpoints failed: %s", exc)
+
+
+async def cleaner_task(manager: LogManager, cleaner: LogCleaner,
+                       after_pass: Callable[[Log], None] | None = None) -> None:
+    """Run ``log.cleaner.threads`` cleaner loops until cancelled. Each pass runs in a worker
+    thread (appends and reads go on beside it); its result is logged by the cleaner and
+    saved to each log dir's ``kafkafs-cleaner-status.json`` for ``topics --describe``.
+    Cancelling asks running passes to stop at their next check (nothing half-swapped:
+    :meth:`LogCleaner.shutdown`) and returns when they have. ``after_pass(log)`` runs in
+    the worker thread after each successful pass (the key view drops what it removed)."""
+    threads = max(1, cleaner.config.num_threads)
+    async with trio.open_nursery() as nursery:
+        for _ in range(threads):
+            nursery.start_soon(_cleaner_loop, manager, cleaner, after_pass)
+        try:
+            await trio.sleep_forever()
+        finally:
+            cleaner.shutdown()  # the loops' threads return at their next check
+
+
+async def _cleaner_loop(manager: LogManager, cleaner: LogCleaner, after_pass) -> None:
+    backoff_s = max(0.01, cleaner.config.backoff_ms / 1000)
+    while True:
+        result = await trio.to_thread.run_sync(cleaner.clean_filthiest)
+        if result is None:
+            await trio.sleep(backoff_s)
+            continue
+        lg = manager.logs.get((result.topic, result.partition))
+        if result.ok and after_pass is not None and lg is not None:
+            await trio.to_thread.run_sync(after_pass, lg)
+        try:
+            await trio.to_thread.run_sync(cleaner_status.save_all, manager.config.log_dirs,
+                                          manager.logs, cleaner.manager)
+        except OSError as exc:
+            log.warning("cannot save the cleaner status: %s", exc)
+        await trio.sleep(0)
+

@@ -34,6 +34,7 @@ _ERRNO = [
     (E.RecordTooLargeError, errno.EMSGSIZE),
     (E.InvalidTopicError, errno.EINVAL),
     (E.InvalidConfigError, errno.EINVAL),
+    (E.InvalidRecordError, errno.EINVAL),
     (E.TopicExistsError, errno.EEXIST),
     (E.ReadOnlyLogError, errno.EROFS),
     (E.LogDirLockedError, errno.EBUSY),

@@ -1056,9 +1056,16 @@ class Log:
             self.closed = True
             for seg in self.segments():
                 seg.close()
-            # .deleted files left now are removed by the next load (LogLoader does the same)
+            # .deleted files wait file.delete.delay.ms for readers still in them; once the
+            # log closes there are none: remove them now, so that a clean shutdown leaves no
+            # leftovers for `kafkafs check` (Kafka leaves them to the next load)
             for _due, seg in self.pending_deletes:
-                seg.close()
+                try:
+                    seg.delete() if self.writable else seg.close()
+                except OSError as exc:
+                    log.warning("Cannot delete %r of %s: %s (the next load does)", seg,
+                                self.name, exc)
+                    seg.close()
             self.pending_deletes = []
 
     def load_producer_state(self, reload_from_clean_shutdown: bool) -> None:
