@@ -159,7 +159,15 @@ def framed_end(data: bytes, base: int) -> int:
     frame that cannot be read, not counting frames whose offsets cannot lie in the segment
     (a negative lastOffsetDelta, below the base offset, more than an int past it); ``base``
     when there is none."""
+    return _framed_end(data, base)[0]
+
+
+def _framed_end(data: bytes, base: int) -> tuple[int, bool]:
+    """:func:`framed_end` and whether a legacy frame after a v2 one counted in it (a v2
+    batch whose magic byte was damaged to 0 or 1: whether it frames the log end, or ends
+    the scan, is a reader's choice -- Kafka has none, it never meets one)."""
     end, pos, n = base, 0, len(data)
+    seen_v2 = mixed = False
     while n - pos >= HEADER_UP_TO_MAGIC:
         offset, length = struct.unpack_from(">qi", data, pos)
         magic = data[pos + 16]
@@ -175,8 +183,10 @@ def framed_end(data: bytes, base: int) -> int:
         if not (last < (offset if magic == 2 else base) or offset < base or
                 last - base > 2**31 - 1):
             end = last + 1  # a frame whose offsets cannot be in this segment is not counted
+            mixed = mixed or (seen_v2 and magic != 2)
+        seen_v2 = seen_v2 or magic == 2
         pos += length + LOG_OVERHEAD
-    return end
+    return end, mixed
 
 
 _INT = re.compile(r"^[+-]?[0-9]+$")
@@ -328,7 +338,9 @@ def judge_partition(root: str, partition: int) -> Truth:
     log_start = max(segs[0][0], ckpt if ckpt is not None else segs[0][0])
     walk = _Walk(log_start)
     # the log end offset, where the last segment's last batch ends: no batch reaches it
-    log_end = framed_end(_read(os.path.join(part_dir, segs[-1][1])), segs[-1][0])
+    log_end, mixed = _framed_end(_read(os.path.join(part_dir, segs[-1][1])), segs[-1][0])
+    if mixed:
+        walk.t.ambiguous = True  # the log end hangs on a damaged magic byte
     last_has_batch = False
     for i, (base, name) in enumerate(segs):
         last = i == len(segs) - 1

@@ -228,11 +228,11 @@ def test_done_cleaning_writes_the_checkpoint_and_an_aborted_pass_pauses(tmp_path
 
 def test_abort_cleaning_stops_a_running_pass(tmp_path):
     lg = make_log(tmp_path, segment_bytes=4000, min_cleanable_dirty_ratio=0.0)
-    for i in range(3000):
+    for i in range(12000):
         lg.append([(NOW, b"k%d" % (i % 100), b"v" * 100, ())])
     lg.roll()
     lg.append([(NOW, b"x", b"y", ())])
-    cl = LogCleaner(CleanerConfig(dedupe_buffer_size=1 << 20, max_io_bytes_per_second=2e6),
+    cl = LogCleaner(CleanerConfig(dedupe_buffer_size=1 << 20, max_io_bytes_per_second=3e5),
                     [os.path.dirname(lg.dir)], {("t", 0): lg}, clock=lambda: NOW)
     out = []
     th = threading.Thread(target=lambda: out.append(cl.clean_log(lg)))

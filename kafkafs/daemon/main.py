@@ -111,6 +111,7 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
                     if config.log_cleaner_enable:
                         cleaner = LogCleaner(CleanerConfig.from_broker(config), config.log_dirs,
                                              manager.logs)
+                        manager.cleaner = cleaner
                         nursery.start_soon(tasks.cleaner_task, manager, cleaner,
                                            operations.keys.maps.after_cleaning)
                 # a read-only mount may sit beside a live broker: follow its appends,

@@ -73,6 +73,8 @@ class LogManager:
     ``config``: the broker configuration (``log_dirs`` are created when missing unless
     ``read_only``). Call :meth:`startup` before use and :meth:`shutdown` after.
     Raises LogDirLockedError from startup when another process holds a log dir.
+    ``cleaner``: the :class:`~kafkafs.log.cleaner.LogCleaner` working on these logs, if
+    any (set by its owner); topic deletion stops its pass over a partition first.
     """
 
     def __init__(self, config: BrokerConfig, *, read_only: bool = False):
@@ -86,6 +88,7 @@ class LogManager:
         self.started = False
         # called with (topic, partition) after forget_partition, in the caller's thread
         self.on_forget: list = []
+        self.cleaner = None  # a LogCleaner, set by whoever runs one over these logs
 
     # -- startup / shutdown ----------------------------------------------------------
     def startup(self) -> None:
@@ -360,8 +363,12 @@ class LogManager:
             if not parts:
                 raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
             for p in parts:
+                if self.cleaner is not None:  # a running pass stops before the dir goes
+                    self.cleaner.manager.abort_cleaning((topic, p))
                 lg = self.logs.pop((topic, p))
                 lg.close(take_snapshot=False)
+                if self.cleaner is not None:
+                    self.cleaner.manager.remove_partition((topic, p))
                 doomed = f"{lg.dir}.{uuid.uuid4().hex}-delete"
                 os.replace(lg.dir, doomed)  # renames the entry: a link swapped in is not followed
                 if os.path.islink(doomed):
