@@ -163,9 +163,10 @@ def framed_end(data: bytes, base: int) -> int:
 
 
 def _framed_end(data: bytes, base: int) -> tuple[int, bool]:
-    """:func:`framed_end` and whether a legacy frame after a v2 one counted in it (a v2
+    """:func:`framed_end` and whether a legacy frame after a v2 one ended the scan (a v2
     batch whose magic byte was damaged to 0 or 1: whether it frames the log end, or ends
-    the scan, is a reader's choice -- Kafka has none, it never meets one)."""
+    the scan, is a reader's choice -- Kafka has none, it never meets one; the judge takes
+    kafkafs's and calls the partition ambiguous)."""
     end, pos, n = base, 0, len(data)
     seen_v2 = mixed = False
     while n - pos >= HEADER_UP_TO_MAGIC:
@@ -180,10 +181,14 @@ def _framed_end(data: bytes, base: int) -> tuple[int, bool]:
             last = offset  # a legacy entry's offset is its last inner offset
         else:
             break
+        if seen_v2 and magic != 2:
+            # Kafka never meets it; kafkafs does not count it (a v2 log's frame with its
+            # magic byte damaged): the log end is where the v2 frames end -- ambiguous
+            mixed = True
+            break
         if not (last < (offset if magic == 2 else base) or offset < base or
                 last - base > 2**31 - 1):
             end = last + 1  # a frame whose offsets cannot be in this segment is not counted
-            mixed = mixed or (seen_v2 and magic != 2)
         seen_v2 = seen_v2 or magic == 2
         pos += length + LOG_OVERHEAD
     return end, mixed

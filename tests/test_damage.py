@@ -164,6 +164,20 @@ def test_time_index_with_decreasing_timestamps(ld, tmp_path):
 
 
 @needs_fuse
+def test_time_index_entry_with_a_negative_timestamp_is_checked(ld):
+    """A .timeindex entry whose timestamp was damaged to a negative number was taken for
+    the "no entry" sentinel and used unchecked: get-offsets started at the offset it named
+    and answered a later offset (found by bench/fuzz_logdir.py, seed 100, case 56811)."""
+    bases = sorted(int(n[:20]) for n in os.listdir(os.path.join(ld, "t-0"))
+                   if n.endswith(".log"))
+    last_of_first = bases[1] - 1
+    with open(seg(ld, 0, ".timeindex"), "wb") as f:
+        f.write(struct.pack(">qi", -5946277112565304742, last_of_first) +
+                struct.pack(">qi", TS + last_of_first, last_of_first))
+    r = kafkafs("get-offsets", "--log-dirs", ld, "--topic", "t", "--time", str(TS + 1))
+    assert r.stdout == b"t:0:1\n"
+
+
 def test_bad_time_index_does_not_make_retention_delete_a_segment(tmp_path):
     """Retention ages a segment by its time index's last entry: a .timeindex whose
     timestamps go down to an ancient one had a read-write mount delete a segment of fresh

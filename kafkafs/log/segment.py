@@ -715,7 +715,10 @@ class LogSegment:
         as any read's, and the one whose records are read has its CRC checked. Raises
         CorruptRecordError at damage met before the answer."""
         entry_ts, index_offset = self.time_index.lookup(timestamp)
-        if entry_ts >= 0 and self.check_indexes:
+        # (NO_TIMESTAMP, base offset): no entry at or below ``timestamp``, start at the
+        # beginning; any other entry, a negative timestamp too, is checked before use
+        sentinel = entry_ts == -1 and index_offset == self.base_offset
+        if not sentinel and self.check_indexes:
             problem = self._time_entry_problem(entry_ts, index_offset)
             if problem is not None:
                 self.rebuild_indexes(f"time index entry ({entry_ts}, {index_offset}): {problem}")
