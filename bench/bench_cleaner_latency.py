@@ -30,9 +30,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from bench_cleaner import build  # noqa: E402
+from bench_cleaner import build
 
-from kafkafs.record import compression as codecs  # noqa: E402
+from kafkafs.record import compression as codecs
 
 
 def pct(xs: list[float], q: float) -> float:

@@ -166,11 +166,12 @@ def test_apply_retention_removes_deleted_files_once_the_delay_passed(manager_fac
 
 
 @pytest.mark.parametrize("clean", [True, False], ids=["clean", "crash"])
-def test_restart_before_the_delay_removes_deleted_files_at_load(tmp_path, clean):
-    """A shutdown before file.delete.delay.ms leaves the ``.deleted`` files on disk (as
-    Kafka's scheduler drops its pending delete-file tasks); the next start removes every one
-    of them while loading (``LogLoader``: stray ``.deleted`` files), after a clean shutdown
-    or a crash alike, and the log keeps the same segments, log start offset and records."""
+def test_deleted_files_go_at_shutdown_or_at_the_next_load(tmp_path, clean):
+    """``.deleted`` files wait ``file.delete.delay.ms`` for readers still in them. A clean
+    shutdown has none left, so it removes them (Kafka leaves them to the next load; kafkafs
+    leaves no leftovers for `kafkafs check`, tar or rsync); after a crash that left them the
+    next start removes every one while loading (``LogLoader``: stray ``.deleted`` files).
+    The log keeps the same segments, log start offset and records."""
     d = str(tmp_path / "logs")
     m = start([d], **{"log.segment.bytes": "300", "log.retention.bytes": "600",
                       "log.segment.delete.delay.ms": "60000"})
@@ -180,11 +181,15 @@ def test_restart_before_the_delay_removes_deleted_files_at_load(tmp_path, clean)
     assert m.apply_retention() > 0
     pending = deleted_files(lg.dir)
     assert pending
+    saved = {n: open(os.path.join(lg.dir, n), "rb").read() for n in pending}
     live = live_segment_files(lg.dir)
     start_offset = lg.log_start_offset
     assert m.shutdown() is True
-    assert deleted_files(lg.dir) == pending  # the shutdown did not remove them
-    if not clean:
+    assert deleted_files(lg.dir) == []  # nobody reads them any more
+    if not clean:  # as a crash leaves them
+        for n, data in saved.items():
+            with open(os.path.join(lg.dir, n), "wb") as f:
+                f.write(data)
         os.unlink(os.path.join(d, ".kafka_cleanshutdown"))
     m = start([d])
     lg = m.get_log("t", 0)

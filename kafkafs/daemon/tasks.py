@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable
 
 import trio
+import trio.lowlevel
 
 from ..log import cleaner_status
 from ..log.cleaner import LogCleaner
@@ -142,5 +143,5 @@ async def _cleaner_loop(manager: LogManager, cleaner: LogCleaner, after_pass) ->
                                           manager.logs, cleaner.manager)
         except OSError as exc:
             log.warning("cannot save the cleaner status: %s", exc)
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
 

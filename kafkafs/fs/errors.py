@@ -13,20 +13,8 @@ from ..record.errors import CorruptRecordError
 
 log = logging.getLogger(__name__)
 
-_REPORTED_MAX = 10_000
-_reported: set[str] = set()
+report_damage = E.report_damage  # (logged once per place, by whoever meets it first)
 
-
-def report_damage(exc: CorruptRecordError) -> None:
-    """Log damage found in a log dir once per place and reason (a damaged batch is met by
-    every read that reaches it: the log shows it once, not once per read)."""
-    key = str(exc)
-    if key in _reported:
-        return
-    if len(_reported) >= _REPORTED_MAX:
-        _reported.clear()
-    _reported.add(key)
-    log.error("Damaged data, readers get EIO from here on: %s", key)
 
 _ERRNO = [
     (E.OffsetOutOfRangeError, errno.ENOENT),

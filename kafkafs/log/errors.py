@@ -2,7 +2,26 @@
 
 from __future__ import annotations
 
-from ..record.errors import CorruptRecordError  # noqa: F401  (re-exported)
+import logging
+
+from ..record.errors import CorruptRecordError  # (re-exported)
+
+_log = logging.getLogger("kafkafs.damage")
+_REPORTED_MAX = 10_000
+_reported: set[str] = set()
+
+
+def report_damage(exc: CorruptRecordError) -> None:
+    """Log damage found in a log dir once per place and reason, whoever meets it (a damaged
+    batch is met by every read that reaches it, by the key map, by the cleaner: the log
+    shows it once). Thread-safe enough: a rare race logs a line twice."""
+    key = str(exc)
+    if key in _reported:
+        return
+    if len(_reported) >= _REPORTED_MAX:
+        _reported.clear()
+    _reported.add(key)
+    _log.error("Damaged data, readers get EIO from here on: %s", key)
 
 
 class LogError(Exception):

@@ -64,7 +64,7 @@ from crc32c import crc32c
 
 from ..record.errors import CorruptRecordError
 from . import checkpoint as ckpt
-from .errors import LogError, OffsetOutOfRangeError
+from .errors import LogError, OffsetOutOfRangeError, report_damage
 from .log import Log
 
 log = logging.getLogger(__name__)
@@ -316,7 +316,7 @@ class KeyMap:
         except CorruptRecordError as exc:
             if str(exc) != self._damage:
                 self._damage = str(exc)
-                log.warning("Key map of %s stops at damaged data: %s", self.name, exc)
+                report_damage(exc)  # once, whoever of the readers meets it first
         if last is not None:  # a small rest goes to the dict (merged once it is large)
             self._take(digests, offsets, last, merge and len(offsets) >= self._merge_at())
         return n
