@@ -132,3 +132,40 @@ def test_flush_scheduler_advances_the_recovery_point_checkpoint(mount_factory, s
     m.start()
     with open(m.path("t", "0", "messages"), "rb") as f:
         assert f.read().splitlines() == lines
+
+
+def test_a_failing_cleaner_does_not_take_the_daemon_down(caplog):
+    """An unexpected error from the cleaner (not a failed pass: those are results) is
+    logged and the loop tries again after log.cleaner.backoff.ms; shutdown still reaches
+    the cleaner."""
+    import types
+
+    import trio
+
+    from kafkafs.daemon import tasks
+
+    calls = []
+
+    class Cleaner:
+        config = types.SimpleNamespace(num_threads=2, backoff_ms=10)
+        manager = None
+        stopped = False
+
+        def clean_filthiest(self):
+            calls.append(1)
+            raise RuntimeError("boom")
+
+        def shutdown(self):
+            self.stopped = True
+
+    cleaner = Cleaner()
+    manager = types.SimpleNamespace(logs={}, config=types.SimpleNamespace(log_dirs=[]))
+
+    async def main():
+        with trio.move_on_after(0.3):
+            await tasks.cleaner_task(manager, cleaner)
+
+    trio.run(main)
+    assert len(calls) >= 4  # both loops went on after the error
+    assert cleaner.stopped
+    assert "The log cleaner failed" in caplog.text

@@ -131,13 +131,20 @@ async def cleaner_task(manager: LogManager, cleaner: LogCleaner,
 async def _cleaner_loop(manager: LogManager, cleaner: LogCleaner, after_pass) -> None:
     backoff_s = max(0.01, cleaner.config.backoff_ms / 1000)
     while True:
-        result = await trio.to_thread.run_sync(cleaner.clean_filthiest)
+        try:
+            result = await trio.to_thread.run_sync(cleaner.clean_filthiest)
+        except Exception:  # a bug in choosing a log must not take the daemon down
+            log.exception("The log cleaner failed; it tries again in %.1f s", backoff_s)
+            result = None
         if result is None:
             await trio.sleep(backoff_s)
             continue
         lg = manager.logs.get((result.topic, result.partition))
         if result.ok and after_pass is not None and lg is not None:
-            await trio.to_thread.run_sync(after_pass, lg)
+            try:
+                await trio.to_thread.run_sync(after_pass, lg)
+            except Exception:
+                log.exception("updating the key map of %s after cleaning failed", lg.name)
         try:
             await trio.to_thread.run_sync(cleaner_status.save_all, manager.config.log_dirs,
                                           manager.logs, cleaner.manager)
