@@ -195,3 +195,60 @@ def test_kill9_during_cleaning_keeps_every_latest_value(tmp_path):
         r = kafkafs("check", log_dir, check=False)
         assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
     assert "Cleaned c-0" in m.log(), "no cleaning pass ran during the rounds"
+
+
+def test_keys_written_and_read_while_the_cleaner_runs(tmp_path):
+    """`echo v > key/k`, `cat key/k` and `rm key/k` through the key view while the daemon's
+    cleaner runs passes over the same partition every 50 ms: every read gives the value
+    last written (or ENOENT after rm), during the passes and after a remount."""
+    log_dir = str(tmp_path / "logs")
+    create_compacted(log_dir, "kv")
+    m = Mount(tmp_path, extra_args=CLEANER).start()
+    latest: dict[str, bytes | None] = {}
+    rng = random.Random(5)
+    try:
+        keys = [f"user-{i}" for i in range(25)]
+        deadline = time.monotonic() + 60
+        step = 0
+        while time.monotonic() < deadline and (m.log().count("Cleaned kv-0") < 3 or step < 600):
+            k = rng.choice(keys)
+            path = m.path("kv", "key", k)
+            if step % 50 == 49 and latest.get(k) is not None:
+                sh_rm = subprocess.run(["rm", path], capture_output=True)
+                assert sh_rm.returncode == 0, sh_rm.stderr
+                latest[k] = None
+            elif step % 10 == 0:  # the shell's own echo and cat, now and then
+                r = subprocess.run(["bash", "-c", f"echo v{step} > {path}"], capture_output=True)
+                assert r.returncode == 0, r.stderr
+                latest[k] = b"v%d\n" % step
+            else:
+                with open(path, "wb") as f:
+                    f.write(b"v%d" % step)
+                latest[k] = b"v%d" % step
+            probe = rng.choice(keys)
+            if step % 10 == 5:
+                got = subprocess.run(["cat", m.path("kv", "key", probe)], capture_output=True)
+                assert (got.stdout if got.returncode == 0 else None) == latest.get(probe), probe
+            else:
+                try:
+                    with open(m.path("kv", "key", probe), "rb") as f:
+                        assert f.read() == latest.get(probe), probe
+                except FileNotFoundError:
+                    assert latest.get(probe) is None, probe
+            step += 1
+        assert m.log().count("Cleaned kv-0") >= 3, m.log()[-2000:]
+        listed = set(os.listdir(m.path("kv", "key")))
+        assert listed == {k for k, v in latest.items() if v is not None}
+    finally:
+        assert m.umount() == 0
+    m.start()
+    try:
+        for k, v in latest.items():
+            path = m.path("kv", "key", k)
+            if v is None:
+                assert not os.path.exists(path)
+            else:
+                with open(path, "rb") as f:
+                    assert f.read() == v, k
+    finally:
+        assert m.umount() == 0
