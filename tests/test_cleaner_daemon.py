@@ -252,3 +252,36 @@ def test_keys_written_and_read_while_the_cleaner_runs(tmp_path):
                     assert f.read() == v, k
     finally:
         assert m.umount() == 0
+
+
+def test_kafkafs_compact_beside_a_running_daemon_goes_through_it(tmp_path):
+    """With a daemon holding the log dirs, `kafkafs compact` asks it to run the pass
+    (setfattr user.kafkafs.compact on the topic's dir in its mount) and prints the result;
+    the daemon's own cleaner is asleep (log.cleaner.backoff.ms=600000)."""
+    log_dir = str(tmp_path / "logs")
+    create_compacted(log_dir, "kv")
+    kafkafs("topics", "--log-dirs", log_dir, "--create", "--topic", "plain")
+    m = Mount(tmp_path, options=["parse.key=true"],
+              extra_args=["--override", "log.cleaner.backoff.ms=600000",
+                          "--override", "log.index.interval.bytes=256"]).start()
+    try:
+        with open(m.path("kv", "0", "append"), "ab") as f:
+            f.write(b"".join(b"k%d\tv%05d\n" % (i % 5, i) for i in range(2000)))
+        pdir = os.path.join(log_dir, "kv-0")
+        before = len(records(pdir))
+        r = kafkafs("compact", "--log-dirs", log_dir, "--topic", "kv", check=False)
+        out = r.stdout.decode() + r.stderr.decode()
+        assert r.returncode == 0, out
+        assert "through the kafkafs daemon mounted at" in out and "kv-0: " in out, out
+        assert "Cleaned kv-0" in m.log()
+        assert len(records(pdir)) < before
+        for k in range(5):
+            with open(m.path("kv", "key", f"k{k}"), "rb") as f:
+                assert f.read() == b"v%05d" % max(i for i in range(2000) if i % 5 == k)
+        r = kafkafs("compact", "--log-dirs", log_dir, "--topic", "plain", check=False)
+        assert r.returncode == 1 and b"only compacted topics" in r.stderr, r.stderr
+        r = subprocess.run(["setfattr", "-n", "user.kafkafs.compact", "-v", "1",
+                            m.path("kv", "0")], capture_output=True)
+        assert r.returncode == 0, r.stderr
+    finally:
+        assert m.umount() == 0

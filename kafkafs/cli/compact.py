@@ -2,20 +2,25 @@
 
 Kafka has no such tool (its cleaner runs on its own schedule inside the broker); this is
 what ``log.cleaner`` would do at its next pass, whatever the dirty ratio. It is a writer:
-it takes the log dirs' lock, so it refuses beside a running kafkafs daemon (whose own
-cleaner compacts the topic every ``log.cleaner.backoff.ms`` once it is dirty enough) or a
-broker. It prints one line per partition, as the daemon logs it, and records the result for
+it takes the log dirs' lock, so it refuses beside a broker; beside a running kafkafs daemon it asks the
+daemon to run the pass (``setfattr -n user.kafkafs.compact`` on the topic's or partition's
+dir in its mount, which returns when the pass is done). It prints one line per partition, as the daemon logs it, and records the result for
 ``kafkafs topics --describe``. Exit status 1 when a partition's pass failed.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 
 from ..log import cleaner_status
 from ..log.cleaner import CleanerConfig, LogCleaner
 from ..log.errors import LogError
-from .common import CliError, add_log_dir_args, open_manager
+
+COMPACT_XATTR = "user.kafkafs.compact"  # (kafkafs.fs.operations serves it)
+from .common import CliError, add_log_dir_args, broker_config, open_manager
+from .mount import mount_serving
 
 
 def register(sub) -> None:
@@ -46,7 +51,13 @@ def _progress(enabled: bool):
 
 
 def run(args) -> int:
-    manager = open_manager(args, write=True)
+    try:
+        manager = open_manager(args, write=True)
+    except CliError:
+        mnt = mount_serving(broker_config(args).log_dirs)
+        if mnt is None:
+            raise
+        return _through_daemon(args, mnt)
     failed = 0
     try:
         parts = manager.partitions(args.topic)
@@ -98,3 +109,41 @@ def _save_status(manager, cleaner: LogCleaner) -> None:
         cleaner_status.save_all(manager.config.log_dirs, manager.logs, cleaner.manager)
     except OSError as exc:
         print(f"warning: cannot save the cleaner status: {exc}", file=sys.stderr)
+
+
+def _through_daemon(args, mnt: str) -> int:
+    """Ask the daemon mounted at ``mnt`` to clean the topic (or its partitions) now and print
+    what its passes did, from the status it saves after each pass."""
+    targets = [os.path.join(mnt, args.topic)] if args.partition is None else \
+        [os.path.join(mnt, args.topic, str(p)) for p in args.partition]
+    print(f"Cleaning through the kafkafs daemon mounted at {mnt} ...", file=sys.stderr)
+    failed = 0
+    for path in targets:
+        try:
+            os.setxattr(path, COMPACT_XATTR, b"now")
+        except FileNotFoundError:
+            raise CliError(f"{os.path.relpath(path, mnt)} does not exist in {mnt}") from None
+        except OSError as exc:
+            reason = {errno.EINVAL: "only compacted topics are cleaned (cleanup.policy)",
+                      errno.ENOTSUP: "the daemon runs no cleaner (log.cleaner.enable=false)",
+                      errno.EIO: "a pass failed (see topics --describe and the daemon's log)",
+                      errno.EROFS: "the mount is read-only: a read-only mount never cleans"
+                      }.get(exc.errno, exc.strerror)
+            if exc.errno != errno.EIO:
+                raise CliError(f"{args.topic}: {reason}") from None
+            print(f"error: {os.path.relpath(path, mnt)}: {reason}", file=sys.stderr)
+            failed += 1
+    saved = cleaner_status.load(broker_config(args).log_dirs)
+    parts = args.partition
+    for name, entry in sorted(saved.items()):
+        topic, _, p = name.rpartition("-")
+        if topic != args.topic or (parts is not None and int(p) not in parts):
+            continue
+        last = entry.get("last_result") or {}
+        if last:
+            print(f"{name}: {last.get('bytes_read', 0)} bytes read, "
+                  f"{last.get('bytes_written', 0)} written, "
+                  f"{last.get('records_dropped', 0)} records dropped "
+                  f"({last.get('tombstones_dropped', 0)} tombstones)"
+                  + (f", error: {last['error']}" if last.get("error") else ""))
+    return 1 if failed else 0

@@ -107,6 +107,27 @@ def mount_fstype(mountpoint: str) -> str | None:
     return fstype
 
 
+def mount_serving(log_dirs) -> str | None:
+    """The mount point of a live kafkafs mount whose daemon serves exactly ``log_dirs`` (from
+    its root's ``user.kafkafs.log_dirs``), or None (none, or the mount table or mount cannot
+    be read)."""
+    want = {os.path.realpath(d) for d in log_dirs}
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
+            points = [fl[1].replace("\\040", " ") for fl in map(str.split, f)
+                      if len(fl) > 2 and fl[2] == FSTYPE]
+    except OSError:
+        return None
+    for mnt in points:
+        try:
+            dirs = os.getxattr(mnt, "user.kafkafs.log_dirs").decode()
+        except OSError:
+            continue
+        if {os.path.realpath(d) for d in dirs.split(",") if d} == want:
+            return mnt
+    return None
+
+
 def kafkafs_mount_state(mountpoint: str) -> str | None:
     """``"live"`` when the topmost mount at ``mountpoint`` is a kafkafs mount whose daemon
     answers, ``"stale"`` when its daemon is gone (stat fails with ENOTCONN, "Transport

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import pyfuse3
 import trio
 
+from ..log import cleaner_status
 from ..log.errors import LogError
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL
 from ..log.log import Log
@@ -65,6 +66,7 @@ SHORT_TIMEOUT = 1.0
 BLOCK_SIZE = 128 * 1024
 
 XATTR_PREFIX = "user.kafka."
+COMPACT_XATTR = "user.kafkafs.compact"  # set on a topic/partition dir: clean it now
 
 
 @dataclass
@@ -834,7 +836,33 @@ class KafkaFS(pyfuse3.Operations):
 
     @fuse_errors
     async def setxattr(self, inode, name, value, ctx):
-        raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
+        """``user.kafkafs.compact`` on a topic or partition dir runs a cleaning pass over it
+        now and returns when it is done (``kafkafs compact`` beside a running daemon): EIO
+        when a pass failed, EINVAL for a topic that is not compacted, ENOTSUP when the
+        daemon runs no cleaner (``log.cleaner.enable=false``). Nothing else is settable."""
+        if self.options.read_only:
+            raise _err(errno.EROFS)
+        node = self._node(inode)
+        if name.decode("utf-8", "replace") != COMPACT_XATTR or node.kind not in (T.TOPIC, T.PARTITION):
+            raise _err(errno.EACCES)
+        cleaner = self.manager.cleaner
+        if cleaner is None:
+            raise _err(errno.ENOTSUP)
+        parts = [node.partition] if node.kind == T.PARTITION else \
+            self.manager.partitions(node.topic)
+        logs = [self.manager.get_log(node.topic, p) for p in parts]
+        if not all(lg.config.compact for lg in logs):
+            raise _err(errno.EINVAL)
+        failed = False
+        for lg in logs:
+            result = await trio.to_thread.run_sync(cleaner.clean_log, lg)
+            failed = failed or result.error is not None
+            if result.ok:
+                await trio.to_thread.run_sync(self.keys.maps.after_cleaning, lg)
+        await trio.to_thread.run_sync(cleaner_status.save_all, self.manager.log_dirs,
+                                      self.manager.logs, cleaner.manager)
+        if failed:
+            raise _err(errno.EIO)
 
     @fuse_errors
     async def removexattr(self, inode, name, ctx):
