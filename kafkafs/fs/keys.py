@@ -325,7 +325,7 @@ class KeyView:
                 lg.log_end_offset, len(manager.logs))
 
     # -- files --------------------------------------------------------------------------
-    def open(self, node: T.Node, flags: int, info: pyfuse3.FileInfo):
+    async def open(self, node: T.Node, flags: int, info: pyfuse3.FileInfo):
         """What a descriptor of a key file holds: ``(record, None)`` to read a version,
         ``(None, KeyWriter)`` to write. Raises FUSEError: EROFS (read-only mount), EACCES
         (``O_RDWR``), ENOENT (reading a key that is not produced yet)."""
@@ -334,7 +334,7 @@ class KeyView:
             if node.kind != T.KEY:
                 raise _err(errno.ENOENT)
             info.keep_cache = True  # a version never changes
-            return self.fs._record(node.topic, node.partition, node.name), None
+            return await self.fs._record(node.topic, node.partition, node.name), None
         if self.fs.options.read_only:
             raise _err(errno.EROFS)
         if accmode != os.O_WRONLY:
@@ -342,7 +342,7 @@ class KeyView:
         info.direct_io = True
         trunc = bool(flags & os.O_TRUNC)
         if node.kind == T.KEY:
-            rec = self.fs._record(node.topic, node.partition, node.name)
+            rec = await self.fs._record(node.topic, node.partition, node.name)
             key, content = rec.key, rec.value or b""
         else:
             key, content = node.name, b""
@@ -368,7 +368,8 @@ class KeyView:
         if live is not None and flags & os.O_EXCL:
             raise _err(errno.EEXIST)
         trunc = live is None or bool(flags & os.O_TRUNC)
-        content = b"" if trunc else (self.fs._record(lg.topic, lg.partition, live).value or b"")
+        content = b"" if trunc else \
+            ((await self.fs._record(lg.topic, lg.partition, live)).value or b"")
         writer = KeyWriter(key, lg.partition, content, append=bool(flags & os.O_APPEND),
                            fresh=trunc)
         writer.check(lg, len(content))

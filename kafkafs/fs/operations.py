@@ -213,11 +213,11 @@ class KafkaFS(pyfuse3.Operations):
             except OSError:
                 pass  # not known to the kernel (any more), or not supported
 
-    def _record(self, topic: str, partition: int, offset: int) -> Record:
+    async def _record(self, topic: str, partition: int, offset: int) -> Record:
         """The record at ``offset``; FUSEError(ENOENT) when there is none."""
-        return self._visible_record(self.manager.get_log(topic, partition), offset)[0]
+        return (await self._visible_record(self.manager.get_log(topic, partition), offset))[0]
 
-    def _visible_record(self, lg: Log, offset: int):
+    async def _visible_record(self, lg: Log, offset: int):
         """``(record, batch entry)`` at ``offset`` as this mount's isolation level shows it;
         FUSEError(ENOENT) for no record, a control record, and under read_committed an
         offset at or past the last stable offset or in an aborted transaction."""
@@ -227,9 +227,13 @@ class KafkaFS(pyfuse3.Operations):
         if found is None:
             raise _err(errno.ENOENT)
         entry = found[1]
-        if self.committed and entry.is_transactional and \
-                lg.committed_filter(entry.base_offset, entry.next_offset).is_aborted(entry):
-            raise _err(errno.ENOENT)
+        if self.committed and entry.is_transactional:
+            # in a worker thread: without a trusted .txnindex the first look at a segment
+            # computes its aborted transactions from the log (kafkafs.log.txnscan)
+            aborted = await trio.to_thread.run_sync(lg.committed_filter, entry.base_offset,
+                                                    entry.next_offset)
+            if aborted.is_aborted(entry):
+                raise _err(errno.ENOENT)
         return found
 
     def _attr(self, node: T.Node, size: int = 0, mtime_ns: int | None = None) -> pyfuse3.EntryAttributes:
@@ -318,7 +322,7 @@ class KafkaFS(pyfuse3.Operations):
             seg_mtime = lg.active_segment.last_modified_ms() * 1_000_000
             return self._attr(node, size, seg_mtime)
         if kind in (T.OFFSET, T.KEY):
-            rec = self._record(node.topic, node.partition, node.name)
+            rec = await self._record(node.topic, node.partition, node.name)
             return self._attr(node, len(rec.value or b""), rec.timestamp * 1_000_000
                               if rec.timestamp >= 0 else None)
         if kind == T.BYTIME_LINK:
@@ -354,11 +358,11 @@ class KafkaFS(pyfuse3.Operations):
         if parent.kind == T.KEYS:
             node = await self.keys.lookup(parent, name)
         else:
-            node = self._child(parent, name)
+            node = await self._child(parent, name)
         attr = await self._node_attr(node)
         return self._reply_entry(node, attr)
 
-    def _child(self, parent: T.Node, name: bytes) -> T.Node:
+    async def _child(self, parent: T.Node, name: bytes) -> T.Node:
         kind = parent.kind
         if name in (b".", b".."):
             raise _err(errno.ENOENT)
@@ -387,7 +391,8 @@ class KafkaFS(pyfuse3.Operations):
                 raise _err(errno.ENOENT)
             offset = int(name)
             # damage: EIO, logged once (fuse_errors)
-            self._visible_record(self.manager.get_log(parent.topic, parent.partition), offset)
+            await self._visible_record(self.manager.get_log(parent.topic, parent.partition),
+                                       offset)
             return self.inodes.get(T.OFFSET, parent.topic, parent.partition, offset)
         if kind == T.BYTIME:
             try:
@@ -659,7 +664,7 @@ class KafkaFS(pyfuse3.Operations):
                 h.record = self._config_text(node.topic)
             info.direct_io = True
         elif kind in (T.KEY, T.NEW_KEY):
-            h.record, h.writer = self.keys.open(node, flags, info)
+            h.record, h.writer = await self.keys.open(node, flags, info)
         elif writing:
             raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
         elif kind == T.OFFSET:
@@ -704,7 +709,7 @@ class KafkaFS(pyfuse3.Operations):
         kind = h.node.kind
         if kind in (T.OFFSET, T.CONFIG, T.KEY):
             if h.record is None and kind == T.OFFSET:  # offset/N, first read
-                h.record = self._record(h.node.topic, h.node.partition, h.node.name)
+                h.record = await self._record(h.node.topic, h.node.partition, h.node.name)
             data = h.record if kind == T.CONFIG else h.record.value
             return (data or b"")[off:off + size]
         if h.view is not None:
@@ -799,14 +804,14 @@ class KafkaFS(pyfuse3.Operations):
                 log.exception("dropping the value of a key file at close")
 
     # -- extended attributes ---------------------------------------------------------
-    def _xattr_values(self, node: T.Node) -> dict[str, bytes | None]:
+    async def _xattr_values(self, node: T.Node) -> dict[str, bytes | None]:
         """xattr name -> value of ``node`` (None: not set)."""
         if node.kind == T.ROOT:
             return {"user.kafkafs.pid": str(os.getpid()).encode(),
                     "user.kafkafs.log_dirs": ",".join(self.manager.log_dirs).encode()}
         if node.kind not in (T.OFFSET, T.KEY):
             return {}
-        rec, entry = self._visible_record(self._log(node), node.name)
+        rec, entry = await self._visible_record(self._log(node), node.name)
         ts_type = TIMESTAMP_TYPE_NAMES[entry.timestamp_type]
         # as records.jsonl shows them: a value that is not UTF-8 as {"base64": "..."}
         headers = [{"key": k, "value": text_or_base64(v)} for k, v in rec.headers]
@@ -824,7 +829,7 @@ class KafkaFS(pyfuse3.Operations):
     @fuse_errors
     async def getxattr(self, inode, name, ctx):
         node = self._node(inode)
-        value = self._xattr_values(node).get(name.decode("utf-8", "replace"))
+        value = (await self._xattr_values(node)).get(name.decode("utf-8", "replace"))
         if value is None:
             raise _err(pyfuse3.ENOATTR)
         return value
@@ -832,7 +837,8 @@ class KafkaFS(pyfuse3.Operations):
     @fuse_errors
     async def listxattr(self, inode, ctx):
         node = self._node(inode)
-        return [k.encode() for k, v in self._xattr_values(node).items() if v is not None]
+        return [k.encode() for k, v in (await self._xattr_values(node)).items()
+                if v is not None]
 
     @fuse_errors
     async def setxattr(self, inode, name, value, ctx):
