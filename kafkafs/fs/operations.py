@@ -865,8 +865,11 @@ class KafkaFS(pyfuse3.Operations):
             failed = failed or result.error is not None
             if result.ok:
                 await trio.to_thread.run_sync(self.keys.maps.after_cleaning, lg)
-        await trio.to_thread.run_sync(cleaner_status.save_all, self.manager.log_dirs,
-                                      self.manager.logs, cleaner.manager)
+        try:
+            await trio.to_thread.run_sync(cleaner_status.save_all, self.manager.log_dirs,
+                                          self.manager.logs, cleaner.manager)
+        except OSError as exc:  # informational: the passes are done either way
+            log.warning("cannot save the cleaner status: %s", exc)
         if failed:
             raise _err(errno.EIO)
 
