@@ -257,17 +257,20 @@ def test_keys_written_and_read_while_the_cleaner_runs(tmp_path):
 def test_kafkafs_compact_beside_a_running_daemon_goes_through_it(tmp_path):
     """With a daemon holding the log dirs, `kafkafs compact` asks it to run the pass
     (setfattr user.kafkafs.compact on the topic's dir in its mount) and prints the result;
-    the daemon's own cleaner is asleep (log.cleaner.backoff.ms=600000)."""
+    with log.cleaner.threads=0 the daemon cleans nothing on its own, but still on request."""
     log_dir = str(tmp_path / "logs")
     create_compacted(log_dir, "kv")
     kafkafs("topics", "--log-dirs", log_dir, "--create", "--topic", "plain")
     m = Mount(tmp_path, options=["parse.key=true"],
-              extra_args=["--override", "log.cleaner.backoff.ms=600000",
+              extra_args=["--override", "log.cleaner.threads=0",
+                          "--override", "log.cleaner.backoff.ms=50",
                           "--override", "log.index.interval.bytes=256"]).start()
     try:
         with open(m.path("kv", "0", "append"), "ab") as f:
             f.write(b"".join(b"k%d\tv%05d\n" % (i % 5, i) for i in range(2000)))
         pdir = os.path.join(log_dir, "kv-0")
+        time.sleep(0.5)  # ten backoffs: no background pass with no cleaner thread
+        assert "Cleaned kv-0" not in m.log()
         before = len(records(pdir))
         r = kafkafs("compact", "--log-dirs", log_dir, "--topic", "kv", check=False)
         out = r.stdout.decode() + r.stderr.decode()

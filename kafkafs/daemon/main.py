@@ -111,9 +111,10 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
                     if config.log_cleaner_enable:
                         cleaner = LogCleaner(CleanerConfig.from_broker(config), config.log_dirs,
                                              manager.logs)
-                        manager.cleaner = cleaner
-                        nursery.start_soon(tasks.cleaner_task, manager, cleaner,
-                                           operations.keys.maps.after_cleaning)
+                        manager.cleaner = cleaner  # also for setfattr user.kafkafs.compact
+                        if cleaner.config.num_threads > 0:  # 0: no background cleaning
+                            nursery.start_soon(tasks.cleaner_task, manager, cleaner,
+                                               operations.keys.maps.after_cleaning)
                 # a read-only mount may sit beside a live broker: follow its appends,
                 # rolls and retention
                 await nursery.start(partial(watch_log_dirs, manager, follow=fsopt.read_only))
@@ -123,6 +124,8 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
                 nursery.cancel_scope.cancel()
         finally:
             notify.stopping()
+            if manager.cleaner is not None:  # a pass asked for through setxattr stops too
+                manager.cleaner.shutdown()
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(operations.save_views)
                 # the key maps as far as they go, while the logs are open (a read-only mount
