@@ -988,26 +988,41 @@ typedef struct {
     Py_ssize_t used, cap;
 } scratch;
 
+/* Grow the PyMem_Raw buffer *pp of *cap bytes, `used` of them taken, so that `need` more
+ * fit (doubling, from `first` bytes); 0, or -1 when memory runs out (no exception set:
+ * callable without the GIL). The one growth rule of scratch and clout buffers. */
+static int
+raw_grow(void **pp, Py_ssize_t used, Py_ssize_t *cap, Py_ssize_t need, Py_ssize_t first)
+{
+    Py_ssize_t nc;
+    void *np;
+
+    if (*cap - used >= need)
+        return 0;
+    nc = *cap ? *cap : first;
+    while (nc - used < need) {
+        if (nc > PY_SSIZE_T_MAX / 2)
+            return -1;
+        nc *= 2;
+    }
+    np = PyMem_RawRealloc(*pp, (size_t)nc);
+    if (np == NULL)
+        return -1;
+    *pp = np;
+    *cap = nc;
+    return 0;
+}
+
 static char *
 sc_reserve(scratch *s, Py_ssize_t need)
 {
-    if (s->cap - s->used < need) {
-        Py_ssize_t nc = s->cap ? s->cap : 256;
-        char *np;
-        while (nc - s->used < need) {
-            if (nc > PY_SSIZE_T_MAX / 2) {
-                PyErr_NoMemory();
-                return NULL;
-            }
-            nc *= 2;
-        }
-        np = PyMem_Realloc(s->p, (size_t)nc);
-        if (np == NULL) {
-            PyErr_NoMemory();
-            return NULL;
-        }
-        s->p = np;
-        s->cap = nc;
+    void *p = s->p;
+    int rc = raw_grow(&p, s->used, &s->cap, need, 256);
+
+    s->p = p;
+    if (rc < 0) {
+        PyErr_NoMemory();
+        return NULL;
     }
     return s->p + s->used;
 }
@@ -1343,7 +1358,7 @@ sp_encode(PyObject *self, PyObject *args, PyObject *kwds)
     w.obj = NULL;
 done:
     Py_XDECREF(w.obj);
-    PyMem_Free(s.p);
+    PyMem_RawFree(s.p);
     Py_XDECREF(dseq);
     Py_DECREF(seq);
     return result;
@@ -2368,21 +2383,11 @@ typedef struct {
 static uint8_t *
 co_reserve(clout *o, Py_ssize_t need)
 {
-    if (o->cap - o->used < need) {
-        Py_ssize_t nc = o->cap ? o->cap : 4096;
-        uint8_t *np;
-        while (nc - o->used < need) {
-            if (nc > PY_SSIZE_T_MAX / 2)
-                return NULL;
-            nc *= 2;
-        }
-        np = PyMem_RawRealloc(o->p, (size_t)nc);
-        if (np == NULL)
-            return NULL;
-        o->p = np;
-        o->cap = nc;
-    }
-    return o->p + o->used;
+    void *p = o->p;
+    int rc = raw_grow(&p, o->used, &o->cap, need, 4096);
+
+    o->p = p;
+    return rc < 0 ? NULL : o->p + o->used;
 }
 
 /* -- filtering ----------------------------------------------------------------------------- */
