@@ -35,7 +35,6 @@ timestamps are ms / Kafka offsets, 64-bit. No I/O.
 
 from __future__ import annotations
 
-import os
 import struct
 import types
 from array import array
@@ -592,24 +591,9 @@ PYTHON = types.SimpleNamespace(
     filter_records=_py_filter_records, filter_batches=_py_filter_batches,
     index_entries=_py_index_entries, null_key_index=_py_null_key_index)
 
-try:
-    from . import _speedups
-except ImportError:  # not built
-    _speedups = None
-
-C = None
-if _speedups is not None and hasattr(_speedups, "cl_filter_batches"):
-    C = types.SimpleNamespace(
-        name="c", key_hash=_speedups.cl_key_hash, map_get=_speedups.cl_map_get,
-        map_put=_speedups.cl_map_put, map_clear=_speedups.cl_map_clear,
-        map_records=_speedups.cl_map_records, map_batches=_speedups.cl_map_batches,
-        filter_records=_speedups.cl_filter_records,
-        filter_batches=_speedups.cl_filter_batches,
-        index_entries=_speedups.cl_index_entries,
-        null_key_index=_speedups.cl_null_key_index)
-
-HAVE_C: bool = C is not None and os.environ.get("KAFKAFS_NO_SPEEDUPS", "") in ("", "0")
-_impl = C if HAVE_C else PYTHON
+C, HAVE_C, _impl = _fast.twins(PYTHON, {n: "cl_" + n for n in (
+    "key_hash", "map_get", "map_put", "map_clear", "map_records", "map_batches",
+    "filter_records", "filter_batches", "index_entries", "null_key_index")})
 
 key_hash = _impl.key_hash
 map_get = _impl.map_get

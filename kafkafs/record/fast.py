@@ -563,16 +563,25 @@ try:
 except ImportError:  # not built (no compiler, or an install without it)
     _speedups = None
 
-C = None
-if _speedups is not None:
-    C = types.SimpleNamespace(
-        name="c", values=_speedups.values, render_values=_speedups.render_values,
-        rendered_size=_speedups.rendered_size, decode=_speedups.decode,
-        encode=_speedups.encode, encode_lines=_speedups.encode_lines,
-        encode_text=_speedups.encode_text)
 
-HAVE_C: bool = C is not None and os.environ.get("KAFKAFS_NO_SPEEDUPS", "") in ("", "0")
-_impl = C if HAVE_C else PYTHON
+def twins(python: types.SimpleNamespace, c_names: dict[str, str]
+          ) -> tuple[types.SimpleNamespace | None, bool, types.SimpleNamespace]:
+    """``(C, HAVE_C, chosen)`` for a set of pure-Python functions ``python`` (a namespace
+    with ``name="python"``) and the names of their C twins in ``_speedups``
+    (``{python name: C name}``): ``C`` is the namespace of the C functions, None when the
+    extension is not built or lacks one of them; ``HAVE_C`` whether they are used (not
+    with ``KAFKAFS_NO_SPEEDUPS=1``); ``chosen`` the namespace in use."""
+    c = None
+    if _speedups is not None and all(hasattr(_speedups, n) for n in c_names.values()):
+        c = types.SimpleNamespace(name="c", **{k: getattr(_speedups, n)
+                                               for k, n in c_names.items()})
+    have = c is not None and os.environ.get("KAFKAFS_NO_SPEEDUPS", "") in ("", "0")
+    return c, have, c if have else python
+
+
+C, HAVE_C, _impl = twins(PYTHON, {n: n for n in (
+    "values", "render_values", "rendered_size", "decode", "encode", "encode_lines",
+    "encode_text")})
 
 values = _impl.values
 render_values = _impl.render_values
