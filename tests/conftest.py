@@ -181,6 +181,26 @@ def mount(tmp_path):
 
 
 @pytest.fixture
+def small_disk_mount(tmp_path):
+    """A Mount (not started) whose log dir is a 3 MiB tmpfs, with 64 KiB indexes: a disk
+    that fills up. Skips where tmpfs cannot be mounted; stops the daemon and drops the
+    tmpfs after the test."""
+    if not fuse_available():
+        pytest.skip("FUSE is not available")
+    logs = tmp_path / "small"
+    logs.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(logs)],
+                       capture_output=True)
+    if r.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here")
+    m = Mount(tmp_path, log_dirs=[str(logs)],
+              extra_args=["--override", "log.index.size.max.bytes=65536"])
+    yield m
+    m.stop()
+    subprocess.run(["umount", "-l", str(logs)])
+
+
+@pytest.fixture
 def mount_factory(tmp_path):
     if not fuse_available():
         pytest.skip("FUSE is not available")

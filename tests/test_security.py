@@ -147,42 +147,27 @@ def test_garbage_appended_to_a_segment_by_hand(mount_factory, tmp_path):
     assert b"isvalid: true" in r.stdout and b"isvalid: false" not in r.stdout
 
 
-def _can_mount_tmpfs(path) -> bool:
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", path],
-                       capture_output=True)
-    return r.returncode == 0
-
-
-def test_full_disk_reaches_the_writer_and_loses_nothing(tmp_path):
-    logs = tmp_path / "small"
-    logs.mkdir()
-    if not _can_mount_tmpfs(str(logs)):
-        pytest.skip("cannot mount a small tmpfs here")
-    m = Mount(tmp_path, log_dirs=[str(logs)],
-              extra_args=["--override", "log.index.size.max.bytes=65536"])
-    try:
-        m.start()
-        os.mkdir(m.path("t"))
-        fd = os.open(m.path("t", "0", "append"), os.O_WRONLY | os.O_APPEND)
-        acked = 0
-        with pytest.raises(OSError) as e:
-            for i in range(100000):
-                os.write(fd, b"record-%06d-" % i + b"y" * 100 + b"\n")
-                acked = i + 1
-        assert e.value.errno == errno.ENOSPC
-        os.close(fd)
-        assert acked > 1000
-        data = open(m.path("t", "0", "messages"), "rb").read().splitlines()
-        assert len(data) == acked
-        assert all(line.startswith(b"record-%06d-" % i) for i, line in enumerate(data))
-        # no room for the checkpoints: the daemon says so and exits 1; nothing is lost
-        assert m.umount() == 1
-        assert "shutdown was not clean" in m.log()
-        m.start()
-        assert len(open(m.path("t", "0", "messages"), "rb").read().splitlines()) == acked
-    finally:
-        m.stop()
-        subprocess.run(["umount", "-l", str(logs)])
+def test_full_disk_reaches_the_writer_and_loses_nothing(small_disk_mount):
+    m = small_disk_mount
+    m.start()
+    os.mkdir(m.path("t"))
+    fd = os.open(m.path("t", "0", "append"), os.O_WRONLY | os.O_APPEND)
+    acked = 0
+    with pytest.raises(OSError) as e:
+        for i in range(100000):
+            os.write(fd, b"record-%06d-" % i + b"y" * 100 + b"\n")
+            acked = i + 1
+    assert e.value.errno == errno.ENOSPC
+    os.close(fd)
+    assert acked > 1000
+    data = open(m.path("t", "0", "messages"), "rb").read().splitlines()
+    assert len(data) == acked
+    assert all(line.startswith(b"record-%06d-" % i) for i, line in enumerate(data))
+    # no room for the checkpoints: the daemon says so and exits 1; nothing is lost
+    assert m.umount() == 1
+    assert "shutdown was not clean" in m.log()
+    m.start()
+    assert len(open(m.path("t", "0", "messages"), "rb").read().splitlines()) == acked
 
 
 def test_corrupt_batch_is_eio_naming_file_and_position(mount_factory):
