@@ -10,10 +10,9 @@ import errno
 import hashlib
 import os
 import shutil
-import subprocess
 
 import pytest
-from conftest import Mount, sh, wait_for
+from conftest import sh, wait_for
 
 from kafkafs.fs.keys import ESCAPE, Hashed, key_name, parse_name
 from kafkafs.log.keymap import KEYMAP_FILE
