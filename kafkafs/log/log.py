@@ -339,7 +339,8 @@ class Log:
         ts_type = LOG_APPEND_TIME if self.config.message_timestamp_type == "LogAppendTime" \
             else CREATE_TIME
         mv = memoryview(text)
-        end = bytes(mv).rfind(b"\n") + 1 if len(mv) else 0
+        # (callers hand over whole lines: no copy of the request to find the last newline)
+        end = len(mv) if mv[-1:] == b"\n" else bytes(mv).rfind(b"\n") + 1
         ts = now_ms()
         codec = self._codec(None)
         batches, ends, consumed = [], [], 0
@@ -395,19 +396,12 @@ class Log:
                     break
                 self.append_encoded(batch)
                 return 1
-            if header.size > self.config.max_message_bytes:
+            try:
+                self._check_batch(header)
+            except (RecordTooLargeError, InvalidRecordError):
                 if entries:
-                    break
-                raise RecordTooLargeError(
-                    f"The record batch size {header.size} bytes is larger than "
-                    f"max.message.bytes ({self.config.max_message_bytes}) of {self.name}")
-            if self.config.compact and not header.is_control:
-                try:
-                    self._check_keys(header)
-                except InvalidRecordError:
-                    if entries:
-                        break
-                    raise
+                    break  # those before it go in; the next call meets the error
+                raise
             last = base + header.last_offset_delta
             if segment is None:
                 segment = self._maybe_roll(header.size, header.max_timestamp, last)
@@ -453,12 +447,7 @@ class Log:
         if not self.writable:
             raise ReadOnlyLogError(f"{self.name} is read-only")
         header = RecordBatch.from_buffer(batch)
-        if header.size > self.config.max_message_bytes:
-            raise RecordTooLargeError(
-                f"The record batch size {header.size} bytes is larger than max.message.bytes "
-                f"({self.config.max_message_bytes}) of {self.name}")
-        if self.config.compact and not header.is_control:
-            self._check_keys(header)
+        self._check_batch(header)
         with self.lock:
             if self.closed:
                 raise ReadOnlyLogError(f"{self.name} is closed")
@@ -488,6 +477,17 @@ class Log:
             finally:
                 self._notify()
         return base, last
+
+    def _check_batch(self, header: RecordBatch) -> None:
+        """Refuse, before anything is written, a batch over ``max.message.bytes``
+        (RecordTooLargeError) or, on a compacted topic, holding a record without a key
+        (InvalidRecordError)."""
+        if header.size > self.config.max_message_bytes:
+            raise RecordTooLargeError(
+                f"The record batch size {header.size} bytes is larger than max.message.bytes "
+                f"({self.config.max_message_bytes}) of {self.name}")
+        if self.config.compact and not header.is_control:
+            self._check_keys(header)
 
     def _check_keys(self, header: RecordBatch) -> None:
         """Refuse a batch holding a record without a key on a compacted topic (Kafka
