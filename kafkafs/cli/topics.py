@@ -49,10 +49,13 @@ def run(args) -> int:
                 print(t)
         elif args.describe:
             topics = [args.topic] if args.topic else manager.topics()
+            # the cleaner's checkpoints and saved results, read once for every topic
+            cm = LogCleanerManager(manager.config.log_dirs, manager.logs, read_only=True)
+            saved = cleaner_status.load(manager.config.log_dirs)
             for t in topics:
                 if not manager.partitions(t):
                     raise CliError(f"Topic '{t}' does not exist as expected")
-                _describe(manager, t)
+                _describe(manager, t, cm, saved)
         elif args.create:
             if manager.partitions(args.topic) and args.if_not_exists:
                 return 0
@@ -78,7 +81,7 @@ def run(args) -> int:
     return 0
 
 
-def _describe(manager, topic: str) -> None:
+def _describe(manager, topic: str, cm: LogCleanerManager, saved: dict) -> None:
     parts = manager.partitions(topic)
     overrides = manager.topic_overrides(topic)
     first = manager.get_log(topic, parts[0])
@@ -91,8 +94,6 @@ def _describe(manager, topic: str) -> None:
     node = max(manager.config.node_id, 0)
     print(f"Topic: {topic}\tTopicId: {topic_id}\tPartitionCount: {len(parts)}\t"
           f"ReplicationFactor: 1\tConfigs: {configs}")
-    cm = LogCleanerManager(manager.config.log_dirs, manager.logs, read_only=True)
-    saved = cleaner_status.load(manager.config.log_dirs)
     for p in parts:
         lg = manager.get_log(topic, p)
         print(f"\tTopic: {topic}\tPartition: {p}\tLeader: {node}\tReplicas: {node}\tIsr: {node}"
