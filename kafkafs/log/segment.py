@@ -189,6 +189,8 @@ class LogSegment:
     (an old segment's indexes cost nothing until a lookup). ``check_indexes``: check an
     index's order when it is opened and rebuild a bad one (see the module); False leaves the
     files as they are for those who report on them (the loader, ``kafkafs check``).
+    ``created``: the segment was made by this process (``create=True``), so its indexes and
+    ``.txnindex`` are its own writes from the first byte.
     """
 
     def __init__(self, dir: str | safeio.Dir, base_offset: int, config: LogConfig, *,
@@ -221,7 +223,7 @@ class LogSegment:
         self._rolling_based_timestamp: int | None = None
         self.last_recovery: SegmentScan | None = None
         self.check_indexes = check_indexes
-        self._created = create  # a new segment's indexes are ours from the first byte
+        self.created = create  # made by this process: its files are ours from the first byte
         self._zero_from: tuple[int, int] | None = None  # (position, size): zeros from there
         if create and config.preallocate:
             os.posix_fallocate(self._fd, 0, config.segment_bytes)
@@ -269,7 +271,7 @@ class LogSegment:
                                          dir=self.pdir)
 
     def _check_opened_index(self, idx) -> None:
-        if self._created or not self.check_indexes or not idx.entries:
+        if self.created or not self.check_indexes or not idx.entries:
             return
         problem = idx.order_problem(self.size)
         if problem is not None and isinstance(idx, OffsetIndex) and not self.writable:
@@ -322,7 +324,7 @@ class LogSegment:
     def _load_max_timestamp(self) -> None:
         if not self._max_ts_loaded:
             ts, off = self.time_index.last_entry
-            if ts >= 0 and self.check_indexes and not self._created:
+            if ts >= 0 and self.check_indexes and not self.created:
                 problem = self._time_entry_problem(ts, off)
                 if problem is not None:
                     self.rebuild_indexes(f"time index entry ({ts}, {off}): {problem}")

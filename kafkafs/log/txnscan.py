@@ -72,7 +72,7 @@ def txn_index_trusted(seg: LogSegment, file_present: bool, next_base: int | None
     last one; ``recovery_point``: where a writable load's recovery starts (Kafka's
     ``recoverLog`` recovers the segment holding it and every later one), None when it
     recovers nothing."""
-    if getattr(seg, "_created", False) or seg.last_recovery is not None:
+    if seg.created or seg.last_recovery is not None:
         return True  # written by this process's appends, or rebuilt by its recovery
     if not file_present:
         return False
