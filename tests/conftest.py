@@ -220,3 +220,29 @@ def kafkafs(*args, input=None, check=True, timeout=60, **kw):
     """Run ``python -m kafkafs ARGS``; returns the CompletedProcess (bytes)."""
     return subprocess.run([sys.executable, "-m", "kafkafs", *args], input=input,
                           capture_output=True, check=check, timeout=timeout, cwd=ROOT, **kw)
+
+
+# -- Spark ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def spark():
+    """One SparkSession (local[2]) for the whole suite, with ``kafkalog`` registered.
+
+    Cold start costs ~10 s, so every Spark test shares it. Executors run this venv's python
+    (PYSPARK_PYTHON), or they would import the system python's packages."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import kafkafs.spark
+
+    session = (SparkSession.builder.master("local[2]").appName("kafkafs-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.driver.memory", "2g")
+               .config("spark.sql.session.timeZone", "UTC")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    kafkafs.spark.register(session)
+    yield session
+    session.stop()
