@@ -30,7 +30,10 @@ def _allocate(size: int):
     """Zeroed anonymous memory of ``size`` bytes (writable buffer protocol), backed by
     transparent huge pages where the kernel offers them: a map of 128 MiB is probed at
     random, and 2 MiB pages spare it most page faults and TLB misses."""
-    buf = mmap.mmap(-1, size)
+    # private, not mmap's default MAP_SHARED: shared anonymous memory is shmem, which gets
+    # huge pages only where shmem_enabled says so (rarely); private memory follows
+    # transparent_hugepage/enabled (madvise on Debian)
+    buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     advice = getattr(mmap, "MADV_HUGEPAGE", None)
     if advice is not None:
         try:

@@ -170,7 +170,7 @@ def _check_map(map_buf, slots: int) -> memoryview:
 def _find(mv: memoryview, slots: int, h: bytes) -> tuple[int, bool]:
     """``(byte position, found)``: the slot holding hash ``h``, else the first empty slot
     on its probe sequence (-1 when every slot is taken by other keys)."""
-    slot = int.from_bytes(h[:8], "little") % slots
+    slot = (int.from_bytes(h[:8], "little") * slots) >> 64  # as the C: multiply-shift
     for _attempt in range(slots):
         pos = slot * MAP_ENTRY_SIZE
         entry = mv[pos:pos + MAP_ENTRY_SIZE]
