@@ -139,13 +139,20 @@ def test_kafkafs_compact_runs_a_pass_now(tmp_path):
 
 
 WRITER = r"""
-import os, sys
+import errno, os, sys
 path, start, acks = sys.argv[1], int(sys.argv[2]), open(sys.argv[3], "a", buffering=1)
+keys = os.path.join(os.path.dirname(path), "key")
 fd = os.open(path, os.O_WRONLY | os.O_APPEND)
 i = start
 try:
     while True:
-        os.write(fd, b"k%02d\t%08d\n" % (i % 30, i))
+        if i % 7 == 3:   # a tombstone: rm key/kNN (ENOENT: the key is deleted already)
+            try:
+                os.unlink(os.path.join(keys, "k%02d" % (i % 30)))
+            except FileNotFoundError:
+                pass
+        else:
+            os.write(fd, b"k%02d\t%08d\n" % (i % 30, i))
         if i % 10 == 0:
             os.fsync(fd)
             acks.write("%d\n" % i)   # every line up to i was handed over and is durable
@@ -157,17 +164,18 @@ except OSError:
 
 @pytest.mark.slow
 def test_kill9_during_cleaning_keeps_every_latest_value(tmp_path):
-    """Random kill -9 points while a writer overwrites 30 keys and the cleaner runs every
-    50 ms over 4 KiB segments; after each remount every key's latest acknowledged value is
-    there, no older value comes after a newer one, offsets strictly increase, and
-    `kafkafs check` is clean."""
+    """Random kill -9 points while a writer overwrites and deletes (`rm key/k`, every 7th
+    step) 30 keys and the cleaner runs every 50 ms over 4 KiB segments; after each remount
+    every key's latest acknowledged value or tombstone is there (the tombstones are not
+    expired: delete.retention.ms is a day), no older value comes after a newer one, offsets
+    strictly increase, and `kafkafs check` is clean."""
     rounds = int(os.environ.get("KAFKAFS_CLEANER_CRASH_ROUNDS", "12"))
     rng = random.Random(11)
     log_dir = str(tmp_path / "logs")
     create_compacted(log_dir, "c")
     acks = tmp_path / "acks"
     m = Mount(tmp_path, options=["parse.key=true"], extra_args=CLEANER)
-    next_i = 0
+    next_i = tombstones = 0
     for _rnd in range(rounds):
         m.start()
         w = subprocess.Popen([sys.executable, "-c", WRITER, m.path("c", "0", "append"),
@@ -181,20 +189,34 @@ def test_kill9_during_cleaning_keeps_every_latest_value(tmp_path):
         got = records(os.path.join(log_dir, "c-0"))
         offsets = [o for o, _k, _v in got]
         assert offsets == sorted(set(offsets)), "offsets do not strictly increase"
-        seen: dict[bytes, int] = {}
+        seen: dict[bytes, int] = {}    # key -> the newest value's step
+        last: dict[bytes, int | None] = {}  # key -> its last record: a value's step, None
         for _o, k, v in got:
+            last[k] = None if v is None else int(v)
+            if v is None:
+                continue
             i = int(v)
             assert i > seen.get(k, -1), f"{k!r}: {i} after {seen[k]}"
             seen[k] = i
+        tombstones += sum(v is None for _o, _k, v in got)
         top = acked[-1] if acked else -1
         for k in range(30):
             want = max((i for i in range(next_i, top + 1) if i % 30 == k), default=None)
-            if want is not None:
-                assert seen.get(b"k%02d" % k, -1) >= want, (k, want, seen.get(b"k%02d" % k))
-        next_i = max(seen.values()) + 1 if seen else next_i
+            if want is None:
+                continue
+            key = b"k%02d" % k
+            assert key in last, (k, want, "no record of the key")
+            if want % 7 == 3:  # deleted: its tombstone, or a newer value
+                assert last[key] is None or last[key] > want, (k, want, last[key])
+            else:              # its value, a newer one, or a tombstone of a newer rm
+                assert last[key] is not None and last[key] >= want or last[key] is None and any(
+                    i % 7 == 3 for i in range(top + 1, top + 1 + 7 * 30) if i % 30 == k), \
+                    (k, want, last[key])
+        next_i = max([*seen.values(), top]) + 1 if seen else next_i
         r = kafkafs("check", log_dir, check=False)
         assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
     assert "Cleaned c-0" in m.log(), "no cleaning pass ran during the rounds"
+    assert tombstones, "no tombstone was written"
 
 
 def test_keys_written_and_read_while_the_cleaner_runs(tmp_path):
