@@ -19,7 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "the Kafka tools on them without a broker.")
     parser.add_argument("--version", action="version", version=f"kafkafs {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    from . import check, clients, compact, demo, dump, mount, topics
+    from . import check, clients, compact, demo, dump, mount, pipeline, topics
 
     mount.register(sub)
     topics.register(sub)
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.register(sub)
     compact.register(sub)
     demo.register(sub)
+    pipeline.register(sub)
     return parser
 
 
