@@ -15,6 +15,9 @@ from kafka.record import MemoryRecords
 from kafkafs.log.partitioner import partition_for_key
 from kafkafs.spark import flights
 
+# TEMPORARY until the reader and writer land on main (issue 12): remove these two lines
+pytest.importorskip("kafkafs.spark.reader"); pytest.importorskip("kafkafs.spark.writer")  # noqa: E702
+
 pytestmark = pytest.mark.spark
 
 MARCH = flights.window_ms("2013-03-01")
