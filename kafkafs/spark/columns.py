@@ -40,14 +40,14 @@ import logging
 import os
 
 from ..log.isolation import AbortedFilter
-from ..log.names import LOG_SUFFIX, parse_segment_filename
 from ..log.segment import check_batch_order, first_data_at, first_offset, zeroed_range_error
 from ..log.txnindex import AbortedTxn
 from ..record import columnar
 from ..record import fast
 from ..record.batch import LOG_OVERHEAD, iter_batches, min_entry_length
 from ..record.errors import CorruptRecordError
-from .fileio import ArrowDir, SegmentFile, is_uri
+from .fileio import SegmentFile, list_segments
+from .views import scan_aborted
 
 __all__ = ["arrow_schema", "read_slice", "to_record_batch"]
 
@@ -160,12 +160,16 @@ class _SliceReader:
                  end_position: int):
         self.sl, self.f = sl, f
         self.pos, self.hint, self.limit = start_position, end_hint, end_position
+        self.first_position = start_position
         self.win = _Window(f, end_position)
         self.builder = columnar.ColumnBuilder(headers=sl.include_headers)
         self.expected = -1
-        self.filter = AbortedFilter(AbortedTxn(pid, first, last, -1)
-                                    for pid, first, last in sl.aborted) \
-            if sl.read_committed and sl.aborted else None
+        # read_committed: transactional batches go by the general path and the filter of
+        # aborted transactions (looked up at the first one when the plan did not)
+        self.filter = None
+        if sl.read_committed and sl.aborted is not None:
+            self.filter = AbortedFilter(AbortedTxn(pid, first, last, -1)
+                                        for pid, first, last in sl.aborted)
         self.probe = PROBE
 
     def _want(self) -> int:
@@ -188,20 +192,25 @@ class _SliceReader:
             j, status, self.expected = b.add_batches(
                 self.win.buf, i, len(self.win.buf), self.sl.start_offset, self.sl.end_offset,
                 self.expected, self.sl.base_offset, self.sl.next_base,
-                self.filter is not None)
+                self.sl.read_committed and (self.filter is None or bool(self.filter)))
             self.pos = self.win.start + j
             if b.rows >= BATCH_ROWS or b.nbytes >= BATCH_BYTES:
                 yield self._finish()
             if status == columnar.PAST:
                 break
-            if status == columnar.OTHER:
-                if not self._other():
+            try:
+                if status == columnar.OTHER:
+                    if not self._other():
+                        break
+                elif status == columnar.PARTIAL:
+                    if not self._whole_batch():
+                        break
+                elif self.win.stop >= self.limit:  # END at the planned end
                     break
-            elif status == columnar.PARTIAL:
-                if not self._whole_batch():
-                    break
-            elif self.win.stop >= self.limit:  # END at the planned end
-                break
+            except Exception:
+                if b.rows:  # every intact record before the damage is delivered first
+                    yield self._finish()
+                raise
         if b.rows:
             yield self._finish()
 
@@ -261,13 +270,26 @@ class _SliceReader:
         if batch.last_offset >= sl.start_offset:
             if batch.is_control:
                 batch.check_records()
-            elif self.filter is not None and self.filter.is_aborted(batch):
+            elif sl.read_committed and batch.is_transactional and \
+                    self._aborted_filter().is_aborted(batch):
                 pass
             else:
                 self._gather(batch, i)
         self.expected = batch.next_offset
         self.pos += batch.size
         return True
+
+    def _aborted_filter(self) -> AbortedFilter:
+        if self.filter is None:
+            sl = self.sl
+            segments = list_segments(sl.root, sl.dir_name)
+            names = [n for _b, n in segments]
+            k = names.index(sl.file_name) if sl.file_name in names else None
+            found = [] if k is None else scan_aborted(
+                sl.root, sl.dir_name, segments, k, self.first_position, sl.start_offset,
+                sl.end_offset)
+            self.filter = AbortedFilter(found)
+        return self.filter
 
     def _gather(self, batch, i: int) -> None:
         sl, b = self.sl, self.builder
@@ -316,29 +338,17 @@ class _SliceReader:
 
 
 def _relocate(sl):
-    """``(file, start_position, end_position)`` of the segment holding ``sl.start_offset``
-    now (the planned file is gone or was replaced), read from its start; None when no
-    segment holds it any more."""
-    names = []
-    if is_uri(sl.root):
-        names = [n for n, (d, _s, _m) in ArrowDir.open(sl.root, sl.dir_name).entries().items()
-                 if not d]
-    else:
-        try:
-            names = os.listdir(os.path.join(sl.root, sl.dir_name))
-        except FileNotFoundError:
-            return None
-    bases = sorted(p[0] for p in map(parse_segment_filename, names)
-                   if p and p[1] == LOG_SUFFIX and p[2] == "")
-    floor = [b for b in bases if b <= sl.start_offset]
+    """``(file, base offset, size)`` of the segment holding ``sl.start_offset`` now (the
+    planned file is gone or was replaced), to be read from its start; None when no segment
+    holds it any more."""
+    floor = [(b, n) for b, n in list_segments(sl.root, sl.dir_name) if b <= sl.start_offset]
     if not floor:
         return None
-    name = f"{floor[-1]:020d}{LOG_SUFFIX}"
     try:
-        f = SegmentFile(sl.root, sl.dir_name, name)
+        f = SegmentFile(sl.root, sl.dir_name, floor[-1][1])
     except FileNotFoundError:
         return None
-    return f, floor[-1], f.size()
+    return f, floor[-1][0], f.size()
 
 
 def _report(sl, f: SegmentFile, rows: int) -> None:

@@ -22,7 +22,7 @@ import re
 
 from ..log import safeio
 
-__all__ = ["ArrowDir", "SegmentFile", "arrow_filesystem", "is_uri", "join"]
+__all__ = ["ArrowDir", "SegmentFile", "arrow_filesystem", "is_uri", "join", "list_segments"]
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -43,6 +43,24 @@ def arrow_filesystem(uri: str):
 def join(root: str, *names: str) -> str:
     """``root`` and ``names`` joined with ``/`` (a URI or a local path), for messages."""
     return "/".join([root.rstrip("/"), *names]) if is_uri(root) else os.path.join(root, *names)
+
+
+def list_segments(root: str, dir_name: str) -> list:
+    """``[(base offset, file name), ...]`` of the ``.log`` files in the partition dir, oldest
+    first ([] when the dir is gone). Local dirs list regular files only."""
+    from ..log.names import LOG_SUFFIX, parse_segment_filename
+
+    try:
+        if is_uri(root):
+            names = [n for n, (d, _s, _m) in ArrowDir.open(root, dir_name).entries().items()
+                     if not d]
+        else:
+            with safeio.Dir.open(os.path.join(root, dir_name)) as d:
+                names = d.files()
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted((p[0], n) for n in names
+                  if (p := parse_segment_filename(n)) and p[1] == LOG_SUFFIX and p[2] == "")
 
 
 class ArrowDir:

@@ -25,8 +25,11 @@ its own offsets and then cuts with :func:`plan_slices`):
    ``minPartitions`` (the largest slices split in proportion to their bytes, as Spark's
    ``KafkaOffsetRangeCalculator`` splits by offsets). Each slice carries what an executor
    needs and nothing more: the file, byte range, offset range, the segment's size at planning
-   (where reading stops whatever happens to the file later), the aborted transactions that
-   overlap it, the isolation level.
+   (where reading stops whatever happens to the file later), the isolation level. Under
+   read_committed, the aborted transactions are looked up by the executor that meets a
+   transactional batch (:func:`~kafkafs.spark.views.scan_aborted`), so a read of data
+   without transactions reads nothing more; ``plan_slices(..., resolve_aborted=True)``
+   looks them up while planning instead.
 
 Errors: ValueError (Spark's IllegalArgumentException), :class:`DataLossError`,
 FileNotFoundError for a log dir that does not exist.
@@ -234,12 +237,13 @@ class SegmentSlice(InputPartition):
     URI), ``identity`` the local file planned (a cleaner's swap replaces it), ``next_base``
     the next segment's base offset (-1: none). ``aborted``: ``(producer_id, first_offset,
     last_offset)`` of the aborted transactions overlapping the slice, what a read_committed
-    read drops. Small and picklable."""
+    read drops; None: looked up by the reader when it meets a transactional batch. Small
+    and picklable."""
 
     def __init__(self, *, topic: str, partition: int, root: str, dir_name: str,
                  file_name: str, base_offset: int, next_base: int, start_offset: int,
                  end_offset: int, start_position: int, end_hint: int, end_position: int,
-                 identity, aborted: tuple, read_committed: bool, include_headers: bool,
+                 identity, aborted: tuple | None, read_committed: bool, include_headers: bool,
                  fail_on_data_loss: bool):
         super().__init__(None)
         self.topic, self.partition = topic, partition
@@ -359,19 +363,24 @@ def _min_partitions(pieces: list, min_partitions: int) -> list:
     return out
 
 
-def plan_slices(views: dict, ranges: dict, opts: ReadOptions) -> list:
+def plan_slices(views: dict, ranges: dict, opts: ReadOptions, *,
+                resolve_aborted: bool = False) -> list:
     """The :class:`SegmentSlice` input partitions reading ``ranges`` (``{tp: (start,
     end)}``, offsets within each view's ``[log start offset, log end offset]``) of
-    ``views`` (see the module), in topic, partition and offset order."""
+    ``views`` (see the module), in topic, partition and offset order; with
+    ``resolve_aborted`` (and read_committed) each carries its aborted transactions."""
     pieces = []
     aborted = {}
     for tp, (start, end) in sorted(ranges.items()):
         if start >= end:
             continue
         view = views[tp]
-        aborted[tp] = tuple((t.producer_id, t.first_offset, t.last_offset)
-                            for t in view.aborted_txns(start, end)) if opts.read_committed \
-            else ()
+        aborted[tp] = None
+        if not opts.read_committed:
+            aborted[tp] = ()
+        elif resolve_aborted:
+            aborted[tp] = tuple((t.producer_id, t.first_offset, t.last_offset)
+                                for t in view.aborted_txns(start, end))
         for k, seg in enumerate(view.segments):
             lo, hi = max(start, seg.base_offset), min(end, view.segment_end(k))
             if lo >= hi:
@@ -397,7 +406,8 @@ def plan_slices(views: dict, ranges: dict, opts: ReadOptions) -> list:
             start_offset=p.start, end_offset=p.end, start_position=p.start_position,
             end_hint=min(p.end_hint, seg.size), end_position=seg.size,
             identity=seg.identity,
-            aborted=tuple(a for a in aborted[view.tp] if a[2] >= p.start and a[1] < p.end),
+            aborted=None if aborted[view.tp] is None else
+            tuple(a for a in aborted[view.tp] if a[2] >= p.start and a[1] < p.end),
             read_committed=opts.read_committed, include_headers=opts.include_headers,
             fail_on_data_loss=opts.fail_on_data_loss))
     return out

@@ -6,18 +6,22 @@ Two kinds, one interface (:class:`PartitionView`):
 * :class:`LocalView` -- a partition dir on a local path, loaded read-only by the log layer
   (:func:`kafkafs.log.loader.load_log` with the log dir's checkpoints, as ``kafkafs
   consume`` opens one beside a running daemon): Kafka's log start offset, log end offset and
-  last stable offset (:class:`~kafkafs.log.log.Log`), aborted transactions from the
-  ``.txnindex`` files or computed where they cannot be trusted
-  (:meth:`~kafkafs.log.log.Log.aborted_txns`), timestamps through the ``.timeindex`` files
+  last stable offset (:class:`~kafkafs.log.log.Log`: the producer state from the newest
+  snapshot and the batches after it), timestamps through the ``.timeindex`` files
   (:meth:`~kafkafs.log.log.Log.offset_for_timestamp`), positions through the ``.index``
   files with every entry checked (:meth:`~kafkafs.log.segment.LogSegment.translate_offset`).
 * :class:`ArrowView` -- a partition dir on a pyarrow filesystem (an archived backup on
   s3://, hdfs://): the same answers from the same files read through ``pyarrow.fs``, with
   what a broker trusts after a clean shutdown: the log start offset from the log dir's
-  ``log-start-offset-checkpoint``, aborted transactions from the ``.txnindex`` files, the
-  last stable offset from the newest producer snapshot plus the batch headers after it
+  ``log-start-offset-checkpoint``, the last stable offset from the newest producer
+  snapshot plus the batch headers after it
   (every batch header of the partition when there is no snapshot), indexes checked for order
   and ignored when out of order.
+
+Aborted transactions are found the same way for both (:func:`scan_aborted`): by walking
+forward from the batch holding the first offset asked for to the markers of the
+transactions met, the way a consumer learns them -- ``.txnindex`` files are not needed (a
+copy of a log dir may lack them) and nothing past the markers is read.
 
 Sizes are bytes, offsets Kafka offsets, timestamps ms. A view is a snapshot taken when it
 was opened: the log end offset and every segment's size are those of that moment, which is
@@ -49,14 +53,14 @@ from ..log.names import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
-    TXN_INDEX_SUFFIX,
     filename_prefix,
     parse_partition_dir,
     parse_segment_filename,
 )
 from ..log.producer_state import decode_snapshot, parse_snapshot_filename
-from ..log.txnindex import decode_entries
+from ..log.txnindex import AbortedTxn
 from ..record.batch import iter_batches
+from ..record.control import ABORT, end_txn_marker
 from ..record.errors import CorruptRecordError
 from .fileio import ArrowDir, SegmentFile, is_uri
 
@@ -112,9 +116,18 @@ class PartitionView:
             else self.log_end_offset
 
     def aborted_txns(self, start: int, end: int) -> list:
-        """The :class:`~kafkafs.log.txnindex.AbortedTxn` entries overlapping ``[start,
-        end)`` (marker at or after ``start``, first offset below ``end``)."""
-        raise NotImplementedError
+        """The :class:`~kafkafs.log.txnindex.AbortedTxn` of the transactions with data in
+        ``[start, end)`` that end with an ABORT marker (:func:`scan_aborted` from the batch
+        holding ``start``); ``last_stable_offset`` of each is -1 (not known here)."""
+        for k, seg in enumerate(self.segments):
+            if self.segment_end(k) <= start or seg.base_offset >= end:
+                continue
+            position = self.start_position(k, start)
+            if position is not None:
+                return scan_aborted(self.root, self.dir_name,
+                                    [(s.base_offset, s.name) for s in self.segments], k,
+                                    position, start, end)
+        return []
 
     def offset_for_timestamp(self, timestamp: int) -> int | None:
         """Kafka ListOffsets for ``timestamp`` (ms; -2 earliest, -1 latest): the first
@@ -151,6 +164,44 @@ class PartitionView:
                 f"{len(self.segments)} segments)")
 
 
+def scan_aborted(root: str, dir_name: str, segments: list, k: int, position: int,
+                 start: int, end: int) -> list:
+    """The transactions with data in ``[start, end)`` that end with an ABORT marker, found by
+    walking the batches forward from ``position`` (a batch start) of segment ``k`` through
+    the later ones (``segments``: ``(base offset, file name)``, oldest first) until the
+    marker of every transaction met below ``end`` is found: what Kafka's consumer learns
+    from the ``abortedTransactions`` of a fetch, without trusting ``.txnindex`` files (a
+    copy of a log dir may lack them). Each is ``AbortedTxn(producer id, first data offset
+    met, marker offset, -1)``. Reads only as far as the markers. Raises CorruptRecordError
+    at damage met before the answer."""
+    pending: dict[int, int] = {}  # producer id -> first offset of its open transaction
+    out = []
+    for base, name in segments[k:]:
+        try:
+            f = SegmentFile(root, dir_name, name)
+        except FileNotFoundError:
+            continue  # removed by retention meanwhile
+        with f:
+            for batch in _scan(f, position, f.size()):
+                if batch.magic < 2 or not batch.is_transactional:
+                    if batch.base_offset >= end and not pending:
+                        return out
+                    continue
+                pid = batch.producer_id
+                if batch.is_control:
+                    first = pending.pop(pid, None)
+                    records = batch.record_tuples() if first is not None else ()
+                    if records and end_txn_marker(records[0][2], records[0][3]).control_type \
+                            == ABORT:
+                        out.append(AbortedTxn(pid, first, batch.base_offset, -1))
+                elif batch.last_offset >= start and batch.base_offset < end:
+                    pending.setdefault(pid, batch.base_offset)
+                if batch.base_offset >= end and not pending:
+                    return out
+        position = 0
+    return out
+
+
 # -- local paths: the log layer ---------------------------------------------------------------
 
 class LocalView(PartitionView):
@@ -170,9 +221,6 @@ class LocalView(PartitionView):
             self.segments.append(SegmentInfo(seg.base_offset, os.path.basename(seg.log_path),
                                              seg.size, (st.st_dev, st.st_ino)))
         self._entries: dict[int, list] = {}
-
-    def aborted_txns(self, start: int, end: int) -> list:
-        return self.log.aborted_txns(start, end)
 
     def offset_for_timestamp(self, timestamp: int) -> int | None:
         found = self.log.offset_for_timestamp(timestamp)
@@ -312,7 +360,6 @@ class ArrowView(PartitionView):
         self.log_end_offset = self._log_end_offset()
         self.log_start_offset = min(max(log_start_hint, self.segments[0].base_offset),
                                     self.log_end_offset)
-        self._aborted = self._read_txn_indexes()
         self.last_stable_offset = self._last_stable_offset()
 
     def _file(self, k: int) -> SegmentFile:
@@ -356,16 +403,6 @@ class ArrowView(PartitionView):
                     return last.next_offset
         return seg.base_offset
 
-    def _read_txn_indexes(self) -> list:
-        out = []
-        for k in range(len(self.segments)):
-            raw = self._index_file(k, TXN_INDEX_SUFFIX)
-            if raw:
-                out.extend(decode_entries(raw, self.dir.join(
-                    filename_prefix(self.segments[k].base_offset) + TXN_INDEX_SUFFIX),
-                    allow_torn_tail=True))
-        return sorted(out, key=lambda t: t.last_offset)
-
     def _last_stable_offset(self) -> int:
         """The first offset of the earliest transaction without a marker: the newest
         producer snapshot at or below the log end offset, then the batches after it."""
@@ -400,9 +437,6 @@ class ArrowView(PartitionView):
         if first is None or first >= self.log_end_offset:
             return self.log_end_offset
         return max(first, self.log_start_offset)
-
-    def aborted_txns(self, start: int, end: int) -> list:
-        return [t for t in self._aborted if t.last_offset >= start and t.first_offset < end]
 
     def offset_for_timestamp(self, timestamp: int) -> int | None:
         if timestamp == EARLIEST_TIMESTAMP:
