@@ -3609,10 +3609,67 @@ CB_add_section(CBObject *self, PyObject *args, PyObject *kwds)
     return PyLong_FromSsize_t(self->n - before);
 }
 
+/* The memory of one finished column, handed over without a copy: a read-only buffer
+ * (pyarrow.py_buffer wraps it as it is) that frees the memory with the last reference. */
+typedef struct {
+    PyObject_HEAD
+    uint8_t *p;
+    Py_ssize_t len;
+} CBBufferObject;
+
+static int
+CBBuffer_getbuffer(CBBufferObject *self, Py_buffer *view, int flags)
+{
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->p ? self->p : (uint8_t *)"",
+                             self->len, 1, flags);
+}
+
+static void
+CBBuffer_dealloc(CBBufferObject *self)
+{
+    PyMem_RawFree(self->p);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t
+CBBuffer_length(CBBufferObject *self)
+{
+    return self->len;
+}
+
+static PyBufferProcs CBBuffer_as_buffer = {(getbufferproc)CBBuffer_getbuffer, NULL};
+static PySequenceMethods CBBuffer_as_sequence = {(lenfunc)CBBuffer_length};
+
+static PyTypeObject CBBufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkafs.record._speedups.ColumnBuffer",
+    .tp_basicsize = sizeof(CBBufferObject),
+    .tp_dealloc = (destructor)CBBuffer_dealloc,
+    .tp_as_buffer = &CBBuffer_as_buffer,
+    .tp_as_sequence = &CBBuffer_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The read-only memory of one column a ColumnBuilder finished (buffer protocol)",
+};
+
+/* The buffer b as a ColumnBuffer owning its memory; b is left empty. */
+static PyObject *
+cb_hand_over(cb_buf *b)
+{
+    CBBufferObject *o = PyObject_New(CBBufferObject, &CBBufferType);
+
+    if (o == NULL)
+        return NULL;
+    o->p = b->p;
+    o->len = b->len;
+    b->p = NULL;
+    b->len = b->cap = 0;
+    return (PyObject *)o;
+}
+
 PyDoc_STRVAR(cb_finish_doc,
 "finish() -> dict\n\n"
-"The gathered columns as bytes (see kafkafs.record.columnar) and counts; the builder is\n"
-"empty again.");
+"The gathered columns as read-only buffers, handed over without a copy (see\n"
+"kafkafs.record.columnar), and counts; the builder is empty again.");
 
 static PyObject *
 CB_finish(CBObject *self, PyObject *Py_UNUSED(ignored))
@@ -3623,7 +3680,7 @@ CB_finish(CBObject *self, PyObject *Py_UNUSED(ignored))
     if (d == NULL)
         return NULL;
     for (i = 0; i < CB_NBUF; i++) {
-        v = PyBytes_FromStringAndSize((const char *)self->b[i].p, self->b[i].len);
+        v = cb_hand_over(&self->b[i]);
         if (v == NULL || PyDict_SetItemString(d, cb_names[i], v) < 0) {
             Py_XDECREF(v);
             Py_DECREF(d);
@@ -3708,7 +3765,7 @@ static PyTypeObject CBType = {
 static int
 cb_add_type(PyObject *m)
 {
-    if (PyType_Ready(&CBType) < 0)
+    if (PyType_Ready(&CBType) < 0 || PyType_Ready(&CBBufferType) < 0)
         return -1;
     Py_INCREF(&CBType);
     if (PyModule_AddObject(m, "ColumnBuilder", (PyObject *)&CBType) < 0) {

@@ -55,8 +55,8 @@ log = logging.getLogger(__name__)
 
 CHUNK = 8 * 1024 * 1024  # bytes read at a time inside the planned range
 PROBE = 4096  # bytes read first past the index's end hint (the next batch's header)
-BATCH_ROWS = 65536  # rows per RecordBatch handed to Spark, at most about
-BATCH_BYTES = 32 * 1024 * 1024  # bytes of buffers per RecordBatch, at most about
+BATCH_ROWS = 8192  # rows per RecordBatch handed to Spark (its Arrow intake is fastest near this)
+BATCH_BYTES = 4 * 1024 * 1024  # bytes of buffers per RecordBatch, at most about
 HEADER_PEEK = 17
 STATS_ENV = "KAFKAFS_SPARK_READ_STATS"
 
@@ -131,15 +131,18 @@ def to_record_batch(cols: dict, topic: str, partition: int, include_headers: boo
 # -- reading a slice ---------------------------------------------------------------------------
 
 class _Window:
-    """The bytes of a segment file read so far: ``buf`` holds ``[start, start + len)``."""
+    """The bytes of a segment file read so far: ``buf[:len]`` holds the file's bytes
+    ``[start, start + len)``. One bytearray, reused: a refill moves the unread tail to its
+    front and reads after it (no copy of what is read)."""
 
     def __init__(self, f: SegmentFile, limit: int):
         self.f, self.limit = f, limit
-        self.buf, self.start = b"", 0
+        self.buf = bytearray(0)
+        self.start = self.len = 0
 
     @property
     def stop(self) -> int:
-        return self.start + len(self.buf)
+        return self.start + self.len
 
     def fill(self, pos: int, want: int) -> int:
         """Make the window start at ``pos`` holding up to ``want`` bytes (never past the
@@ -147,10 +150,17 @@ class _Window:
         want = max(0, min(want, self.limit - pos))
         if self.start <= pos and pos + want <= self.stop:
             return self.stop - pos
-        keep = self.buf[pos - self.start:] if self.start <= pos < self.stop else b""
-        more = self.f.read(pos + len(keep), want - len(keep))
-        self.buf, self.start = keep + more, pos
-        return len(self.buf)
+        keep = self.stop - pos if self.start <= pos < self.stop else 0
+        if len(self.buf) < want:
+            self.buf = bytearray(max(want, min(2 * len(self.buf), CHUNK)))
+            if keep:  # (the new buffer lost the tail: read it again)
+                keep = 0
+        elif keep:
+            i = pos - self.start
+            self.buf[:keep] = self.buf[i:i + keep]
+        got = self.f.read_into(memoryview(self.buf)[keep:want], pos + keep)
+        self.start, self.len = pos, keep + got
+        return self.len
 
 
 class _SliceReader:
@@ -190,7 +200,7 @@ class _SliceReader:
                 break  # the planned end: what is left is less than a header
             i = self.pos - self.win.start
             j, status, self.expected = b.add_batches(
-                self.win.buf, i, len(self.win.buf), self.sl.start_offset, self.sl.end_offset,
+                self.win.buf, i, self.win.len, self.sl.start_offset, self.sl.end_offset,
                 self.expected, self.sl.base_offset, self.sl.next_base,
                 self.sl.read_committed and (self.filter is None or bool(self.filter)))
             self.pos = self.win.start + j

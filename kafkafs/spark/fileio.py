@@ -158,6 +158,23 @@ class SegmentFile:
         self.bytes_read += len(data)
         return data
 
+    def read_into(self, buf, pos: int) -> int:
+        """Read ``len(buf)`` bytes at ``pos`` into the writable buffer ``buf`` (a
+        memoryview); returns how many were read (fewer at the end of the file)."""
+        view = memoryview(buf)
+        got = 0
+        while got < len(view):
+            if self._file is not None:
+                self._file.seek(pos + got)
+                n = self._file.readinto(view[got:])
+            else:
+                n = os.preadv(self._fd, [view[got:]], pos + got)
+            if not n:
+                break
+            got += n
+        self.bytes_read += got
+        return got
+
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
