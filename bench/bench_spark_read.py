@@ -33,8 +33,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from kafkafs.log.config import LogConfig  # noqa: E402
-from kafkafs.log.loader import load_log  # noqa: E402
+from kafkafs.log.config import LogConfig
+from kafkafs.log.loader import load_log
 
 T0 = 1_700_000_000_000
 
@@ -55,7 +55,7 @@ def build_topic(logs: str, topic: str, partitions: int, total_bytes: int,
         while n < per_partition:
             k = min(per_batch, per_partition - n)
             recs = [(T0 + n + i, b"key-%012d" % ((n + i) % 100000),
-                     ('{"id":%d,"p":%d,"pad":"%s"}' % (n + i, p, pad)).encode(), ())
+                     f'{{"id":{n + i},"p":{p},"pad":"{pad}"}}'.encode(), ())
                     for i in range(k)]
             lg.append(recs)
             n += k
@@ -176,7 +176,7 @@ def main() -> int:
     planner_bytes = rchar() - before
     spark.stop()
 
-    rate = lambda seconds: records / seconds  # noqa: E731
+    rate = lambda seconds: records / seconds
     print(f"topic: {records:,} records, {size / 1e6:,.0f} MB in {args.partitions} partitions "
           f"({size / records:.0f} B/record in the log)")
     print(f"{'reader':44} {'seconds':>8} {'records/s':>12} {'MB/s':>8}")

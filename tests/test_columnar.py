@@ -50,7 +50,7 @@ def test_the_twins_gather_the_same_buffers():
                          (0, len(buf) - 7, 0, 1 << 62)):
                 got = [gather(impl, buf, *args, headers=headers) for impl in IMPLS]
                 assert all(g == got[0] for g in got), (seed, headers, args)
-                (pos, status, _e), d = got[0]
+                (_pos, status, _e), d = got[0]
                 assert status in (columnar.END, columnar.PARTIAL, columnar.PAST)
                 assert d["rows"] == len(d["offset"]) // 8
 

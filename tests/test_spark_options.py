@@ -5,7 +5,7 @@ and the same answers for a log dir reached through pyarrow.fs (a file:// URI).""
 
 from __future__ import annotations
 
-import json
+import itertools
 import os
 import pickle
 
@@ -13,10 +13,10 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from kafkafs.log.config import LogConfig  # noqa: E402
-from kafkafs.log.loader import load_log  # noqa: E402
-from kafkafs.spark.options import OffsetLimit, parse_options  # noqa: E402
-from kafkafs.spark.plan import (  # noqa: E402
+from kafkafs.log.config import LogConfig
+from kafkafs.log.loader import load_log
+from kafkafs.spark.options import OffsetLimit, parse_options
+from kafkafs.spark.plan import (
     DataLossError,
     close_views,
     open_partitions,
@@ -282,7 +282,7 @@ def test_slices(logs):
     for p in (0, 1):
         mine = [sl for sl in slices if sl.partition == p]
         assert mine[0].start_offset == 0 and mine[-1].end_offset == 300
-        assert all(a.end_offset == b.start_offset for a, b in zip(mine, mine[1:]))
+        assert all(a.end_offset == b.start_offset for a, b in itertools.pairwise(mine))
     small = plan_read(parse_options({"path": logs, "subscribe": "t",
                                      "maxRecordsPerPartition": "7"}))
     assert all(sl.end_offset - sl.start_offset <= 7 for sl in small)
@@ -297,7 +297,7 @@ def test_slices(logs):
         for p in (0, 1):
             mine = [sl for sl in cut if sl.partition == p]
             assert mine[0].start_offset == 0 and mine[-1].end_offset == 300
-            assert all(a.end_offset == b.start_offset for a, b in zip(mine, mine[1:]))
+            assert all(a.end_offset == b.start_offset for a, b in itertools.pairwise(mine))
 
 
 def test_a_file_uri_plans_like_the_local_path(logs):

@@ -333,12 +333,14 @@ def test_damaged_batch_fails_the_query_clearly(spark, tmp_path):
     logs = str(tmp_path)
     build_plain(logs, "dmg", partitions=1, n=300)
     seg = os.path.join(logs, "dmg-0", f"{bases(os.path.join(logs, 'dmg-0'))[0]:020d}.log")
-    data = bytearray(open(seg, "rb").read())
+    with open(seg, "rb") as f:
+        data = bytearray(f.read())
     pos = 0
     for _ in range(3):  # the fourth batch's payload gets a flipped byte
         pos += struct.unpack_from(">i", data, pos + 8)[0] + 12
     data[pos + 70] ^= 0xFF
-    open(seg, "wb").write(bytes(data))
+    with open(seg, "wb") as f:
+        f.write(bytes(data))
     with pytest.raises(Exception) as info:
         read(spark, logs, subscribe="dmg").count()
     assert "crc" in str(info.value).lower() and seg in str(info.value)
@@ -400,6 +402,31 @@ def test_segment_deleted_after_planning(tmp_path):
                 slices[1].end_offset - slices[1].start_offset
         finally:
             shutil.move(saved, os.path.join(logs, "late-0", victim.file_name))
+
+
+def test_segment_replaced_by_the_cleaner_after_planning(tmp_path):
+    """A cleaner's swap renames a new file over a segment: the slice reads its offsets from
+    the new file (what a consumer would read now), never stale positions."""
+    logs = str(tmp_path)
+    build_plain(logs, "swap", partitions=1, n=400)
+    part = os.path.join(logs, "swap-0")
+    slices = plan_read(parse_options({"path": logs, "subscribe": "swap",
+                                      "includeHeaders": "true"}))
+    victim = slices[1]
+    # the cleaned segment: every third record, in batches with offset gaps
+    recs, _ = kp_visible(part, False)
+    kept = [r for r in recs if victim.base_offset <= r[0] < victim.end_offset and r[0] % 3 == 0]
+    batches = [kp_batch(kept[i][0], [(r[1], r[3], r[4], r[5]) for r in kept[i:i + 5]],
+                        offset_deltas=[r[0] - kept[i][0] for r in kept[i:i + 5]])
+               for i in range(0, len(kept), 5)]
+    tmp = os.path.join(part, victim.file_name + ".cleaned")
+    with open(tmp, "wb") as f:
+        f.write(b"".join(batches))
+    os.replace(tmp, os.path.join(part, victim.file_name))
+    got = [tuple(r.values()) for b in read_slice(victim) for r in b.to_pylist()]
+    assert [g[4] for g in got] == [r[0] for r in kept]
+    assert [(g[0], g[1], [(h["key"], h["value"]) for h in g[7]]) for g in got] == \
+        [(r[3], r[4], r[5]) for r in kept]
 
 
 def test_partition_being_appended_reads_as_planned(tmp_path):

@@ -57,7 +57,7 @@ from crc32c import crc32c as _crc32c
 from . import fast
 from .errors import CorruptRecordError
 
-__all__ = ["C", "END", "HAVE_C", "OTHER", "PARTIAL", "PAST", "PYTHON", "ColumnBuilder"]
+__all__ = ["END", "HAVE_C", "OTHER", "PARTIAL", "PAST", "PYTHON", "C", "ColumnBuilder"]
 
 END, OTHER, PAST, PARTIAL = 0, 1, 2, 3
 

@@ -40,10 +40,14 @@ import logging
 import os
 
 from ..log.isolation import AbortedFilter
-from ..log.segment import check_batch_order, first_data_at, first_offset, zeroed_range_error
+from ..log.segment import (
+    check_batch_order,
+    first_data_at,
+    first_offset,
+    zeroed_range_error,
+)
 from ..log.txnindex import AbortedTxn
-from ..record import columnar
-from ..record import fast
+from ..record import columnar, fast
 from ..record.batch import LOG_OVERHEAD, iter_batches, min_entry_length
 from ..record.errors import CorruptRecordError
 from .fileio import SegmentFile, list_segments

@@ -177,9 +177,13 @@ def java_bool(text: str) -> bool:
 
 # -- the JSON forms (JsonUtils) -------------------------------------------------------------
 
+class _Malformed(ValueError):
+    """A JSON option of the wrong shape (reported with Spark's example)."""
+
+
 def _json_int(value, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise ValueError
+        raise _Malformed
     return value
 
 
@@ -189,11 +193,11 @@ def parse_partition_offsets(text: str, example: str = _OFFSETS_EXAMPLE) -> dict:
     try:
         raw = json.loads(text)
         if not isinstance(raw, dict):
-            raise ValueError
+            raise _Malformed
         out = {}
         for topic, parts in raw.items():
             if not isinstance(parts, dict):
-                raise ValueError
+                raise _Malformed
             for part, value in parts.items():
                 out[(topic, java_long(part.strip(), _INT_MIN, _INT_MAX))] = \
                     _json_int(value, _LONG_MIN, _LONG_MAX)
@@ -207,11 +211,11 @@ def parse_assign(text: str) -> tuple:
     try:
         raw = json.loads(text)
         if not isinstance(raw, dict):
-            raise ValueError
+            raise _Malformed
         out = []
         for topic, parts in raw.items():
             if not isinstance(parts, list):
-                raise ValueError
+                raise _Malformed
             out.extend((topic, _json_int(p, _INT_MIN, _INT_MAX)) for p in parts)
         return tuple(out)
     except ValueError:

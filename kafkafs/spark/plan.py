@@ -37,6 +37,7 @@ FileNotFoundError for a log dir that does not exist.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from dataclasses import dataclass
@@ -301,7 +302,7 @@ def _cut(piece: _Piece, offsets: list) -> list:
     """``piece`` cut at the increasing ``offsets`` (inside it)."""
     bounds = [piece.start, *[o for o in offsets if piece.start < o < piece.end], piece.end]
     out = []
-    for lo, hi in zip(bounds, bounds[1:]):
+    for lo, hi in itertools.pairwise(bounds):
         p = _piece(piece.view, piece.k, lo, hi)
         if p is not None:
             out.append(p)

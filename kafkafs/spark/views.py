@@ -33,6 +33,7 @@ need).
 from __future__ import annotations
 
 import bisect
+import itertools
 import logging
 import os
 from dataclasses import dataclass
@@ -57,7 +58,11 @@ from ..log.names import (
     parse_partition_dir,
     parse_segment_filename,
 )
-from ..log.producer_state import decode_snapshot, parse_snapshot_filename
+from ..log.producer_state import (
+    CorruptSnapshotError,
+    decode_snapshot,
+    parse_snapshot_filename,
+)
 from ..log.txnindex import AbortedTxn
 from ..record.batch import iter_batches
 from ..record.control import ABORT, end_txn_marker
@@ -328,10 +333,10 @@ def _checked_entries(raw: bytes, fmt: str, base: int, size: int) -> list:
             ts, rel = struct.unpack_from(">qi", raw, i * 12)
             out.append((ts, base + rel))
     if fmt == "offset":
-        ok = all(a[0] < b[0] and a[1] < b[1] for a, b in zip(out, out[1:])) and \
+        ok = all(a[0] < b[0] and a[1] < b[1] for a, b in itertools.pairwise(out)) and \
             all(0 < p < size for _o, p in out)
     else:
-        ok = all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(out, out[1:]))
+        ok = all(a[0] <= b[0] and a[1] <= b[1] for a, b in itertools.pairwise(out))
     return out if ok else []
 
 
@@ -360,7 +365,7 @@ class ArrowView(PartitionView):
         self.log_end_offset = self._log_end_offset()
         self.log_start_offset = min(max(log_start_hint, self.segments[0].base_offset),
                                     self.log_end_offset)
-        self.last_stable_offset = self._last_stable_offset()
+        self._lso: int | None = None
 
     def _file(self, k: int) -> SegmentFile:
         return SegmentFile(self.root, self.dir_name, self.segments[k].name)
@@ -403,6 +408,13 @@ class ArrowView(PartitionView):
                     return last.next_offset
         return seg.base_offset
 
+    @property
+    def last_stable_offset(self) -> int:
+        """(Worked out on first use: a read_uncommitted read never needs it.)"""
+        if self._lso is None:
+            self._lso = self._last_stable_offset()
+        return self._lso
+
     def _last_stable_offset(self) -> int:
         """The first offset of the earliest transaction without a marker: the newest
         producer snapshot at or below the log end offset, then the batches after it."""
@@ -417,7 +429,7 @@ class ArrowView(PartitionView):
                 for e in decode_snapshot(self.dir.read(name), self.dir.join(name)):
                     if e.current_txn_first_offset is not None:
                         ongoing[e.producer_id] = e.current_txn_first_offset
-            except Exception as exc:  # an unreadable snapshot: rebuild from the log start
+            except (CorruptSnapshotError, OSError) as exc:  # unreadable: from the log start
                 log.warning("Ignoring producer snapshot %s: %s", self.dir.join(name), exc)
                 ongoing, scan_from = {}, self.log_start_offset
         if scan_from < self.log_end_offset:
