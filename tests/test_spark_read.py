@@ -485,6 +485,17 @@ def test_bytes_read_for_a_narrow_range(tmp_path):
     assert sum(reads) < size / 50
 
 
+def test_empty_reads(spark, plain, tmp_path):
+    """A topic in no log dir, an empty partition, an empty range: no rows, no error."""
+    assert read(spark, plain, subscribe="absent").count() == 0
+    os.makedirs(tmp_path / "empty-0")
+    load_log(str(tmp_path / "empty-0"), "empty", 0, LogConfig()).close()
+    assert read(spark, str(tmp_path), subscribe="empty", includeHeaders="true").count() == 0
+    assert read(spark, plain, subscribe="plain",
+                startingOffsets=json.dumps({"plain": {"0": 7, "1": 1500}}),
+                endingOffsets=json.dumps({"plain": {"0": 7, "1": 1500}})).count() == 0
+
+
 def test_bad_options_fail_the_query_with_spark_messages(spark, plain):
     with pytest.raises(Exception, match="One of the following options must be specified"):
         read(spark, plain).count()
