@@ -43,7 +43,6 @@ from ..log.isolation import AbortedFilter
 from ..log.segment import (
     check_batch_order,
     first_data_at,
-    first_offset,
     zeroed_range_error,
 )
 from ..log.txnindex import AbortedTxn
@@ -279,7 +278,7 @@ class _SliceReader:
         check_batch_order(batch, self.expected if self.expected >= 0 else None,
                           sl.base_offset, self.f.path, sl.next_base if sl.next_base >= 0
                           else None)
-        if first_offset(batch) >= sl.end_offset:
+        if batch.base_offset >= sl.end_offset:  # (a legacy wrapper's first inner offset)
             return False
         if batch.last_offset >= sl.start_offset:
             if batch.is_control:

@@ -352,12 +352,12 @@ def _min_partitions(pieces: list, min_partitions: int) -> list:
     def part_count(size, total_size, parts):
         return max(round(size / total_size * parts), 1)
 
-    whole = [p for p in pieces if part_count(p.bytes, total, min_partitions) == 1]
-    split_total = total - sum(p.bytes for p in whole)
+    whole = {id(p) for p in pieces if part_count(p.bytes, total, min_partitions) == 1}
+    split_total = total - sum(p.bytes for p in pieces if id(p) in whole)
     split_parts = max(min_partitions - len(whole), 1)
     out = []
     for p in pieces:
-        if any(p is w for w in whole):
+        if id(p) in whole:
             out.append(p)
         else:
             out.extend(_split_bytes(p, part_count(p.bytes, split_total, split_parts)))
