@@ -9,6 +9,8 @@
 2. the same against kafkafs's own single-process decoder (every batch of every partition
    through ``Log.batches`` and the C record decoder into tuples; target: Spark on 2 cores
    >= 1.6x), and against ``Log.records()`` (a Record object per record) for comparison;
+   A Python source yielding ready-made Arrow batches of the same rows (no decoding) shows
+   what Spark's intake from any Python data source costs by itself: the bound;
 3. bytes read when ``startingOffsets``/``endingOffsets`` select 1% of the topic (the middle
    of each partition), counted by the executors' file seam (``KAFKAFS_SPARK_READ_STATS``),
    against the topic's size (target <= 2%); the planner's own reads are shown beside
@@ -96,6 +98,46 @@ def records_single_process(logs: str, topic: str, partitions: int) -> tuple[int,
     return n, time.perf_counter() - t
 
 
+def register_bound_source(spark, logs: str, topic: str, records: int, partitions: int):
+    """A Python data source that decodes nothing: it yields one ready 8192-row Arrow batch
+    of the topic (the same schema) over and over, ``records`` rows in ``partitions`` tasks --
+    what Spark's intake of Arrow batches from a Python source costs by itself."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from kafkafs.spark.source import BASE_SCHEMA
+
+    class BoundReader(DataSourceReader):
+        def partitions(self):
+            share = records // partitions
+            return [InputPartition(share + (records % partitions if i == 0 else 0))
+                    for i in range(partitions)]
+
+        def read(self, partition):
+            from kafkafs.spark.columns import read_slice
+            from kafkafs.spark.options import parse_options
+            from kafkafs.spark.plan import plan_read
+
+            first = plan_read(parse_options({"path": logs, "subscribe": topic}))[0]
+            batch = next(iter(read_slice(first)))
+            left = partition.value
+            while left > 0:
+                yield batch.slice(0, min(left, batch.num_rows))
+                left -= batch.num_rows
+
+    class BoundSource(DataSource):
+        @classmethod
+        def name(cls):
+            return "kafkalog_bound"
+
+        def schema(self):
+            return BASE_SCHEMA
+
+        def reader(self, schema):
+            return BoundReader()
+
+    spark.dataSource.register(BoundSource)
+
+
 def rchar() -> int:
     with open("/proc/self/io") as f:
         for line in f:
@@ -159,6 +201,8 @@ def main() -> int:
 
     t_parquet = timed(lambda: spark.read.parquet(parquet))
     t_kafkalog = timed(kafkalog)
+    register_bound_source(spark, logs, topic, records, args.partitions)
+    t_bound = timed(lambda: spark.read.format("kafkalog_bound").load())
     n_single, t_single = decode_single_process(logs, topic, args.partitions)
     assert n_single == records, (n_single, records)
     n_objects, t_objects = records_single_process(logs, topic, args.partitions)
@@ -198,6 +242,7 @@ def main() -> int:
     print(f"{'reader':44} {'seconds':>8} {'records/s':>12} {'MB/s':>8}")
     for name, seconds in (("Spark local[2], Parquet (noop sink)", t_parquet),
                           ("Spark local[2], kafkalog (noop sink)", t_kafkalog),
+                          ("Spark local[2], ready Arrow batches (bound)", t_bound),
                           ("kafkafs single process (Log.batches+decode)", t_single),
                           ("kafkafs single process (Log.records)", t_objects)):
         print(f"{name:44} {seconds:8.2f} {rate(seconds):12,.0f} {size / seconds / 1e6:8.0f}")
