@@ -96,6 +96,30 @@ def kp_visible(part_dir: str, read_committed: bool) -> tuple[list, int]:
     return records, (lso if read_committed else end)
 
 
+def aio_visible(part_dir: str) -> list:
+    """The data records of a partition dir of legacy entries as aiokafka's C reader decodes
+    them (for files kafka-python cannot read), entry by entry; a record's timestamp type is
+    its entry's (-1 for magic 0, else attribute bit 3), as Java's consumer reports it, and
+    a missing timestamp is -1."""
+    from aiokafka.record._crecords import MemoryRecords as AioMemoryRecords
+
+    out = []
+    for name in sorted(n for n in os.listdir(part_dir) if n.endswith(".log")):
+        with open(os.path.join(part_dir, name), "rb") as f:
+            data = f.read()
+        pos = 0
+        while len(data) - pos >= 17:
+            size = struct.unpack_from(">i", data, pos + 8)[0] + 12
+            entry = data[pos:pos + size]
+            magic, attributes = entry[16], entry[17]
+            tt = -1 if magic == 0 else 1 if attributes & 0x08 else 0
+            for r in AioMemoryRecords(entry).next_batch():
+                out.append((r.offset, -1 if r.timestamp is None else r.timestamp, tt, r.key,
+                            r.value, []))
+            pos += size
+    return out
+
+
 def offset_for_timestamp(records: list, ts: int) -> int | None:
     """ListOffsets: the first offset whose record has a timestamp >= ``ts``."""
     for r in records:
