@@ -1,7 +1,8 @@
 """Planning a ``kafkalog`` read: which partitions, which offsets, which byte ranges.
 
-Three steps, each usable alone (the batch reader uses all three; a stream reader resolves
-its own offsets and then cuts with :func:`plan_slices`):
+Three steps, each usable alone (the batch reader uses all three; a stream reader opens the
+partitions, works out its own ``{tp: (start, end)}`` offsets, checks them with
+:func:`bound_ranges` and cuts them with :func:`plan_slices`):
 
 1. :func:`open_partitions` -- find the partition dirs of the selected topics in the log dirs
    (comma-separated paths or URIs) and open a :class:`~kafkafs.spark.views.PartitionView`
@@ -57,7 +58,9 @@ from .views import PartitionView, open_views
 __all__ = [
     "DataLossError",
     "SegmentSlice",
+    "bound_ranges",
     "close_views",
+    "data_loss",
     "open_partitions",
     "plan_read",
     "plan_slices",
@@ -194,14 +197,25 @@ def _limit_offsets(views: dict, limit: OffsetLimit, is_start: bool,
 def resolve_offsets(views: dict, starting: OffsetLimit, ending: OffsetLimit,
                     opts: ReadOptions) -> dict:
     """``{tp: (start, end)}`` for every view (see the module): partition sets checked,
-    sentinels and timestamps resolved, data loss judged by ``opts.fail_on_data_loss``.
-    Raises ValueError (Spark's messages), DataLossError."""
+    sentinels and timestamps resolved, then :func:`bound_ranges`. Raises ValueError
+    (Spark's messages), DataLossError."""
     committed = opts.read_committed
     starts = _limit_offsets(views, starting, True, committed)
     ends = _limit_offsets(views, ending, False, committed)
+    return bound_ranges(views, {tp: (starts[tp], ends[tp]) for tp in views}, opts)
+
+
+def bound_ranges(views: dict, ranges: dict, opts: ReadOptions) -> dict:
+    """``ranges`` (``{tp: (start, end)}``, offsets; every tp a key of ``views``) narrowed to
+    what each partition holds: a start below the log start offset or an end past the last
+    stable offset (read_committed) or log end offset is data loss (:func:`data_loss` by
+    ``opts.fail_on_data_loss``: raised, or warned and narrowed). Raises ValueError
+    (``RESOLVED_START_OFFSET_GREATER_THAN_END_OFFSET``) for a start past its end, DataLossError.
+    What a stream reader calls with the offsets of a micro-batch before :func:`plan_slices`."""
+    committed = opts.read_committed
     out = {}
-    for tp, view in views.items():
-        start, end = starts[tp], ends[tp]
+    for tp, (start, end) in sorted(ranges.items()):
+        view = views[tp]
         low, high = view.log_start_offset, view.available_end(committed)
         if start < low:
             gone_to = min(low, end) if end >= start else low
