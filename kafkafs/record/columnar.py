@@ -25,7 +25,9 @@ A builder gathers records one after the other:
   decompressed batch payload, or legacy records re-encoded by the caller).
 
 Only records with ``start_offset <= offset < end_offset`` are gathered. :meth:`finish`
-returns the buffers (native byte order, as Arrow wants them) and empties the builder:
+returns the buffers -- bytes-like: the C version hands its
+memory over without a copy as read-only buffer objects -- in native byte order, as Arrow
+wants them, and empties the builder:
 
 ======================  ========================================================
 ``offset``              int64 per record
