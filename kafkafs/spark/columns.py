@@ -1,0 +1,424 @@
+"""Reading one :class:`~kafkafs.spark.plan.SegmentSlice` on an executor: a byte range of a
+segment turned into ``pyarrow.RecordBatch`` es of Spark's Kafka schema.
+
+The hot path builds no Python object per record: the segment is read in large chunks and
+:class:`kafkafs.record.columnar.ColumnBuilder` walks the plain v2 batches in C, checking each
+(CRC-32C, framing, offsets in order) and gathering offsets, timestamps, keys, values and
+headers into Arrow buffers; :func:`to_record_batch` wraps those buffers with
+``pyarrow.Array.from_buffers`` (key and value binary arrays from offsets + data buffers,
+timestamps as ``timestamp[us, tz=UTC]``, partition and timestampType int32, topic a string
+array) so that the batch matches ``to_arrow_schema`` of the source's schema exactly.
+
+Every other batch goes through the general path of the record layer, one batch at a time:
+compressed v2 batches are decompressed (:meth:`~kafkafs.record.batch.RecordBatch.payload`)
+and their records section gathered by the same builder; legacy (v0/v1) entries are decoded
+by :class:`~kafkafs.record.legacy.LegacyBatch` and re-encoded as a records section; control
+batches are checked and skipped; under read_committed a transactional batch whose producer's
+transaction was aborted (the slice's ``aborted`` list, :class:`~kafkafs.log.isolation.AbortedFilter`)
+is skipped. Damage raises :class:`~kafkafs.record.errors.CorruptRecordError` naming the file
+and position, after every intact record before it was delivered: a bad CRC, a bad size,
+offsets that go back or leave the segment, zeros followed by data, an incomplete batch
+inside the planned range.
+
+Reading stops at the first batch whose base offset is at or past the slice's end offset, or
+at the segment's size at planning: bytes appended later are never read, so a partition
+being appended to reads as it was when the query was planned. A segment file that is gone
+or was replaced since planning (retention; a cleaner's swap) is looked for again by offset
+in the partition dir: the segment now holding the slice's start offset is read, by offset,
+from its start; when none holds it the offsets are lost (:class:`~kafkafs.spark.plan.DataLossError`
+under failOnDataLoss, else a warning and no rows).
+
+With the environment variable ``KAFKAFS_SPARK_READ_STATS`` naming a file, each slice read
+appends one JSON line ``{"topic", "partition", "file", "rows", "bytes_read"}`` to it (what
+``bench/bench_spark_read.py`` sums).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+from ..log.isolation import AbortedFilter
+from ..log.segment import (
+    check_batch_order,
+    first_data_at,
+    zeroed_range_error,
+)
+from ..log.txnindex import AbortedTxn
+from ..record import columnar, fast
+from ..record.batch import LOG_OVERHEAD, iter_batches, min_entry_length
+from ..record.errors import CorruptRecordError
+from .fileio import SegmentFile, list_segments
+from .views import scan_aborted
+
+__all__ = ["arrow_schema", "read_slice", "to_record_batch"]
+
+log = logging.getLogger(__name__)
+
+CHUNK = 8 * 1024 * 1024  # bytes read at a time inside the planned range
+PROBE = 4096  # bytes read first past the index's end hint (the next batch's header)
+BATCH_ROWS = 8192  # rows per RecordBatch handed to Spark (its Arrow intake is fastest near this)
+BATCH_BYTES = 4 * 1024 * 1024  # bytes of buffers per RecordBatch, at most about
+HEADER_PEEK = 17
+STATS_ENV = "KAFKAFS_SPARK_READ_STATS"
+
+
+def arrow_schema(include_headers: bool):
+    """The Arrow schema Spark expects of the source (``to_arrow_schema`` of its schema)."""
+    import pyarrow as pa
+
+    fields = [pa.field("key", pa.binary()), pa.field("value", pa.binary()),
+              pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
+              pa.field("offset", pa.int64()),
+              pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+              pa.field("timestampType", pa.int32())]
+    if include_headers:
+        header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+        fields.append(pa.field("headers", pa.list_(pa.field("element", header))))
+    return pa.schema(fields)
+
+
+def to_record_batch(cols: dict, topic: str, partition: int, include_headers: bool):
+    """A ``pyarrow.RecordBatch`` of Spark's Kafka schema from a builder's :meth:`finish`
+    (:mod:`kafkafs.record.columnar`), the topic and partition repeated on every row."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = cols["rows"]
+    buf = pa.py_buffer
+
+    def validity(name, nulls):
+        return buf(cols[name]) if nulls else None
+
+    key = pa.Array.from_buffers(pa.binary(), n, [validity("key_validity", cols["key_nulls"]),
+                                                 buf(cols["key_offsets"]),
+                                                 buf(cols["key_data"])],
+                                null_count=cols["key_nulls"])
+    value = pa.Array.from_buffers(pa.binary(), n,
+                                  [validity("value_validity", cols["value_nulls"]),
+                                   buf(cols["value_offsets"]), buf(cols["value_data"])],
+                                  null_count=cols["value_nulls"])
+    name = topic.encode("utf-8")
+    topic_col = pa.Array.from_buffers(
+        pa.string(), n, [None, buf(np.arange(0, (n + 1) * len(name), len(name) or 1,
+                                             dtype=np.int32)[:n + 1] if name
+                                   else np.zeros(n + 1, dtype=np.int32)),
+                         buf(name * n)], null_count=0)
+    arrays = [key, value, topic_col,
+              pa.Array.from_buffers(pa.int32(), n,
+                                    [None, buf(np.full(n, partition, dtype=np.int32))],
+                                    null_count=0),
+              pa.Array.from_buffers(pa.int64(), n, [None, buf(cols["offset"])], null_count=0),
+              pa.Array.from_buffers(pa.timestamp("us", tz="UTC"), n,
+                                    [None, buf(cols["timestamp"])], null_count=0),
+              pa.Array.from_buffers(pa.int32(), n, [None, buf(cols["timestamp_type"])],
+                                    null_count=0)]
+    schema = arrow_schema(include_headers)
+    if include_headers:
+        m = cols["headers_count"]
+        hkeys = pa.Array.from_buffers(pa.string(), m, [None, buf(cols["header_key_offsets"]),
+                                                       buf(cols["header_key_data"])],
+                                      null_count=0)
+        hvalues = pa.Array.from_buffers(
+            pa.binary(), m, [validity("header_value_validity", cols["header_value_nulls"]),
+                             buf(cols["header_value_offsets"]), buf(cols["header_value_data"])],
+            null_count=cols["header_value_nulls"])
+        list_type = schema.field("headers").type
+        structs = pa.StructArray.from_arrays([hkeys, hvalues], fields=list(list_type.value_type))
+        arrays.append(pa.Array.from_buffers(list_type, n, [None, buf(cols["header_offsets"])],
+                                            null_count=0, children=[structs]))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+# -- reading a slice ---------------------------------------------------------------------------
+
+class _Window:
+    """The bytes of a segment file read so far: ``buf[:len]`` holds the file's bytes
+    ``[start, start + len)``. One bytearray, reused: a refill moves the unread tail to its
+    front and reads after it (no copy of what is read)."""
+
+    def __init__(self, f: SegmentFile, limit: int):
+        self.f, self.limit = f, limit
+        self.buf = bytearray(0)
+        self.start = self.len = 0
+
+    @property
+    def stop(self) -> int:
+        return self.start + self.len
+
+    def fill(self, pos: int, want: int) -> int:
+        """Make the window start at ``pos`` holding up to ``want`` bytes (never past the
+        limit); returns the bytes it holds from ``pos``."""
+        want = max(0, min(want, self.limit - pos))
+        if self.start <= pos and pos + want <= self.stop:
+            return self.stop - pos
+        keep = self.stop - pos if self.start <= pos < self.stop else 0
+        if len(self.buf) < want:
+            self.buf = bytearray(max(want, min(2 * len(self.buf), CHUNK)))
+            if keep:  # (the new buffer lost the tail: read it again)
+                keep = 0
+        elif keep:
+            i = pos - self.start
+            self.buf[:keep] = self.buf[i:i + keep]
+        got = self.f.read_into(memoryview(self.buf)[keep:want], pos + keep)
+        self.start, self.len = pos, keep + got
+        return self.len
+
+
+class _SliceReader:
+    """The state of one slice read (see the module)."""
+
+    def __init__(self, sl, f: SegmentFile, start_position: int, end_hint: int,
+                 end_position: int):
+        self.sl, self.f = sl, f
+        self.pos, self.hint, self.limit = start_position, end_hint, end_position
+        self.first_position = start_position
+        self.win = _Window(f, end_position)
+        self.builder = columnar.ColumnBuilder(headers=sl.include_headers)
+        self.expected = -1
+        # read_committed: transactional batches go by the general path and the filter of
+        # aborted transactions (looked up at the first one when the plan did not)
+        self.filter = None
+        if sl.read_committed and sl.aborted is not None:
+            self.filter = AbortedFilter(AbortedTxn(pid, first, last, -1)
+                                        for pid, first, last in sl.aborted)
+        self.probe = PROBE
+
+    def _want(self) -> int:
+        if self.pos < self.hint:
+            return min(CHUNK, max(self.hint - self.pos, HEADER_PEEK))
+        want, self.probe = self.probe, min(self.probe * 2, CHUNK)
+        return want
+
+    def batches(self):
+        """Yield RecordBatches until the slice is read."""
+        b = self.builder
+        while True:
+            want = self._want()
+            got = self.win.fill(self.pos, want)
+            if got < HEADER_PEEK:
+                if got < want and self.win.stop < self.limit:
+                    self._shrunk()
+                break  # the planned end: what is left is less than a header
+            i = self.pos - self.win.start
+            j, status, self.expected = b.add_batches(
+                self.win.buf, i, self.win.len, self.sl.start_offset, self.sl.end_offset,
+                self.expected, self.sl.base_offset, self.sl.next_base,
+                self.sl.read_committed and (self.filter is None or bool(self.filter)))
+            self.pos = self.win.start + j
+            if b.rows >= BATCH_ROWS or b.nbytes >= BATCH_BYTES:
+                yield self._finish()
+            if status == columnar.PAST:
+                break
+            try:
+                if status == columnar.OTHER:
+                    if not self._other():
+                        break
+                elif status == columnar.PARTIAL:
+                    if not self._whole_batch():
+                        break
+                elif self.win.stop >= self.limit:  # END at the planned end
+                    break
+            except Exception:
+                if b.rows:  # every intact record before the damage is delivered first
+                    yield self._finish()
+                raise
+        if b.rows:
+            yield self._finish()
+
+    def _shrunk(self) -> None:
+        from .plan import data_loss
+
+        sl = self.sl
+        data_loss(sl.fail_on_data_loss,
+                  f"Could not read records in offset [{max(self.expected, sl.start_offset)}, "
+                  f"{sl.end_offset}) for topic partition {sl.topic}-{sl.partition}: "
+                  f"{self.f.path} holds {self.f.size()} bytes, {self.limit} when the query "
+                  "was planned.")
+
+    def _finish(self):
+        return to_record_batch(self.builder.finish(), self.sl.topic, self.sl.partition,
+                               self.sl.include_headers)
+
+    def _error(self, reason: str) -> CorruptRecordError:
+        return CorruptRecordError(reason, path=self.f.path, position=self.pos)
+
+    def _whole_batch(self) -> bool:
+        """Get the whole batch at ``pos`` into the window; False when the read is over (the
+        batch starts at or past the end offset and is not all there: an append after
+        planning). Raises CorruptRecordError for an incomplete batch the slice needs."""
+        head = self.win.buf[self.pos - self.win.start:self.pos - self.win.start + 12]
+        base = int.from_bytes(head[:8], "big", signed=True)
+        size = int.from_bytes(head[8:12], "big", signed=True) + LOG_OVERHEAD
+        if self.win.fill(self.pos, size) >= size:
+            return True
+        if base >= self.sl.end_offset:
+            return False
+        raise self._error(f"incomplete batch: {self.win.stop - self.pos} bytes of the {size} "
+                          "its header declares where the segment must hold a whole one")
+
+    def _other(self) -> bool:
+        """Take the batch at ``pos`` by the general path; False when the read is over."""
+        w = self.win
+        head = w.buf[self.pos - w.start:self.pos - w.start + HEADER_PEEK]
+        if not any(head[:LOG_OVERHEAD]):
+            self._zero_tail()
+            return False
+        length = int.from_bytes(head[8:12], "big", signed=True)
+        if length < min_entry_length(head[16]):
+            raise self._error(f"record size {length} is smaller than the minimum record "
+                              f"overhead ({min_entry_length(head[16])})")
+        if not self._whole_batch():
+            return False
+        i = self.pos - w.start
+        batch = next(iter_batches(w.buf, i, i + length + LOG_OVERHEAD, base_position=w.start,
+                                  validate=True, path=self.f.path))
+        sl = self.sl
+        check_batch_order(batch, self.expected if self.expected >= 0 else None,
+                          sl.base_offset, self.f.path, sl.next_base if sl.next_base >= 0
+                          else None)
+        if batch.base_offset >= sl.end_offset:  # (a legacy wrapper's first inner offset)
+            return False
+        if batch.last_offset >= sl.start_offset:
+            if batch.is_control:
+                batch.check_records()
+            elif sl.read_committed and batch.is_transactional and \
+                    self._aborted_filter().is_aborted(batch):
+                pass
+            else:
+                self._gather(batch, i)
+        self.expected = batch.next_offset
+        self.pos += batch.size
+        return True
+
+    def _aborted_filter(self) -> AbortedFilter:
+        if self.filter is None:
+            sl = self.sl
+            segments = list_segments(sl.root, sl.dir_name)
+            names = [n for _b, n in segments]
+            k = names.index(sl.file_name) if sl.file_name in names else None
+            found = [] if k is None else scan_aborted(
+                sl.root, sl.dir_name, segments, k, self.first_position, sl.start_offset,
+                sl.end_offset)
+            self.filter = AbortedFilter(found)
+        return self.filter
+
+    def _gather(self, batch, i: int) -> None:
+        sl, b = self.sl, self.builder
+        if batch.magic < 2:
+            records = [r for r in batch.record_tuples()
+                       if sl.start_offset <= r[0] < sl.end_offset]
+            if records:
+                base, base_ts = records[0][0], records[0][1]
+                payload = fast.encode([(r[1], r[2], r[3], ()) for r in records], base_ts,
+                                      [r[0] - base for r in records])
+                b.add_section(payload, len(records), base, base_ts, None,
+                              batch.timestamp_type, sl.start_offset, sl.end_offset)
+        elif batch.compression:
+            payload, _exact = batch.payload()
+            fixed = batch.max_timestamp if batch.timestamp_type == 1 else None
+            try:
+                b.add_section(payload, batch.records_count, batch.base_offset,
+                              batch.base_timestamp, fixed, batch.timestamp_type,
+                              sl.start_offset, sl.end_offset)
+            except CorruptRecordError as exc:
+                raise exc.located(path=self.f.path, position=batch.position) from None
+        else:  # a plain transactional batch of a transaction not aborted
+            _j, status, _e = b.add_batches(self.win.buf, i, i + batch.size, sl.start_offset,
+                                           sl.end_offset, -1, sl.base_offset, -1, False)
+            if status != columnar.END:
+                batch.check_records()  # raises the record layer's located error
+                raise self._error("the batch's records cannot be read")
+
+    def _zero_tail(self) -> None:
+        """Zeros where a batch should start: the end of the data when zeros reach the end of
+        the file (a preallocated segment), else damage."""
+        if self.f.identity is None:  # a pyarrow file: check the planned range
+            pos = self.pos
+            while pos < self.limit:
+                chunk = self.f.read(pos, min(CHUNK, self.limit - pos))
+                if not chunk:
+                    return
+                if any(chunk):
+                    raise zeroed_range_error(self.f.path, self.pos,
+                                             pos + len(chunk) - len(chunk.lstrip(b"\x00")))
+                pos += len(chunk)
+            return
+        data_at = first_data_at(self.f.fileno(), self.pos)
+        if data_at is not None and data_at < self.limit:
+            raise zeroed_range_error(self.f.path, self.pos, data_at)
+
+
+def _relocate(sl):
+    """``(file, base offset, size)`` of the segment holding ``sl.start_offset`` now (the
+    planned file is gone or was replaced), to be read from its start; None when no segment
+    holds it any more."""
+    floor = [(b, n) for b, n in list_segments(sl.root, sl.dir_name) if b <= sl.start_offset]
+    if not floor:
+        return None
+    try:
+        f = SegmentFile(sl.root, sl.dir_name, floor[-1][1])
+    except FileNotFoundError:
+        return None
+    return f, floor[-1][0], f.size()
+
+
+def _report(sl, f: SegmentFile, rows: int) -> None:
+    path = os.environ.get(STATS_ENV)
+    if not path:
+        return
+    line = json.dumps({"topic": sl.topic, "partition": sl.partition, "file": sl.file_name,
+                       "rows": rows, "bytes_read": f.bytes_read}) + "\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def read_slice(sl):
+    """Yield the ``pyarrow.RecordBatch`` es of the records of ``sl`` (a
+    :class:`~kafkafs.spark.plan.SegmentSlice`) in offset order (see the module). Raises
+    CorruptRecordError, DataLossError, OSError."""
+    from .plan import data_loss
+
+    try:
+        f = SegmentFile(sl.root, sl.dir_name, sl.file_name)
+    except FileNotFoundError:
+        f = None
+    start, hint, end = sl.start_position, sl.end_hint, sl.end_position
+    if f is not None and sl.identity is not None and f.identity != sl.identity:
+        f.close()
+        f = None
+    if f is None:
+        found = _relocate(sl)
+        if found is None:
+            data_loss(sl.fail_on_data_loss,
+                      f"Could not read records in offset [{sl.start_offset}, {sl.end_offset}) "
+                      f"for topic partition {sl.topic}-{sl.partition}: the segment "
+                      f"{sl.dir_name}/{sl.file_name} is gone since the query was planned.")
+            return
+        f, base, size = found
+        log.info("Segment %s/%s changed since planning: reading offsets [%d, %d) from %s",
+                 sl.dir_name, sl.file_name, sl.start_offset, sl.end_offset, f.path)
+        sl = _with(sl, base_offset=base, file_name=os.path.basename(f.path),
+                   next_base=-1)
+        start, hint, end = 0, size, size
+    rows = 0
+    try:
+        for batch in _SliceReader(sl, f, start, hint, end).batches():
+            rows += batch.num_rows
+            yield batch
+    finally:
+        _report(sl, f, rows)
+        f.close()
+
+
+def _with(sl, **changes):
+    import copy
+
+    out = copy.copy(sl)
+    for k, v in changes.items():
+        setattr(out, k, v)
+    return out

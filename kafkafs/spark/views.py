@@ -1,0 +1,533 @@
+"""One partition of a log dir as the ``kafkalog`` planner sees it: its offsets, segments,
+index entries, aborted transactions and timestamp lookups, at one moment.
+
+Two kinds, one interface (:class:`PartitionView`):
+
+* :class:`LocalView` -- a partition dir on a local path, loaded read-only by the log layer
+  (:func:`kafkafs.log.loader.load_log` with the log dir's checkpoints, as ``kafkafs
+  consume`` opens one beside a running daemon): Kafka's log start offset, log end offset and
+  last stable offset (:class:`~kafkafs.log.log.Log`: the producer state from the newest
+  snapshot and the batches after it), timestamps through the ``.timeindex`` files
+  (:meth:`~kafkafs.log.log.Log.offset_for_timestamp`), positions through the ``.index``
+  files with every entry checked (:meth:`~kafkafs.log.segment.LogSegment.translate_offset`).
+* :class:`ArrowView` -- a partition dir on a pyarrow filesystem (an archived backup on
+  s3://, hdfs://): the same answers from the same files read through ``pyarrow.fs``, with
+  what a broker trusts after a clean shutdown: the log start offset from the log dir's
+  ``log-start-offset-checkpoint``, the last stable offset from the newest producer
+  snapshot plus the batch headers after it
+  (every batch header of the partition when there is no snapshot), indexes checked for order
+  and ignored when out of order.
+
+Aborted transactions are found the same way for both (:func:`scan_aborted`): by walking
+forward from the batch holding the first offset asked for to the markers of the
+transactions met, the way a consumer learns them -- ``.txnindex`` files are not needed (a
+copy of a log dir may lack them) and nothing past the markers is read.
+
+Sizes are bytes, offsets Kafka offsets, timestamps ms. A view is a snapshot taken when it
+was opened: the log end offset and every segment's size are those of that moment, which is
+what makes a read of a partition being appended to consistent. Views hold open files: call
+:meth:`PartitionView.close`; they are not picklable (input partitions carry what executors
+need).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import logging
+import os
+from dataclasses import dataclass
+
+from ..log import checkpoint as ckpt
+from ..log import safeio
+from ..log.config import LogConfig
+from ..log.errors import CorruptCheckpointError
+from ..log.loader import load_log
+from ..log.manager import (
+    CLEAN_SHUTDOWN_FILE,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    open_partition_dir,
+    partition_dirs,
+)
+from ..log.names import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    filename_prefix,
+    parse_partition_dir,
+    parse_segment_filename,
+)
+from ..log.producer_state import (
+    CorruptSnapshotError,
+    decode_snapshot,
+    parse_snapshot_filename,
+)
+from ..log.txnindex import AbortedTxn
+from ..record.batch import iter_batches
+from ..record.control import ABORT, end_txn_marker
+from ..record.errors import CorruptRecordError
+from .fileio import ArrowDir, SegmentFile, is_uri
+
+__all__ = ["ArrowView", "LocalView", "PartitionView", "SegmentInfo", "open_arrow_views",
+           "open_local_views", "open_views"]
+
+log = logging.getLogger(__name__)
+
+SCAN_CHUNK = 1024 * 1024  # bytes read at a time when the planner scans batches
+EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1  # ListOffsets sentinels
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    """A segment as planned: ``base_offset``, file ``name``, ``size`` (bytes, at planning),
+    ``identity`` (``(st_dev, st_ino)`` of a local file, else None)."""
+
+    base_offset: int
+    name: str
+    size: int
+    identity: tuple | None = None
+
+
+class PartitionView:
+    """The interface (see the module). Attributes: ``topic``, ``partition``, ``root`` (the
+    log dir as given), ``dir_name`` (``topic-partition``), ``path`` (for messages),
+    ``log_start_offset``, ``log_end_offset``, ``last_stable_offset``, ``segments`` (list of
+    :class:`SegmentInfo`, oldest first)."""
+
+    topic: str
+    partition: int
+    root: str
+    dir_name: str
+    path: str
+    log_start_offset: int
+    log_end_offset: int
+    last_stable_offset: int
+    segments: list
+
+    @property
+    def tp(self) -> tuple:
+        return (self.topic, self.partition)
+
+    def available_end(self, read_committed: bool) -> int:
+        """Where a read may end: the last stable offset under read_committed, else the log
+        end offset (the high watermark of a single replica)."""
+        return self.last_stable_offset if read_committed else self.log_end_offset
+
+    def segment_end(self, k: int) -> int:
+        """The offset after segment ``k``'s offsets: the next segment's base offset, or the
+        log end offset for the last one."""
+        return self.segments[k + 1].base_offset if k + 1 < len(self.segments) \
+            else self.log_end_offset
+
+    def aborted_txns(self, start: int, end: int) -> list:
+        """The :class:`~kafkafs.log.txnindex.AbortedTxn` of the transactions with data in
+        ``[start, end)`` that end with an ABORT marker (:func:`scan_aborted` from the batch
+        holding ``start``); ``last_stable_offset`` of each is -1 (not known here)."""
+        for k, seg in enumerate(self.segments):
+            if self.segment_end(k) <= start or seg.base_offset >= end:
+                continue
+            position = self.start_position(k, start)
+            if position is not None:
+                return scan_aborted(self.root, self.dir_name,
+                                    [(s.base_offset, s.name) for s in self.segments], k,
+                                    position, start, end)
+        return []
+
+    def offset_for_timestamp(self, timestamp: int) -> int | None:
+        """Kafka ListOffsets for ``timestamp`` (ms; -2 earliest, -1 latest): the first
+        offset at or above the log start offset whose record's timestamp is >= it, or None."""
+        raise NotImplementedError
+
+    def start_position(self, k: int, offset: int) -> int | None:
+        """The position in segment ``k`` of the first batch holding offsets >= ``offset``
+        (None when the segment has none): where a read of ``offset`` starts."""
+        raise NotImplementedError
+
+    def index_entries(self, k: int) -> list:
+        """Segment ``k``'s ``.index`` entries ``[(offset, position), ...]``, checked for
+        order (empty when there is no usable index)."""
+        raise NotImplementedError
+
+    def end_hint(self, k: int, end_offset: int) -> int:
+        """A position in segment ``k`` from which every batch holds offsets >= ``end_offset``
+        by its ``.index`` (the segment's planned size when the index does not tell): how far
+        a read of ``[.., end_offset)`` needs to go. An entry ``(o, p)`` names the last offset
+        ``o`` of the append starting at ``p``, so the entry after the first one with
+        ``o >= end_offset - 1`` starts past it."""
+        entries = self.index_entries(k)
+        size = self.segments[k].size
+        i = bisect.bisect_left([o for o, _p in entries], end_offset - 1)
+        return min(entries[i + 1][1], size) if i + 1 < len(entries) else size
+
+    def close(self) -> None:
+        pass
+
+    def __repr__(self):
+        return (f"{type(self).__name__}({self.path}: log start {self.log_start_offset}, "
+                f"end {self.log_end_offset}, stable {self.last_stable_offset}, "
+                f"{len(self.segments)} segments)")
+
+
+def scan_aborted(root: str, dir_name: str, segments: list, k: int, position: int,
+                 start: int, end: int) -> list:
+    """The transactions with data in ``[start, end)`` that end with an ABORT marker, found by
+    walking the batches forward from ``position`` (a batch start) of segment ``k`` through
+    the later ones (``segments``: ``(base offset, file name)``, oldest first) until the
+    marker of every transaction met below ``end`` is found: what Kafka's consumer learns
+    from the ``abortedTransactions`` of a fetch, without trusting ``.txnindex`` files (a
+    copy of a log dir may lack them). Each is ``AbortedTxn(producer id, first data offset
+    met, marker offset, -1)``. Reads only as far as the markers. Raises CorruptRecordError
+    at damage met before the answer."""
+    pending: dict[int, int] = {}  # producer id -> first offset of its open transaction
+    out = []
+    for base, name in segments[k:]:
+        try:
+            f = SegmentFile(root, dir_name, name)
+        except FileNotFoundError:
+            continue  # removed by retention meanwhile
+        with f:
+            for batch in _scan(f, position, f.size()):
+                if batch.magic < 2 or not batch.is_transactional:
+                    if batch.base_offset >= end and not pending:
+                        return out
+                    continue
+                pid = batch.producer_id
+                if batch.is_control:
+                    first = pending.pop(pid, None)
+                    records = batch.record_tuples() if first is not None else ()
+                    if records and end_txn_marker(records[0][2], records[0][3]).control_type \
+                            == ABORT:
+                        out.append(AbortedTxn(pid, first, batch.base_offset, -1))
+                elif batch.last_offset >= start and batch.base_offset < end:
+                    pending.setdefault(pid, batch.base_offset)
+                if batch.base_offset >= end and not pending:
+                    return out
+        position = 0
+    return out
+
+
+# -- local paths: the log layer ---------------------------------------------------------------
+
+class LocalView(PartitionView):
+    """A local partition dir through a read-only :class:`~kafkafs.log.log.Log`."""
+
+    def __init__(self, root: str, dir_name: str, lg):
+        self.root, self.dir_name, self.log = root, dir_name, lg
+        self.topic, self.partition = lg.topic, lg.partition
+        self.path = lg.dir
+        self.log_start_offset = lg.log_start_offset
+        self.log_end_offset = lg.log_end_offset
+        self.last_stable_offset = lg.last_stable_offset
+        self._segs = lg.segments()
+        self.segments = []
+        for seg in self._segs:
+            st = os.fstat(seg.fileno())
+            self.segments.append(SegmentInfo(seg.base_offset, os.path.basename(seg.log_path),
+                                             seg.size, (st.st_dev, st.st_ino)))
+        self._entries: dict[int, list] = {}
+
+    def offset_for_timestamp(self, timestamp: int) -> int | None:
+        found = self.log.offset_for_timestamp(timestamp)
+        return None if found is None else found[0]
+
+    def start_position(self, k: int, offset: int) -> int | None:
+        limit = self.segments[k + 1].base_offset if k + 1 < len(self.segments) else None
+        batch = self._segs[k].translate_offset(offset, limit=limit)
+        return None if batch is None else batch.position
+
+    def index_entries(self, k: int) -> list:
+        if k not in self._entries:
+            idx = self._segs[k].index  # opened (its order checked, rebuilt if bad) on use
+            self._entries[k] = [idx.entry(n) for n in range(idx.entries)]
+        return self._entries[k]
+
+    def close(self) -> None:
+        self.log.close(take_snapshot=False)
+
+
+def _read_checkpoint(root: str, name: str) -> dict:
+    try:
+        return ckpt.read_offset_checkpoint(os.path.join(root, name))
+    except (OSError, CorruptCheckpointError) as exc:
+        log.warning("Ignoring unreadable checkpoint %s: %s", os.path.join(root, name), exc)
+        return {}
+
+
+def open_local_views(root: str, selected) -> list:
+    """The :class:`LocalView` of every partition dir in the local log dir ``root`` whose
+    topic ``selected(topic)`` takes. A partition that cannot be loaded (no segment yet, a
+    file it may not read) is skipped with a warning, as a read-only LogManager does. Raises
+    FileNotFoundError / NotADirectoryError for a missing root."""
+    if not os.path.isdir(root):
+        if os.path.exists(root):
+            raise NotADirectoryError(f"log dir {root} is not a directory")
+        raise FileNotFoundError(f"log dir {root} does not exist")
+    parts = [(tp, path) for tp, path in partition_dirs(root) if selected(tp[0])]
+    if not parts:
+        return []
+    with safeio.Dir.open(root, follow=True) as d:
+        clean = d.is_file(CLEAN_SHUTDOWN_FILE)
+    recovery = _read_checkpoint(root, RECOVERY_POINT_CHECKPOINT)
+    starts = _read_checkpoint(root, LOG_START_OFFSET_CHECKPOINT)
+    views = []
+    for tp, path in parts:
+        pdir = open_partition_dir(path)
+        if pdir is None:
+            continue
+        try:
+            lg = load_log(pdir, tp[0], tp[1], LogConfig(), recovery_point=recovery.get(tp, 0),
+                          log_start_offset=starts.get(tp, 0), had_clean_shutdown=clean,
+                          writable=False)
+        except (OSError, ValueError) as exc:
+            log.warning("Skipping partition %s-%d in %s: %s", tp[0], tp[1], path, exc)
+            continue
+        views.append(LocalView(root, os.path.basename(path), lg))
+    return views
+
+
+# -- pyarrow filesystems ---------------------------------------------------------------------
+
+def _scan(f: SegmentFile, pos: int, end: int):
+    """Yield the batches of ``f`` from ``pos`` (a batch start) to ``end`` (bytes), read in
+    chunks; stops quietly at a zero tail or an incomplete batch at the end. Raises
+    CorruptRecordError (framing)."""
+    while end - pos >= 17:
+        buf = f.read(pos, min(SCAN_CHUNK, end - pos))
+        consumed = 0
+        for batch in iter_batches(buf, 0, len(buf), base_position=pos, path=f.path,
+                                  zero_tail=True):
+            consumed = batch.position - pos + batch.size
+            yield batch
+        if consumed == 0:
+            head = buf[:12]
+            if len(head) < 12 or not any(head):
+                return
+            size = int.from_bytes(head[8:12], "big", signed=True) + 12
+            if pos + size > end:
+                return
+            buf = f.read(pos, size)
+            batch = next(iter_batches(buf, 0, len(buf), base_position=pos, path=f.path), None)
+            if batch is None:
+                return
+            yield batch
+            consumed = batch.size
+        pos += consumed
+
+
+def _checked_entries(raw: bytes, fmt: str, base: int, size: int) -> list:
+    """Index entries of a ``.index`` (``fmt`` "offset") or ``.timeindex`` ("time") file's
+    bytes, the zero tail of a preallocated file dropped; [] when out of order."""
+    import struct
+
+    width = 8 if fmt == "offset" else 12
+    n = len(raw) // width
+    while n and not any(raw[(n - 1) * width:n * width]):
+        n -= 1
+    out = []
+    for i in range(n):
+        if fmt == "offset":
+            rel, pos = struct.unpack_from(">ii", raw, i * 8)
+            out.append((base + rel, pos))
+        else:
+            ts, rel = struct.unpack_from(">qi", raw, i * 12)
+            out.append((ts, base + rel))
+    if fmt == "offset":
+        ok = all(a[0] < b[0] and a[1] < b[1] for a, b in itertools.pairwise(out)) and \
+            all(0 < p < size for _o, p in out)
+    else:
+        ok = all(a[0] <= b[0] and a[1] <= b[1] for a, b in itertools.pairwise(out))
+    return out if ok else []
+
+
+class ArrowView(PartitionView):
+    """A partition dir on a pyarrow filesystem (see the module). ``log_start_hint``: the
+    log dir's checkpointed log start offset for it (0 when unknown)."""
+
+    def __init__(self, root: str, dir_name: str, topic: str, partition: int,
+                 log_start_hint: int = 0):
+        self.root, self.dir_name = root, dir_name
+        self.topic, self.partition = topic, partition
+        self.dir = ArrowDir.open(root, dir_name)
+        self.path = self.dir.shown
+        entries = self.dir.entries()
+        self._names = {n for n, (is_dir, _s, _m) in entries.items() if not is_dir}
+        segs = []
+        for name in self._names:
+            p = parse_segment_filename(name)
+            if p and p[1] == LOG_SUFFIX and p[2] == "":
+                segs.append(SegmentInfo(p[0], name, entries[name][1], None))
+        if not segs:
+            raise FileNotFoundError(f"{self.path} holds no log segments")
+        self.segments = sorted(segs, key=lambda s: s.base_offset)
+        self._entries: dict[int, list] = {}
+        self._time_entries: dict[int, list] = {}
+        self.log_end_offset = self._log_end_offset()
+        self.log_start_offset = min(max(log_start_hint, self.segments[0].base_offset),
+                                    self.log_end_offset)
+        self._lso: int | None = None
+
+    def _file(self, k: int) -> SegmentFile:
+        return SegmentFile(self.root, self.dir_name, self.segments[k].name)
+
+    def _index_file(self, k: int, suffix: str) -> bytes:
+        name = filename_prefix(self.segments[k].base_offset) + suffix
+        return self.dir.read(name) if name in self._names else b""
+
+    def index_entries(self, k: int) -> list:
+        if k not in self._entries:
+            seg = self.segments[k]
+            self._entries[k] = _checked_entries(self._index_file(k, INDEX_SUFFIX), "offset",
+                                                seg.base_offset, seg.size)
+        return self._entries[k]
+
+    def _time_index(self, k: int) -> list:
+        if k not in self._time_entries:
+            seg = self.segments[k]
+            self._time_entries[k] = _checked_entries(self._index_file(k, TIME_INDEX_SUFFIX),
+                                                     "time", seg.base_offset, seg.size)
+        return self._time_entries[k]
+
+    def _floor_position(self, k: int, offset: int) -> int:
+        entries = self.index_entries(k)
+        i = bisect.bisect_right([o for o, _p in entries], offset) - 1
+        return entries[i][1] if i >= 0 else 0
+
+    def _log_end_offset(self) -> int:
+        k = len(self.segments) - 1
+        seg = self.segments[k]
+        with self._file(k) as f:
+            for start in dict.fromkeys((self._floor_position(k, 1 << 62), 0)):
+                last = None
+                try:
+                    for batch in _scan(f, start, seg.size):
+                        last = batch
+                except CorruptRecordError:
+                    pass
+                if last is not None:
+                    return last.next_offset
+        return seg.base_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """(Worked out on first use: a read_uncommitted read never needs it.)"""
+        if self._lso is None:
+            self._lso = self._last_stable_offset()
+        return self._lso
+
+    def _last_stable_offset(self) -> int:
+        """The first offset of the earliest transaction without a marker: the newest
+        producer snapshot at or below the log end offset, then the batches after it."""
+        snaps = sorted(o for n in self._names if (o := parse_snapshot_filename(n)) is not None
+                       and self.log_start_offset <= o <= self.log_end_offset)
+        ongoing: dict[int, int] = {}
+        scan_from = self.log_start_offset
+        if snaps:
+            scan_from = snaps[-1]
+            name = filename_prefix(scan_from) + ".snapshot"
+            try:
+                for e in decode_snapshot(self.dir.read(name), self.dir.join(name)):
+                    if e.current_txn_first_offset is not None:
+                        ongoing[e.producer_id] = e.current_txn_first_offset
+            except (CorruptSnapshotError, OSError) as exc:  # unreadable: from the log start
+                log.warning("Ignoring producer snapshot %s: %s", self.dir.join(name), exc)
+                ongoing, scan_from = {}, self.log_start_offset
+        if scan_from < self.log_end_offset:
+            for k, seg in enumerate(self.segments):
+                if self.segment_end(k) <= scan_from:
+                    continue
+                with self._file(k) as f:
+                    for batch in _scan(f, self._floor_position(k, scan_from), seg.size):
+                        if batch.magic < 2 or not batch.is_transactional or \
+                                batch.last_offset < scan_from:
+                            continue
+                        if batch.is_control:
+                            ongoing.pop(batch.producer_id, None)
+                        else:
+                            ongoing.setdefault(batch.producer_id, batch.base_offset)
+        first = min(ongoing.values(), default=None)
+        if first is None or first >= self.log_end_offset:
+            return self.log_end_offset
+        return max(first, self.log_start_offset)
+
+    def offset_for_timestamp(self, timestamp: int) -> int | None:
+        if timestamp == EARLIEST_TIMESTAMP:
+            return self.log_start_offset
+        if timestamp == LATEST_TIMESTAMP:
+            return self.log_end_offset
+        start = self.log_start_offset
+        last = len(self.segments) - 1
+        for k, seg in enumerate(self.segments):
+            if self.segment_end(k) <= start:
+                continue
+            times = self._time_index(k)
+            if k < last and times and times[-1][0] < timestamp:
+                continue
+            i = bisect.bisect_right([t for t, _o in times], timestamp) - 1
+            from_offset = max(times[i][1] if i >= 0 else seg.base_offset, start)
+            with self._file(k) as f:
+                for batch in _scan(f, self._floor_position(k, from_offset), seg.size):
+                    if batch.max_timestamp < timestamp or batch.last_offset < start:
+                        continue
+                    batch.path = f.path
+                    batch.ensure_valid()
+                    for r in batch.record_tuples():
+                        if r[1] >= timestamp and r[0] >= start:
+                            return r[0]
+        return None
+
+    def start_position(self, k: int, offset: int) -> int | None:
+        seg = self.segments[k]
+        with self._file(k) as f:
+            for batch in _scan(f, self._floor_position(k, offset), seg.size):
+                if batch.last_offset >= offset:
+                    return batch.position
+        return None
+
+
+def _arrow_log_starts(root: str) -> dict:
+    d = ArrowDir.open(root)
+    try:
+        raw = d.read(LOG_START_OFFSET_CHECKPOINT)
+    except (FileNotFoundError, OSError):
+        return {}
+    out = {}
+    lines = raw.decode("utf-8", "replace").splitlines()
+    for line in lines[2:]:
+        parts = line.split()
+        if len(parts) == 3:
+            try:
+                out[(parts[0], int(parts[1]))] = int(parts[2])
+            except ValueError:
+                pass
+    return out
+
+
+def open_arrow_views(root: str, selected) -> list:
+    """:class:`ArrowView` of every partition dir under the URI ``root`` whose topic
+    ``selected(topic)`` takes (a partition without segments is skipped with a warning).
+    Raises FileNotFoundError for a missing root."""
+    d = ArrowDir.open(root)
+    entries = d.entries()
+    starts = None
+    views = []
+    for name in sorted(entries):
+        tp = parse_partition_dir(name)
+        if tp is None or not entries[name][0] or not selected(tp[0]):
+            continue
+        if starts is None:
+            starts = _arrow_log_starts(root)
+        try:
+            views.append(ArrowView(root, name, tp[0], tp[1], starts.get(tp, 0)))
+        except (OSError, ValueError) as exc:
+            log.warning("Skipping partition %s-%d in %s: %s", tp[0], tp[1], d.join(name), exc)
+    return views
+
+
+def open_views(root: str, selected) -> list:
+    """The partition views of the log dir ``root`` (a local path or a URI) for the topics
+    ``selected(topic)`` takes."""
+    if is_uri(root):
+        return open_arrow_views(root, selected)
+    return open_local_views(os.path.abspath(root), selected)
+
