@@ -26,8 +26,9 @@ kafkafs's decoder, under this contract (what the readers must meet):
   offset >= the segment's base offset, last offset - segment base offset <= 2^31 - 1 (Kafka's
   ``LogSegment.ensureOffsetInRange``), last offset < the next segment's base offset (segments
   do not overlap), last offset < the log end offset (the offset after the last complete frame
-  of the last segment, framing from position 0, CRCs and order not looked at:
-  ``logdir_judge.framed_end``), and its first offset is >= the next offset after the
+  of the last segment, framing from position 0, CRCs and order not looked at, a frame
+  whose magic is 0/1 counted by its offset field wherever it lies, as Kafka's
+  ``FileLogInputStream`` frames it: ``logdir_judge.framed_end``), and its first offset is >= the next offset after the
   previous intact batch of the partition (offsets strictly increase across batches AND
   segments).
 * The first batch that is not intact is the FIRST DAMAGE, with two exceptions that are not

@@ -158,17 +158,14 @@ def framed_end(data: bytes, base: int) -> int:
     lastOffsetDelta + 1, a legacy entry's offset + 1; CRCs and order not looked at) up to a
     frame that cannot be read, not counting frames whose offsets cannot lie in the segment
     (a negative lastOffsetDelta, below the base offset, more than an int past it); ``base``
-    when there is none."""
-    return _framed_end(data, base)[0]
+    when there is none.
 
-
-def _framed_end(data: bytes, base: int) -> tuple[int, bool]:
-    """:func:`framed_end` and whether a legacy frame after a v2 one ended the scan (a v2
-    batch whose magic byte was damaged to 0 or 1: whether it frames the log end, or ends
-    the scan, is a reader's choice -- Kafka has none, it never meets one; the judge takes
-    kafkafs's and calls the partition ambiguous)."""
+    A frame is what Kafka's ``FileLogInputStream.nextBatch`` hands to ``readNextOffset``:
+    offset, size and magic, nothing of the message looked at. A legacy-looking frame (magic
+    0 or 1) counts by its offset wherever it lies -- after v2 frames in the same segment, or
+    as the first frame of a segment after v2 ones: most likely a v2 batch whose magic byte
+    was damaged, whose own offsets are lost, but Kafka frames it so and kafkafs follows."""
     end, pos, n = base, 0, len(data)
-    seen_v2 = mixed = False
     while n - pos >= HEADER_UP_TO_MAGIC:
         offset, length = struct.unpack_from(">qi", data, pos)
         magic = data[pos + 16]
@@ -181,17 +178,11 @@ def _framed_end(data: bytes, base: int) -> tuple[int, bool]:
             last = offset  # a legacy entry's offset is its last inner offset
         else:
             break
-        if seen_v2 and magic != 2:
-            # Kafka never meets it; kafkafs does not count it (a v2 log's frame with its
-            # magic byte damaged): the log end is where the v2 frames end -- ambiguous
-            mixed = True
-            break
         if not (last < (offset if magic == 2 else base) or offset < base or
                 last - base > 2**31 - 1):
             end = last + 1  # a frame whose offsets cannot be in this segment is not counted
-        seen_v2 = seen_v2 or magic == 2
         pos += length + LOG_OVERHEAD
-    return end, mixed
+    return end
 
 
 _INT = re.compile(r"^[+-]?[0-9]+$")
@@ -343,9 +334,7 @@ def judge_partition(root: str, partition: int) -> Truth:
     log_start = max(segs[0][0], ckpt if ckpt is not None else segs[0][0])
     walk = _Walk(log_start)
     # the log end offset, where the last segment's last batch ends: no batch reaches it
-    log_end, mixed = _framed_end(_read(os.path.join(part_dir, segs[-1][1])), segs[-1][0])
-    if mixed:
-        walk.t.ambiguous = True  # the log end hangs on a damaged magic byte
+    log_end = framed_end(_read(os.path.join(part_dir, segs[-1][1])), segs[-1][0])
     last_has_batch = False
     for i, (base, name) in enumerate(segs):
         last = i == len(segs) - 1

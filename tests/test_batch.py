@@ -397,12 +397,23 @@ def test_length_below_minimum_raises():
 
 
 def test_other_magic_raises():
+    """A v2 batch whose magic byte reads 1 frames as a legacy entry (Kafka's
+    FileLogInputStream frames by offset, size and magic: readers step over it to the
+    batches after it), whose validation and records fail; RecordBatch refuses it. An
+    unknown magic ends the framing."""
     data = bytearray(encode_batch([(TS, None, b"a", ())]))
     data[16] = 1
-    with pytest.raises(CorruptRecordError, match="magic 1"):
-        list(iter_batches(bytes(data)))
+    (legacy,) = list(iter_batches(bytes(data)))
+    assert (legacy.magic, legacy.last_offset, legacy.is_valid()) == (1, 0, False)
+    with pytest.raises(CorruptRecordError, match="legacy message"):
+        list(iter_batches(bytes(data), validate=True))
+    with pytest.raises(CorruptRecordError, match="legacy message"):
+        legacy.records()
     with pytest.raises(CorruptRecordError):
         RecordBatch.from_buffer(bytes(data))
+    data[16] = 3
+    with pytest.raises(CorruptRecordError, match="magic 3"):
+        list(iter_batches(bytes(data)))
     with pytest.raises(CorruptRecordError, match="61-byte header"):
         RecordBatch.from_buffer(bytes(data[:40]))
 

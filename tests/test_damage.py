@@ -275,14 +275,20 @@ def test_incomplete_batch_at_the_end_of_a_sealed_segment(ld):
     assert_consume_fails_at(ld, 80, path, pos, "incomplete batch")
 
 
-def test_damage_met_while_loading_the_producer_state(ld, tmp_path):
-    """Without snapshots and a clean-shutdown marker, loading replays every batch into the
-    producer state: the old code's load failed at the damage and consume printed nothing.
-    A read-write mount comes up too, and shows the same prefix."""
+def without_snapshots_or_clean_shutdown(ld: str) -> None:
+    """Remove the producer snapshots and the clean-shutdown marker: a load replays every
+    batch into the producer state, and the .txnindex files are not trusted (read_committed
+    readers scan for transaction markers)."""
     for name in os.listdir(os.path.join(ld, "t-0")):
         if name.endswith(".snapshot"):
             os.unlink(os.path.join(ld, "t-0", name))
     os.unlink(os.path.join(ld, ".kafka_cleanshutdown"))
+
+def test_damage_met_while_loading_the_producer_state(ld, tmp_path):
+    """Without snapshots and a clean-shutdown marker, loading replays every batch into the
+    producer state: the old code's load failed at the damage and consume printed nothing.
+    A read-write mount comes up too, and shows the same prefix."""
+    without_snapshots_or_clean_shutdown(ld)
     path = seg(ld, 150)
     pos = positions(path)[1]
     patch(path, pos, bytes(40))
@@ -295,6 +301,59 @@ def test_damage_met_while_loading_the_producer_state(ld, tmp_path):
         finally:
             assert m.umount() == 0
 
+
+
+def legacy_looking(path: str, position: int) -> None:
+    """Zero the v2 batch at ``position`` from its partition leader epoch on (its magic byte
+    with it), keeping its base offset and length: Kafka's FileLogInputStream frames it as a
+    legacy (magic 0) entry whose CRC does not match."""
+    with open(path, "rb") as f:
+        f.seek(position + 8)
+        (length,) = struct.unpack(">i", f.read(4))
+    patch(path, position + 12, bytes(length))
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["first-batch", "middle-batch"])
+def test_legacy_looking_frame_is_a_damaged_batch_not_the_end_of_the_log(ld, tmp_path, which):
+    """A v2 batch of the active segment whose magic byte (and more) was zeroed frames as a
+    legacy entry whose message is broken. The old code stopped framing there: the log end
+    offset became the damaged batch's base (get-offsets said 270 or 280, not 300) and
+    offset/N of an intact batch after it was "No such file or directory" (found by
+    bench/fuzz_logdir.py, seed 300, case 3000). Kafka frames it by its size (offset, size,
+    magic: ``FileLogInputStream``) and so does kafkafs now: the log end is 300, readers in
+    order fail at it, offset/N after it answers. The indexes are emptied, as a segment
+    written with Kafka's 4096-byte index interval has none, so every read frames from
+    position 0."""
+    path = seg(ld, 270)
+    pos = positions(path)[which]
+    first = 270 + 10 * which
+    legacy_looking(path, pos)
+    for kind in (".index", ".timeindex"):
+        os.truncate(seg(ld, 270, kind), 0)
+    r = kafkafs("get-offsets", "--log-dirs", ld, "--topic", "t", "--time", "-1")
+    assert r.stdout == b"t:0:300\n"
+    assert_consume_fails_at(ld, first, path, pos, "legacy message is corrupt")
+    if not fuse_available():
+        return
+    m = Mount(tmp_path, log_dirs=[ld], extra_args=["--read-only"]).start()
+    try:
+        part = m.path("t", "0")
+        for _ in range(2):
+            r = sh(f"cat {part}/messages")
+            assert r.returncode == 1 and b"Input/output error" in r.stderr
+            assert r.stdout.splitlines() == VALUES[:first]
+        # the damaged entry holds its offset field's offset (a legacy entry's last offset):
+        # EIO; its other offsets are lost with the v2 header, a gap as Kafka frames it
+        r = sh(f"cat {part}/offset/{first}")
+        assert r.returncode == 1 and b"Input/output error" in r.stderr
+        for n in (first + 15, 299):
+            with open(os.path.join(part, "offset", str(n)), "rb") as f:
+                assert f.read() == VALUES[n]
+        assert sh(f"ls -lR {m.mnt}").returncode == 0
+    finally:
+        assert m.umount() == 0
+    assert sum(f"{path}: position {pos}:" in x for x in m.log().splitlines()) == 1, m.log()
+    assert "Traceback" not in m.log()
 
 def test_crc_damage_stops_consume_after_the_intact_records(ld):
     path = seg(ld, 90)
@@ -386,6 +445,43 @@ def test_mount_delivers_the_intact_prefix_then_eio(ld, tmp_path, read_only):
     assert f"{path}: position 0: record batch is corrupt" in damage_lines[0]
     assert "Traceback" not in m.log()
 
+
+@needs_fuse
+def test_damage_is_logged_once_whoever_meets_it(ld, tmp_path):
+    """Framing damage (a size below the minimum) in a log dir without producer snapshots
+    or clean-shutdown marker is met by the producer state's replay at load, by the
+    transaction scan behind the read_committed views and by the readers: the daemon
+    logged the same place three times, each in its own words (the fuzz run's seed 300,
+    case 3000 saw the transaction scan's line beside the readers')."""
+    without_snapshots_or_clean_shutdown(ld)
+    path = seg(ld, 270)
+    pos = positions(path)[1]
+    patch(path, pos + 8, struct.pack(">i", 3))
+    m = Mount(tmp_path, log_dirs=[ld], extra_args=["--read-only"]).start()
+    try:
+        for _ in range(2):
+            r = sh(f"cat {m.path('t', '0', 'messages')}")
+            assert r.returncode == 1 and r.stdout.splitlines() == VALUES[:280]
+    finally:
+        assert m.umount() == 0
+    lines = [x for x in m.log().splitlines() if f"{path}: position {pos}:" in x]
+    assert len(lines) == 1 and "Damaged data" in lines[0], m.log()
+
+
+def test_report_damage_logs_a_place_once_whatever_its_reason(caplog):
+    """Readers word the same damage differently (one frames the batch, one checks its CRC,
+    one decodes its records): the daemon's log names each place once."""
+    from kafkafs.log.errors import CorruptRecordError, report_damage
+
+    path = f"/nowhere/{time.monotonic_ns()}/t-0/00000000000000000000.log"
+    with caplog.at_level("ERROR", logger="kafkafs.damage"):
+        report_damage(CorruptRecordError("legacy message (magic 0): 124 bytes left after its "
+                                         "key and value", path=path, position=0))
+        report_damage(CorruptRecordError("legacy message is corrupt (stored crc = 0, "
+                                         "computed crc = 1)", path=path, position=0))
+        report_damage(CorruptRecordError("record batch is corrupt", path=path, position=150))
+    assert sum(f"{path}: position 0:" in r.getMessage() for r in caplog.records) == 1
+    assert sum(f"{path}: position 150:" in r.getMessage() for r in caplog.records) == 1
 
 @needs_fuse
 def test_log_start_offset_inside_a_batch(ld, tmp_path):

@@ -200,14 +200,38 @@ def test_size_below_minimum_raises():
     bad = struct.pack(">qi", 0, 13) + b"\x00\x00\x00\x00\x01" + bytes(8)
     with pytest.raises(CorruptRecordError, match="smaller than the minimum"):
         list(iter_batches(message(0, 1, 0, TS, None, b"x") + bad))
-    # a v1 message shorter than the v1 overhead, and key/value not filling the message
-    short_v1 = struct.pack(">qi", 0, 14) + b"\x00\x00\x00\x00\x01\x00" + struct.pack(">ii", -1, -1)
-    with pytest.raises(CorruptRecordError):
-        list(iter_batches(short_v1))
-    padded = bytearray(message(0, 0, 0, -1, None, b"x") + b"\x00")
-    struct.pack_into(">i", padded, 8, len(padded) - 12)
-    with pytest.raises(CorruptRecordError, match="left"):
-        list(iter_batches(bytes(padded)))
+
+
+def _crc_fixed(entry: bytes) -> bytes:
+    return entry[:12] + struct.pack(">I", zlib.crc32(entry[16:])) + entry[16:]
+
+
+@pytest.mark.parametrize("broken, reason", [
+    # a v1 message shorter than the v1 overhead
+    (struct.pack(">qi", 0, 14) + b"\x00\x00\x00\x00\x01\x00" + struct.pack(">ii", -1, -1),
+     "smaller than the minimum v1 record overhead"),
+    # key and value not filling the message
+    (struct.pack(">qi", 0, 16) + message(0, 0, 0, -1, None, b"x")[12:] + b"\x00", "left"),
+    # a codec legacy messages cannot have (zstd)
+    (message(0, 0, 4, -1, None, b"x"), "invalid compression codec 4"),
+], ids=["short-v1", "padded", "zstd"])
+def test_broken_message_frames_then_fails_validation(broken, reason):
+    """An entry whose size is sane but whose message is not frames, as Kafka's
+    FileLogInputStream frames by offset, size and magic alone (a v2 batch whose magic byte
+    was damaged to 0 looks so): the entry after it is reached, the log end counts it. Its
+    validation and its records fail at its position, with a CRC forged right too."""
+    broken = _crc_fixed(broken)
+    data = broken + message(1, 0, 0, -1, None, b"y")
+    first, after = list(iter_batches(data))
+    assert (first.position, first.last_offset, after.position) == (0, 0, len(broken))
+    assert after.values() == [b"y"] and not first.is_valid()
+    for read in (first.records, first.ensure_valid):
+        with pytest.raises(CorruptRecordError, match=reason) as exc:
+            read()
+        assert exc.value.position == 0
+    with pytest.raises(CorruptRecordError, match=reason) as exc:
+        list(iter_batches(data, validate=True))
+    assert exc.value.position == 0
 
 
 def test_damaged_wrapper_raises_with_position():

@@ -8,20 +8,24 @@ from ..record.errors import CorruptRecordError  # (re-exported)
 
 _log = logging.getLogger("kafkafs.damage")
 _REPORTED_MAX = 10_000
-_reported: set[str] = set()
+_reported: set = set()
 
 
 def report_damage(exc: CorruptRecordError) -> None:
-    """Log damage found in a log dir once per place and reason, whoever meets it (a damaged
-    batch is met by every read that reaches it, by the key map, by the cleaner: the log
-    shows it once). Thread-safe enough: a rare race logs a line twice."""
-    key = str(exc)
+    """Log damage found in a log dir once per place (file and byte position; the message
+    when it names no place), whoever meets it first and whatever reason it gives (a damaged
+    batch is met by every read that reaches it, by the key map, the transaction scan, the
+    producer state's replay, the cleaner -- a framing reader and a CRC-checking one may
+    word it differently: the log shows it once). Thread-safe enough: a rare race logs a
+    line twice."""
+    key = (exc.path, exc.position) if exc.path is not None and exc.position is not None \
+        else str(exc)
     if key in _reported:
         return
     if len(_reported) >= _REPORTED_MAX:
         _reported.clear()
     _reported.add(key)
-    _log.error("Damaged data, readers get EIO from here on: %s", key)
+    _log.error("Damaged data, readers get EIO from here on: %s", exc)
 
 
 class LogError(Exception):

@@ -50,6 +50,7 @@ from .errors import (
     OffsetOutOfRangeError,
     ReadOnlyLogError,
     RecordTooLargeError,
+    report_damage,
 )
 from .isolation import AbortedFilter
 from .names import (
@@ -1130,7 +1131,8 @@ def replay_producer_state(pm: ProducerStateManager, segments: Sequence[LogSegmen
                     batches = []
         except CorruptRecordError as exc:
             applied += _apply_batches(pm, batches, start_offset, strict, log_name)
-            log.warning("%s: the producer state stops at damage: %s", log_name, exc)
+            report_damage(exc)  # once per place: the readers meet the same batch
+            log.debug("%s: the producer state stops at damage at %s", log_name, exc)
             return applied
         applied += _apply_batches(pm, batches, start_offset, strict, log_name)
         if reached_end:

@@ -51,7 +51,7 @@ from ..record.batch import (
 from ..record.control import ABORT, end_txn_marker
 from ..record.errors import CorruptRecordError
 from . import safeio
-from .errors import LogError
+from .errors import LogError, report_damage
 from .producer_state import ProducerStateEntry, ProducerStateManager
 from .segment import READ_CHUNK, LogSegment, check_batch_order
 from .txnindex import AbortedTxn, TxnIndexSearchResult
@@ -219,8 +219,9 @@ class TxnScanner:
                 scan.pos, scan.expected = batch.position + batch.size, batch.next_offset
                 yield batch
         except CorruptRecordError as exc:
-            log.warning("%s: transaction markers are looked for up to damage: %s",
-                        self._log_name, exc)
+            report_damage(exc)  # once per place: the readers meet the same batch
+            log.debug("%s: transaction markers are looked for up to damage at %s",
+                      self._log_name, exc)
             scan.damaged = True
 
     def _find_abort(self, scan: _Scanned, size: int, next_base: int | None) -> bool:

@@ -74,8 +74,7 @@ def _parse_message(buf, start: int, end: int):
     if magic not in (0, 1):
         raise CorruptRecordError(f"message has unknown magic {magic}")
     if size < _overhead(magic):
-        raise CorruptRecordError(f"message size {size} is smaller than the minimum v{magic} "
-                                 f"record overhead ({_overhead(magic)})")
+        raise _below_overhead(size, magic)
     attributes = buf[start + 5]
     pos = start + 6
     if magic == 1:
@@ -110,6 +109,29 @@ def _layout(buf, pos: int, end: int, magic: int) -> tuple[int, int, int, int]:
         raise CorruptRecordError(f"legacy message (magic {magic}): {end - pos} bytes left "
                                  f"after its key and value")
     return found[0], found[1], found[2], found[3]
+
+
+def _below_overhead(size: int, magic: int) -> CorruptRecordError:
+    return CorruptRecordError(f"message size {size} is smaller than the minimum v{magic} "
+                              f"record overhead ({_overhead(magic)})")
+
+
+def _bad_codec(magic: int, codec: int) -> str:
+    return f"legacy message (magic {magic}) has invalid compression codec {codec}"
+
+
+def _check_message(entry, magic: int) -> None:
+    """Raise CorruptRecordError (no position) unless the message of ``entry`` (an entry's
+    bytes, offset and size included) is whole: at least its version's header, a codec
+    legacy messages may have (none, gzip, snappy, lz4), a key and a value that fill it
+    exactly. The CRC is not looked at."""
+    length = len(entry) - LOG_OVERHEAD
+    if length < _overhead(magic):
+        raise _below_overhead(length, magic)
+    codec = entry[ATTRIBUTES_OFFSET] & COMPRESSION_MASK
+    if codec > _codec.LZ4:
+        raise CorruptRecordError(_bad_codec(magic, codec))
+    _layout(entry, LOG_OVERHEAD + _overhead(magic) - 8, len(entry), magic)
 
 
 class LegacyBatch:
@@ -154,9 +176,14 @@ class LegacyBatch:
 
     @classmethod
     def from_buffer(cls, buf, pos: int = 0, position: int | None = None) -> LegacyBatch:
-        """Parse the entry at ``buf[pos:]``; ``buf`` must hold all of it (``size + 12``
+        """Frame the entry at ``buf[pos:]``; ``buf`` must hold all of it (``size + 12``
         bytes). ``position`` (default ``pos``) is recorded for errors. Raises
-        CorruptRecordError when the entry is short, out of bounds or not magic 0/1."""
+        CorruptRecordError when the entry is short (below ``RECORD_OVERHEAD_V0``), out of
+        bounds or not magic 0/1 -- what Kafka's ``FileLogInputStream.nextBatch`` checks
+        before it hands out a ``LegacyFileChannelRecordBatch``. The message itself (a v1
+        header, its codec, its key and value filling it) is checked by :meth:`ensure_valid`
+        and when its records are read: a damaged entry whose size is sane is framed, so
+        readers and the log end scan step over it to the entries after it, as Kafka's do."""
         self = cls.__new__(cls)
         self.position = pos if position is None else position
         self.path = None
@@ -170,22 +197,15 @@ class LegacyBatch:
             raise CorruptRecordError(f"legacy message has magic {self.magic}, expected 0 or 1",
                                      position=self.position)
         end = pos + LOG_OVERHEAD + self.batch_length
-        if self.batch_length < _overhead(self.magic) or end > len(buf):
+        if self.batch_length < RECORD_OVERHEAD_V0 or end > len(buf):
             raise CorruptRecordError(
                 f"legacy message size {self.batch_length} is out of bounds (minimum "
-                f"{_overhead(self.magic)} for magic {self.magic})", position=self.position)
+                f"{RECORD_OVERHEAD_V0})", position=self.position)
         self.buffer = memoryview(buf)[pos:end]
-        if self.attributes & COMPRESSION_MASK > _codec.LZ4:
-            raise CorruptRecordError(
-                f"legacy message (magic {self.magic}) has invalid compression codec "
-                f"{self.attributes & COMPRESSION_MASK}", position=self.position)
-        try:
-            _layout(self.buffer, LOG_OVERHEAD + _overhead(self.magic) - 8, len(self.buffer),
-                    self.magic)
-        except CorruptRecordError as exc:
-            raise exc.located(position=self.position) from None
+        # (a v1 message shorter than its header has no timestamp to read: it is damaged)
         self.timestamp = (_I64.unpack_from(self.buffer, TIMESTAMP_OFFSET)[0]
-                          if self.magic == 1 else NO_TIMESTAMP)
+                          if self.magic == 1 and self.batch_length >= RECORD_OVERHEAD_V1
+                          else NO_TIMESTAMP)
         self._tuples = None
         return self
 
@@ -244,15 +264,27 @@ class LegacyBatch:
         return zlib.crc32(self.buffer[MAGIC_OFFSET:])
 
     def is_valid(self) -> bool:
-        return self.compute_crc() == self.crc
+        """Whether :meth:`ensure_valid` passes."""
+        try:
+            self.ensure_valid()
+        except CorruptRecordError:
+            return False
+        return True
 
     def ensure_valid(self) -> None:
-        """Raise CorruptRecordError unless the stored CRC matches (``LegacyRecord.ensureValid``)."""
+        """Raise CorruptRecordError unless the stored CRC matches (``LegacyRecord.ensureValid``)
+        and the message is whole: its header fits, its codec is one of magic 0/1's and its
+        key and value fill it exactly (kafkafs's recovery truncates at an entry whose CRC
+        was forged over a broken message)."""
         computed = self.compute_crc()
         if computed != self.crc:
             raise CorruptRecordError(
                 f"legacy message is corrupt (stored crc = {self.crc}, computed crc = "
                 f"{computed})", path=self.path, position=self.position)
+        try:
+            _check_message(self.buffer, self.magic)
+        except CorruptRecordError as exc:
+            raise exc.located(path=self.path, position=self.position) from None
 
     # -- records --------------------------------------------------------------------------
     def record_tuples(self, cls=None) -> list[tuple]:
@@ -293,6 +325,8 @@ class LegacyBatch:
         buf = self.buffer
         magic, attributes, timestamp, key, value = _parse_message(buf, CRC_OFFSET, len(buf))
         codec = attributes & COMPRESSION_MASK
+        if codec > _codec.LZ4:
+            raise CorruptRecordError(_bad_codec(magic, codec))
         if codec == _codec.NONE:
             return [(self.offset, timestamp, key, value, ())]
         if value is None:
