@@ -1,0 +1,137 @@
+"""One Spark task of a ``kafkalog`` write: its rows become staged runs (executor side).
+
+The task encodes its Arrow batches (:class:`~kafkafs.spark.encode.TaskEncoder`) and appends
+each topic-partition's batches to a staged log of its own
+(:func:`kafkafs.log.staging.create_stage_log`, in the log dir, out of sight). At the end
+every staged log is flushed (fsynced: the commit may take the files as they are) and closed,
+and the task reports its runs to the driver in a :class:`StagedRuns` commit message. A task
+that fails removes its staged dirs; a task that is killed leaves them to the driver's
+commit or abort, which removes every staged dir of the job.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pyspark.sql.datasource import WriterCommitMessage
+
+from ..log.log import Log
+from ..log.staging import (
+    create_stage_log,
+    finish_stage_log,
+    new_stage_id,
+    remove_stage_dir,
+    reopen_stage_log,
+    stage_dir_name,
+)
+from .encode import TaskEncoder
+from .write_plan import WritePlan
+
+MAX_OPEN_LOGS = 32  # staged logs a task keeps open at once (files, index mappings)
+
+
+@dataclass
+class StagedRun:
+    """A task's run for one topic-partition: the staged dir's ``stage_id`` and what it
+    holds."""
+
+    topic: str
+    partition: int
+    stage_id: str
+    records: int = 0
+    batches: int = 0
+    bytes: int = 0
+
+    @property
+    def dir_name(self) -> str:
+        return stage_dir_name(self.topic, self.partition, self.stage_id)
+
+
+@dataclass
+class StagedRuns(WriterCommitMessage):
+    """The commit message of a task: its :class:`StagedRun` list."""
+
+    runs: list = field(default_factory=list)
+
+
+class TaskStager:
+    """The staged logs of one task, at most :data:`MAX_OPEN_LOGS` open at a time (the
+    least recently used ones are closed and reopened when more comes)."""
+
+    def __init__(self, plan: WritePlan):
+        self.plan = plan
+        self.runs: dict[tuple[str, int], StagedRun] = {}
+        self._open: OrderedDict[tuple[str, int], Log] = OrderedDict()
+
+    def _log(self, topic: str, partition: int) -> Log:
+        key = (topic, partition)
+        lg = self._open.get(key)
+        if lg is not None:
+            self._open.move_to_end(key)
+            return lg
+        config = self.plan.topic_plan(topic).config
+        run = self.runs.get(key)
+        if run is None:
+            run = self.runs[key] = StagedRun(topic, partition, new_stage_id(self.plan.job_id))
+            lg = create_stage_log(self.plan.log_dir, topic, partition, run.stage_id, config)
+        else:
+            lg = reopen_stage_log(self.plan.log_dir, topic, partition, run.stage_id, config)
+        self._open[key] = lg
+        while len(self._open) > MAX_OPEN_LOGS:
+            _key, old = self._open.popitem(last=False)
+            finish_stage_log(old)
+        return lg
+
+    def append(self, topic: str, partition: int, batches: list) -> None:
+        """Append encoded batches (base offset 0, restamped) to the partition's staged log."""
+        lg = self._log(topic, partition)
+        run = self.runs[(topic, partition)]
+        rest = batches
+        while rest:
+            done = lg.append_encoded_run(rest)
+            for b in rest[:done]:
+                run.batches += 1
+                run.bytes += len(b)
+                run.records += int.from_bytes(b[57:61], "big")
+            rest = rest[done:]
+
+    def finish(self) -> StagedRuns:
+        """Flush and close every staged log; the commit message."""
+        while self._open:
+            _key, lg = self._open.popitem(last=False)
+            finish_stage_log(lg)
+        return StagedRuns(sorted(self.runs.values(), key=lambda r: (r.topic, r.partition)))
+
+    def discard(self) -> None:
+        """Close and remove every staged dir of the task (it failed)."""
+        for lg in self._open.values():
+            try:
+                lg.close(take_snapshot=False)
+            except OSError:
+                pass
+        self._open.clear()
+        for run in self.runs.values():
+            remove_stage_dir(self.plan.log_dir, run.dir_name)
+
+
+def stage_task(plan: WritePlan, batches: Iterable) -> StagedRuns:
+    """Write one task's Arrow record batches as staged runs; the task's commit message.
+    Raises what encoding and appending raise (ValueError for rows Kafka's producer refuses,
+    RecordTooLargeError, InvalidRecordError on a compacted topic, OSError), with the task's
+    staged dirs removed."""
+    os.makedirs(plan.log_dir, exist_ok=True)
+    stager = TaskStager(plan)
+    encoder = TaskEncoder(plan.layout, plan.topic)
+    try:
+        for rb in batches:
+            for topic, partition, encoded in encoder.add(rb):
+                stager.append(topic, partition, encoded)
+        for topic, partition, encoded in encoder.finish():
+            stager.append(topic, partition, encoded)
+        return stager.finish()
+    except BaseException:
+        stager.discard()
+        raise
