@@ -103,6 +103,18 @@ def varint_sizes(values: np.ndarray) -> np.ndarray:
     return 1 + np.searchsorted(_VARINT_LIMITS, z, side="right").astype(np.int64)
 
 
+_HALF_LIMITS = np.array([1 << (7 * k - 1) for k in range(1, 10)], dtype=np.int64)
+_offset_sizes = varint_sizes(np.arange(1 << 12, dtype=np.int64))  # grown on demand
+
+
+def _sizes_of_offsets(w: int) -> np.ndarray:
+    """Varint sizes of the offset deltas 0..w-1."""
+    global _offset_sizes
+    if w > len(_offset_sizes):
+        _offset_sizes = varint_sizes(np.arange(max(w, 2 * len(_offset_sizes)), dtype=np.int64))
+    return _offset_sizes[:w]
+
+
 def cut_batch(timestamps: np.ndarray, base_sizes: np.ndarray, budget: int, ratio: float,
               window: int = 64) -> tuple[int, bool, np.ndarray]:
     """Where the producer closes the batch that starts with the first record of the given
@@ -115,22 +127,29 @@ def cut_batch(timestamps: np.ndarray, base_sizes: np.ndarray, budget: int, ratio
     (:func:`~kafkafs.record.producer_batch.batch_limits` gives ``budget`` and ``ratio``).
     ``full``: a record that does not fit was met (False: every record fits, the batch could
     take more). ``sizes``: the sizes of at least the ``count`` records taken. ``window``:
-    how many records to size at first (doubled until the batch ends)."""
+    how many records to size at first (grown until the batch ends)."""
     n = len(timestamps)
     w = max(1, min(n, window))
     while True:
-        size_body = base_sizes[:w] + varint_sizes(timestamps[:w] - timestamps[0]) \
-            + varint_sizes(np.arange(w, dtype=np.int64))
-        sizes = size_body + varint_sizes(size_body)
-        before = np.cumsum(sizes) - sizes
-        if ratio == 1.0:
-            fits = before + sizes <= budget
+        body = base_sizes[:w] + _sizes_of_offsets(w)
+        deltas = timestamps[:w] - timestamps[0]
+        if deltas.any():
+            body += varint_sizes(deltas)
         else:
-            fits = np.floor(before * ratio).astype(np.int64) + sizes <= budget
-        fits[0] = True
-        bad = np.flatnonzero(~fits)
-        if bad.size:
-            return int(bad[0]), True, sizes
+            body += 1
+        # the length varint of a body (>= 0): 1 byte below 2^6, 2 below 2^13, ...
+        sizes = body + 1 + np.searchsorted(_HALF_LIMITS, body, side="right")
+        ends = np.cumsum(sizes)
+        if ratio == 1.0:  # ends grow: the first record past the budget ends the batch
+            k = max(1, int(np.searchsorted(ends, budget, side="right")))
+            if k < w:
+                return k, True, sizes
+        else:
+            fits = np.floor((ends - sizes) * ratio).astype(np.int64) + sizes <= budget
+            fits[0] = True
+            bad = np.flatnonzero(~fits)
+            if bad.size:
+                return int(bad[0]), True, sizes
         if w == n:
             return w, False, sizes
         w = min(n, w * 4)
