@@ -83,10 +83,28 @@ def publish(plan: WritePlan, messages) -> None:
         remove_job_stage_dirs(plan.log_dir, plan.job_id)
 
 
+ABORT_QUIET_S = 2.5  # the abort sweeps until no staged dir of the job was seen for this long
+ABORT_MAX_S = 15.0  # ... or this long at most
+
+
 def discard(plan: WritePlan, messages=()) -> None:
-    """Abort: remove every staged dir of the job; nothing was published."""
-    n = remove_job_stage_dirs(plan.log_dir, plan.job_id)
-    log.info("kafkalog write aborted: %d staged dir(s) removed from %s", n, plan.log_dir)
+    """Abort: remove every staged dir of the job; nothing was published. Spark calls the
+    abort as soon as the job fails, while the tasks it cancels may still run for a moment
+    (a Python worker gets ``spark.python.task.killTimeout``, 2 s, to stop) and stage more:
+    the sweep goes on until no staged dir of the job has been seen for
+    :data:`ABORT_QUIET_S` seconds."""
+    start = quiet_since = time.monotonic()
+    removed = 0
+    while True:
+        n = remove_job_stage_dirs(plan.log_dir, plan.job_id)
+        removed += n
+        now = time.monotonic()
+        if n:
+            quiet_since = now
+        if now - quiet_since >= ABORT_QUIET_S or now - start >= ABORT_MAX_S:
+            break
+        time.sleep(0.25)
+    log.info("kafkalog write aborted: %d staged dir(s) removed from %s", removed, plan.log_dir)
 
 
 def _publish(plan: WritePlan, runs, topics) -> None:
