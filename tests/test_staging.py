@@ -30,6 +30,7 @@ from kafkafs.log.staging import (
     parse_stage_dir,
     remove_job_stage_dirs,
     rename_noreplace,
+    reopen_stage_log,
     scan_run,
     stage_dir_name,
 )
@@ -85,13 +86,13 @@ def test_stage_dir_names_are_a_brokers_deletion_dirs(log_dir):
 def test_runs_appended_to_a_log_are_what_one_log_appending_them_writes(tmp_path):
     root = tmp_path / "logs"
     root.mkdir()
-    cfg = LogConfig(segment_bytes=6000, index_interval_bytes=500)
+    cfg = LogConfig(segment_bytes=20000, index_interval_bytes=500)
     job = new_job_id()
     parts = [batches_of(7, start=0), batches_of(5, start=1000), batches_of(9, start=2000)]
     names = [staged_run(str(root), "t", 0, job, p, cfg) for p in parts]
     assert scan_run(str(root / names[1])).records == 5 * 20
     # the first run takes the others
-    lg = load_log(str(root / names[0]), "t", 0, cfg, had_clean_shutdown=True)
+    lg = reopen_stage_log(str(root), "t", 0, parse_stage_dir(names[0])[2], cfg)
     stats = append_runs(lg, [str(root / n) for n in names[1:]])
     assert (stats.records, stats.batches) == (14 * 20, 14)
     finish_stage_log(lg)
@@ -103,8 +104,8 @@ def test_runs_appended_to_a_log_are_what_one_log_appending_them_writes(tmp_path)
     rl.close()
     got = segment_files(root / names[0])
     assert got == segment_files(ref)
-    assert len([n for n in got if n.endswith(".log")]) > 3  # rolled at segment.bytes
-    assert all(len(v) <= 6000 for n, v in got.items() if n.endswith(".log"))
+    assert len([n for n in got if n.endswith(".log")]) > 1  # rolled at segment.bytes
+    assert all(len(v) <= 20000 for n, v in got.items() if n.endswith(".log"))
 
 
 def test_a_damaged_run_appends_nothing(tmp_path):

@@ -113,6 +113,15 @@ def _err(code: int):
     return pyfuse3.FUSEError(code)
 
 
+def _forget_entry(parent_inode: int, name: bytes) -> None:
+    """Have the kernel drop its cached entry ``name`` of ``parent_inode`` (waits for it;
+    never call it while the request being answered holds the parent's lock)."""
+    try:
+        pyfuse3.invalidate_entry(parent_inode, name)
+    except OSError:
+        pass  # not known to the kernel
+
+
 class KafkaFS(pyfuse3.Operations):
     """pyfuse3 operations for the kafkafs tree (see module docstring).
 
@@ -872,8 +881,8 @@ class KafkaFS(pyfuse3.Operations):
             raise _err(errno.EROFS)
         node = self._node(inode)
         sname = name.decode("utf-8", "replace")
-        if sname == ADOPT_XATTR and node.kind == T.ROOT:
-            await self._adopt_topic(value)
+        if sname == ADOPT_XATTR and node.kind in (T.ROOT, T.TOPIC):
+            await self._adopt_topic(node, value)
             return
         if sname == APPEND_STAGED_XATTR and node.kind == T.PARTITION:
             await self._append_staged(node, value)
@@ -902,30 +911,37 @@ class KafkaFS(pyfuse3.Operations):
         if failed:
             raise _err(errno.EIO)
 
-    async def _adopt_topic(self, value: bytes) -> None:
+    async def _adopt_topic(self, node: T.Node, value: bytes) -> None:
         """``user.kafkafs.adopt``: the value is JSON ``{"log_dir": one of the daemon's log
-        dirs, "topic": T, "stage": stage id, "partitions": N, "config": {overrides},
-        "replace": bool}``; the staged dirs ``<T>-<p>.<stage>-delete`` (p in 0..N-1, made
-        by :mod:`kafkafs.log.staging`) become topic T, recovered as a restored backup is
-        (:meth:`LogManager.adopt_topic`); with ``replace`` they replace its data.
-        EINVAL for a bad request, EEXIST for a topic that exists (without ``replace``),
-        ENOENT for a staged dir that is not there."""
+        dirs, "topic": T, "stage": stage id, "partitions": N, "config": {overrides}}``; the
+        staged dirs ``<T>-<p>.<stage>-delete`` (p in 0..N-1, made by
+        :mod:`kafkafs.log.staging`) become topic T, recovered as a restored backup is
+        (:meth:`LogManager.adopt_topic`). Set on the root it creates T (EEXIST when T
+        exists); set on T's own dir it replaces T's data (a Spark overwrite): the kernel is
+        then told to forget the name T, whose partitions and files are new. EINVAL for a bad
+        request, ENOENT for a staged dir that is not there."""
         from ..log.staging import stage_dir_name
 
         try:
             req = json.loads(value)
             topic, stage, n = str(req["topic"]), str(req["stage"]), int(req["partitions"])
-            log_dir, replace = str(req["log_dir"]), bool(req.get("replace", False))
+            log_dir = str(req["log_dir"])
             config = {str(k): str(v) for k, v in (req.get("config") or {}).items()}
         except (ValueError, KeyError, TypeError, AttributeError):
             raise _err(errno.EINVAL) from None
+        replace = node.kind == T.TOPIC
+        if replace and node.topic != topic:
+            raise _err(errno.EINVAL)
         staged = {p: stage_dir_name(topic, p, stage) for p in range(n)}
-        replaced = bool(self.manager.partitions(topic))
         await trio.to_thread.run_sync(
             lambda: self.manager.adopt_topic(log_dir, topic, staged, config, replace=replace))
-        if replaced:
+        if replace:
             self._topic_gone(topic)
-        log.info("Adopted topic %s (%d partitions) from staged dirs %s", topic, n, stage)
+            # (this request holds the topic dir's lock, not the root's: safe to wait for)
+            await trio.to_thread.run_sync(_forget_entry, pyfuse3.ROOT_INODE,
+                                          topic.encode("utf-8", "surrogateescape"))
+        log.info("%s topic %s (%d partitions) from staged dirs %s",
+                 "Replaced" if replace else "Adopted", topic, n, stage)
 
     async def _append_staged(self, node: T.Node, value: bytes) -> None:
         """``user.kafkafs.append_staged`` on ``<topic>/<p>``: the value names a staged dir

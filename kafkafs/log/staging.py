@@ -130,10 +130,14 @@ def create_stage_log(log_dir: str, topic: str, partition: int, stage_id: str,
 
 def reopen_stage_log(log_dir: str, topic: str, partition: int, stage_id: str,
                      config: LogConfig) -> Log:
-    """The :class:`Log` of a staged dir closed by :func:`finish_stage_log`, to append more.
-    Raises FileNotFoundError, OSError."""
+    """The :class:`Log` of a staged dir closed by :func:`finish_stage_log`, to append more:
+    its active segment goes on as if it had never been closed
+    (:meth:`~kafkafs.log.segment.LogSegment.resume_after_close`), so the dir ends up as one
+    log appending everything in one go writes it. Raises FileNotFoundError, OSError."""
     path = os.path.join(log_dir, stage_dir_name(topic, partition, stage_id))
-    return load_log(path, topic, partition, config, had_clean_shutdown=True)
+    lg = load_log(path, topic, partition, config, had_clean_shutdown=True)
+    lg.active_segment.resume_after_close()
+    return lg
 
 
 def finish_stage_log(lg: Log, *, sync: bool = True) -> None:

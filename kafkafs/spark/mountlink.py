@@ -14,6 +14,10 @@ from __future__ import annotations
 import errno
 import json
 import os
+import time
+
+from ..log.errors import LogDirLockedError
+from ..log.manager import is_locked
 
 from ..log.config import LogConfig, parse_properties
 
@@ -44,6 +48,28 @@ def mount_holding(log_dir: str) -> str | None:
             continue
         if want in {os.path.realpath(d) for d in dirs.split(",") if d}:
             return mnt
+    return None
+
+
+def holder_mount(log_dir: str, timeout_s: float) -> str | None:
+    """Who may write ``log_dir``: None when nobody holds its ``.lock`` (the caller may take
+    it), else the mount point of the kafkafs daemon holding it. A holder that is not a
+    kafkafs daemon with a mount (a Kafka broker, another writer briefly) is waited for up
+    to ``timeout_s`` seconds, then refused. Never call it in a process holding the lock.
+    Raises LogDirLockedError."""
+    deadline = time.monotonic() + timeout_s
+    while is_locked([log_dir]):
+        mount = mount_holding(log_dir)
+        if mount is not None:
+            return mount
+        if time.monotonic() >= deadline:
+            raise LogDirLockedError(
+                f"{log_dir} is held by another process (its .lock is taken) and no kafkafs "
+                "mount serves it: a Kafka broker, or another writer that did not finish within "
+                f"lockTimeoutMs={int(timeout_s * 1000)}. Nothing was written; stop the broker, "
+                "or mount the log dir with kafkafs (writes then go through the daemon), and "
+                "write again.")
+        time.sleep(0.1)
     return None
 
 
@@ -92,12 +118,14 @@ def _request(path: str, name: str, value: bytes, what: str, mount: str) -> None:
 def adopt(mount: str, log_dir: str, topic: str, stage_id: str, partitions: int,
           overrides: dict[str, str], replace: bool) -> None:
     """Have the daemon take the staged dirs ``<topic>-<p>.<stage_id>-delete`` (p in
-    ``range(partitions)``, in ``log_dir``) as topic ``topic`` (replacing its data with
-    ``replace``). Raises DaemonRefusedError."""
+    ``range(partitions)``, in ``log_dir``) as topic ``topic``: asked on the mount's root for
+    a new topic, on the topic's dir to replace its data (``replace``). Raises
+    DaemonRefusedError."""
     req = {"log_dir": log_dir, "topic": topic, "stage": stage_id, "partitions": partitions,
-           "config": overrides, "replace": replace}
-    _request(mount, ADOPT_XATTR, json.dumps(req).encode(),
-             f"{'replace' if replace else 'create'} topic {topic}", mount)
+           "config": overrides}
+    _request(os.path.join(mount, topic) if replace else mount, ADOPT_XATTR,
+             json.dumps(req).encode(), f"{'replace' if replace else 'create'} topic {topic}",
+             mount)
 
 
 def append_staged(mount: str, topic: str, partition: int, stage_dir: str) -> None:

@@ -39,7 +39,7 @@ import time
 from collections import defaultdict
 
 from ..log.errors import LogDirLockedError
-from ..log.manager import LogManager, is_locked
+from ..log.manager import LogManager
 from ..log.staging import (
     append_runs,
     create_stage_log,
@@ -108,22 +108,11 @@ def discard(plan: WritePlan, messages=()) -> None:
 
 
 def _publish(plan: WritePlan, runs, topics) -> None:
-    deadline = time.monotonic() + plan.lock_timeout_ms / 1000
     while True:
-        if is_locked([plan.log_dir]):
-            mount = mountlink.mount_holding(plan.log_dir)
-            if mount is not None:
-                _through_daemon(plan, runs, topics, mount)
-                return
-            if time.monotonic() >= deadline:
-                raise LogDirLockedError(
-                    f"{plan.log_dir} is held by another process (its .lock is taken) and no "
-                    "kafkafs mount serves it: a Kafka broker, or another writer that did not "
-                    f"finish within lockTimeoutMs={plan.lock_timeout_ms}. Nothing was "
-                    "written; stop the broker, or mount the log dir with kafkafs (writes then "
-                    "go through the daemon), and write again.")
-            time.sleep(0.1)
-            continue
+        mount = mountlink.holder_mount(plan.log_dir, plan.lock_timeout_ms / 1000)
+        if mount is not None:
+            _through_daemon(plan, runs, topics, mount)
+            return
         manager = LogManager(plan.broker_config())
         try:
             manager.startup()

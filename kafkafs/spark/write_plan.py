@@ -38,12 +38,12 @@ from dataclasses import dataclass, field, replace
 
 from ..log.config import BrokerConfig, LogConfig, validate_topic_overrides
 from ..log.errors import InvalidConfigError
-from ..log.manager import is_locked, load_topic_overrides, partition_dirs
+from ..log.manager import load_topic_overrides, partition_dirs
 from ..log.names import validate_topic
 from ..log.staging import new_job_id
 from ..record import compression as codecs
 from .encode import TopicLayout
-from .mountlink import daemon_defaults, mount_holding
+from .mountlink import daemon_defaults, holder_mount
 
 _PRODUCER_CODECS = {"none": codecs.NONE, "gzip": codecs.GZIP, "snappy": codecs.SNAPPY,
                     "lz4": codecs.LZ4, "zstd": codecs.ZSTD}
@@ -236,8 +236,11 @@ def plan_write(options, schema, overwrite: bool) -> WritePlan:
     overrides = validate_topic_overrides(
         {k[len("config."):]: str(v) for k, v in options.items() if k.startswith("config.")})
     server_config = options.get("serverConfig")
+    lock_timeout_ms = DEFAULT_LOCK_TIMEOUT_MS if lock_timeout is None else lock_timeout
     os.makedirs(log_dir, exist_ok=True)
-    mount = mount_holding(log_dir) if is_locked([log_dir]) else None
+    # who will take the rows: refused now, before any task stages a byte, when it is a
+    # process no kafkafs mount speaks for (the commit looks again)
+    mount = holder_mount(log_dir, lock_timeout_ms / 1000)
     told = daemon_defaults(mount) if mount else None
     if told is not None:
         num_partitions, defaults = told
@@ -253,7 +256,7 @@ def plan_write(options, schema, overwrite: bool) -> WritePlan:
         topic_defaults=defaults, config_overrides=overrides, existing=existing,
         existing_overrides=load_topic_overrides([log_dir]), batch_size=batch_size,
         compression=compression, server_config=server_config,
-        lock_timeout_ms=DEFAULT_LOCK_TIMEOUT_MS if lock_timeout is None else lock_timeout,
+        lock_timeout_ms=lock_timeout_ms,
         held_by=mount, columns=columns)
     if topic is not None:
         plan.layout(topic)  # a bad topic or disagreeing config.* fails before any task runs
