@@ -37,7 +37,14 @@ from kafkafs.log.staging import (
 from kafkafs.record.batch import encode_batch
 from kafkafs.record.errors import CorruptRecordError
 from kafkafs.record.producer_batch import BatchSizer
-from kafkafs.spark.encode import cut_batch, murmur2_array, varint_sizes
+from kafkafs.spark.encode import murmur2_array
+from kafkafs.spark.records import (
+    cut_batch,
+    cut_uniform,
+    encode_columns,
+    frame_batches,
+    varint_sizes,
+)
 
 TS = 1_700_000_000_000
 
@@ -261,6 +268,68 @@ def test_cut_batch_agrees_with_the_producers_rule(seed):
         got.append(k)
         s += k
     assert got == expected
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_cut_uniform_agrees_with_the_producers_rule(seed):
+    rng = random.Random(seed)
+    n = rng.randrange(1, 3000)
+    keys = [rng.choice([-1, rng.randrange(0, 40)]) for _ in range(n)]
+    big = rng.choice([60, 300, 20000])
+    values = [rng.choice([-1, rng.randrange(0, big)]) for _ in range(n)]
+    stamps = [TS + rng.randrange(0, 64) for _ in range(n)]  # deltas of one byte
+    budget = rng.choice([16384 - 61, 2000, 100, 0, 100000])
+    expected, s = [0], 0
+    while s < n:
+        sizer, k = BatchSizer(budget, 1.0), 0
+        while s + k < n and sizer.add(stamps[s + k], keys[s + k], values[s + k]):
+            k += 1
+        s += k
+        expected.append(s)
+    base = 2 + varint_sizes(np.array(keys)) + np.maximum(keys, 0) \
+        + varint_sizes(np.array(values)) + np.maximum(values, 0)
+    got = cut_uniform(base, budget, final=True)
+    assert got is None or got == expected
+    if got is not None:  # not final: the last batch, which could take more, stays open
+        assert cut_uniform(base, budget, final=False) == expected[:-1]
+
+
+@pytest.mark.parametrize("codec,log_append", [(0, False), (1, False), (4, False), (0, True)])
+def test_columns_encode_as_the_record_layer_encodes(codec, log_append):
+    import pyarrow as pa
+
+    from kafkafs.record.varint import encode_varint
+
+    rng = random.Random(codec)
+    rows = []
+    for i in range(700):
+        key = None if i % 5 == 0 else bytes(rng.randrange(256) for _ in range(rng.randrange(40)))
+        value = None if i % 11 == 3 else b"v" * rng.choice([0, 1, 63, 64, 200, 9000])
+        headers = () if i % 3 else (("h", b"%d" % i), ("empty", None), ("ключ", b""))
+        ts = TS + (0 if log_append else rng.randrange(-10**9, 10**9))
+        rows.append((ts, key, value, headers))
+    bounds = [0, 1, 64, 65, 300, 301, 700]
+
+    def tail(hs):
+        out = encode_varint(len(hs))
+        for k, v in hs:
+            kb = k.encode()
+            out += encode_varint(len(kb)) + kb + (encode_varint(-1) if v is None
+                                                  else encode_varint(len(v)) + v)
+        return out
+
+    keys = pa.array([r[1] for r in rows], pa.large_binary())
+    values = pa.array([r[2] for r in rows], pa.large_binary())
+    tails = pa.array([tail(r[3]) for r in rows], pa.large_binary())
+    lens = [np.array([-1 if x is None else len(x) for x in col], dtype=np.int64)
+            for col in ([r[1] for r in rows], [r[2] for r in rows], [tail(r[3]) for r in rows])]
+    ts = np.array([r[0] for r in rows], dtype=np.int64)
+    cut = np.array(bounds, dtype=np.int64)
+    buf, offsets = encode_columns(keys, values, tails, *lens, ts, cut)
+    got = frame_batches(buf, offsets, ts, cut, codec, log_append)
+    for (s, e), batch in zip(zip(bounds, bounds[1:]), got):
+        kw = {"timestamp_type": 1, "log_append_time": TS} if log_append else {}
+        assert bytes(batch) == encode_batch(rows[s:e], compression=codec, **kw)
 
 
 # -- the daemon's bulk-load requests, through a real mount ---------------------------------

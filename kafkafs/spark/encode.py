@@ -12,18 +12,17 @@ sends (``KafkaWriteTask``), column-wise:
   weights), so such records spread evenly.
 * **Batches**: the records of one partition, in the order they came, are cut where the
   producer closes a batch (``MemoryRecordsBuilder.hasRoomFor``, the rule
-  :class:`kafkafs.record.producer_batch.BatchSizer` follows; :func:`cut_batch` applies it to
-  a column of record sizes), compressed with the topic's codec (or the producer's
-  ``compression.type`` when the topic keeps the producer's) and encoded by the record
-  layer (:func:`kafkafs.record.batch.encode_batch`). A batch not yet full waits for the
-  partition's next rows (in a later Arrow batch), as a producer's batch waits for more
+  :class:`kafkafs.record.producer_batch.BatchSizer` follows), encoded column-wise and
+  compressed with the topic's codec (or the producer's ``compression.type`` when the topic
+  keeps the producer's) by :mod:`kafkafs.spark.records`. A batch not yet full waits for
+  the partition's next rows (in a later Arrow batch), as a producer's batch waits for more
   records; :meth:`TaskEncoder.finish` closes them at the end of the task.
 * **Timestamps**: the ``timestamp`` column (Spark timestamp, or a double of seconds) in ms,
   truncated as ``KafkaWriteTask`` truncates micros; null means the time of sending;
   negative ones are refused (``ProducerRecord``); under ``LogAppendTime`` every record gets
   the time of writing.
 
-No per-record Python work but building the tuples the C encoder takes.
+No Python object is made per record (but for the headers of rows that have some).
 """
 
 from __future__ import annotations
@@ -31,19 +30,24 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..log.names import validate_topic
 from ..record import compression as codecs
-from ..record.batch import CREATE_TIME, LOG_APPEND_TIME, encode_batch
 from ..record.producer_batch import ESTIMATOR, batch_limits
+from .records import (
+    constant_column,
+    cut_batch,
+    cut_uniform,
+    encode_columns,
+    frame_batches,
+    varint_sizes,
+)
 
 _M = np.uint32(0x5BD1E995)
 _SEED = np.uint32(0x9747B28C)
-# varint sizes: a zigzag value below 2^(7k) takes k bytes
-_VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
 
 
 @dataclass(frozen=True)
@@ -96,65 +100,6 @@ def murmur2_array(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     return h
 
 
-def varint_sizes(values: np.ndarray) -> np.ndarray:
-    """Bytes of each value of an int64 array as a zigzag varint (``ByteUtils.sizeOfVarlong``)."""
-    v = values.astype(np.int64, copy=False)
-    z = ((v << 1) ^ (v >> 63)).view(np.uint64)
-    return 1 + np.searchsorted(_VARINT_LIMITS, z, side="right").astype(np.int64)
-
-
-_HALF_LIMITS = np.array([1 << (7 * k - 1) for k in range(1, 10)], dtype=np.int64)
-_offset_sizes = varint_sizes(np.arange(1 << 12, dtype=np.int64))  # grown on demand
-
-
-def _sizes_of_offsets(w: int) -> np.ndarray:
-    """Varint sizes of the offset deltas 0..w-1."""
-    global _offset_sizes
-    if w > len(_offset_sizes):
-        _offset_sizes = varint_sizes(np.arange(max(w, 2 * len(_offset_sizes)), dtype=np.int64))
-    return _offset_sizes[:w]
-
-
-def cut_batch(timestamps: np.ndarray, base_sizes: np.ndarray, budget: int, ratio: float,
-              window: int = 64) -> tuple[int, bool, np.ndarray]:
-    """Where the producer closes the batch that starts with the first record of the given
-    columns: ``(count, full, sizes)``. ``timestamps`` (ms) and ``base_sizes`` (a record's
-    body bytes without its timestamp and offset deltas: attributes, key and value with their
-    lengths, headers) describe the records in order; the batch takes record ``j`` while
-    ``int(used * ratio) + size(j) <= budget`` (or when it is the first), ``size(j)``
-    being ``DefaultRecord.sizeInBytes`` at offset delta ``j`` and timestamp delta
-    ``timestamps[j] - timestamps[0]`` and ``used`` the bytes of the records before it
-    (:func:`~kafkafs.record.producer_batch.batch_limits` gives ``budget`` and ``ratio``).
-    ``full``: a record that does not fit was met (False: every record fits, the batch could
-    take more). ``sizes``: the sizes of at least the ``count`` records taken. ``window``:
-    how many records to size at first (grown until the batch ends)."""
-    n = len(timestamps)
-    w = max(1, min(n, window))
-    while True:
-        body = base_sizes[:w] + _sizes_of_offsets(w)
-        deltas = timestamps[:w] - timestamps[0]
-        if deltas.any():
-            body += varint_sizes(deltas)
-        else:
-            body += 1
-        # the length varint of a body (>= 0): 1 byte below 2^6, 2 below 2^13, ...
-        sizes = body + 1 + np.searchsorted(_HALF_LIMITS, body, side="right")
-        ends = np.cumsum(sizes)
-        if ratio == 1.0:  # ends grow: the first record past the budget ends the batch
-            k = max(1, int(np.searchsorted(ends, budget, side="right")))
-            if k < w:
-                return k, True, sizes
-        else:
-            fits = np.floor((ends - sizes) * ratio).astype(np.int64) + sizes <= budget
-            fits[0] = True
-            bad = np.flatnonzero(~fits)
-            if bad.size:
-                return int(bad[0]), True, sizes
-        if w == n:
-            return w, False, sizes
-        w = min(n, w * 4)
-
-
 def _binary_parts(arr):
     """``(data uint8, starts int64, lengths int64 (-1 null))`` of a binary or string Arrow
     array (its buffers, not copied)."""
@@ -178,29 +123,27 @@ def _binary_parts(arr):
     return arr, data, offsets[:-1], lengths
 
 
-def _headers_of(arr) -> tuple[list, np.ndarray]:
-    """The ``headers`` column as tuples of ``(key str, value bytes | None)`` per row (None
-    for a null or empty list) and each row's header bytes in a record (the header count
-    varint included). Raises ValueError for a null header key (``RecordHeader``)."""
-    rows = arr.to_pylist()
-    out, sizes = [], np.ones(len(rows), dtype=np.int64)
-    for i, hs in enumerate(rows):
+def _header_tails(arr) -> list[bytes]:
+    """The headers part of each row's record: the header count varint, then per header its
+    key (UTF-8) and value with their length varints (``DefaultRecord.writeTo``). Raises
+    ValueError for a null header key (``RecordHeader``)."""
+    from ..record.varint import encode_varint
+
+    out = []
+    for hs in arr.to_pylist():
         if not hs:
-            out.append(())
+            out.append(b"\x00")
             continue
-        tup = []
-        size = int(varint_sizes(np.array([len(hs)]))[0])
+        parts = [encode_varint(len(hs))]
         for h in hs:
             k, v = h["key"], h["value"]
             if k is None:
                 raise ValueError("Null header keys are not permitted")
-            kb = len(k.encode("utf-8"))
-            vl = -1 if v is None else len(v)
-            size += int(varint_sizes(np.array([kb, vl])).sum()) + kb + max(vl, 0)
-            tup.append((k, v))
-        out.append(tuple(tup))
-        sizes[i] = size
-    return out, sizes
+            kb = k.encode("utf-8")
+            parts += [encode_varint(len(kb)), kb]
+            parts += [encode_varint(-1)] if v is None else [encode_varint(len(v)), v]
+        out.append(b"".join(parts))
+    return out
 
 
 def now_ms() -> int:
@@ -235,14 +178,35 @@ def timestamps_ms(arr, now: int) -> np.ndarray:
     return ms
 
 
-@dataclass
-class _Pending:
-    """Rows of one topic-partition not yet in a closed batch."""
+def _uniform_suffix(ts: np.ndarray) -> int:
+    """The first row from which every later timestamp lies within 63 ms of each other (the
+    timestamp deltas of a batch starting there take one byte)."""
+    hi = np.maximum.accumulate(ts[::-1])[::-1]
+    lo = np.minimum.accumulate(ts[::-1])[::-1]
+    wide = np.flatnonzero(hi - lo >= 64)
+    return int(wide[-1]) + 1 if wide.size else 0
 
-    records: list = field(default_factory=list)
-    timestamps: list = field(default_factory=list)  # np arrays
-    base_sizes: list = field(default_factory=list)
-    window: int = 64
+
+class _Pending:
+    """Rows of one topic-partition not yet in a closed batch, as pieces (Arrow slices and
+    numpy arrays) of the Arrow batches they came in."""
+
+    __slots__ = ("pieces", "window")
+
+    def __init__(self):
+        self.pieces: list[tuple] = []
+        self.window = 64
+
+    def columns(self) -> tuple:
+        """``(keys, values, tails, key_lengths, value_lengths, tail_lengths, timestamps,
+        base_sizes)`` of every pending row."""
+        import pyarrow as pa
+
+        if len(self.pieces) == 1:
+            return self.pieces[0]
+        cols = list(zip(*self.pieces))
+        return (pa.concat_arrays(cols[0]), pa.concat_arrays(cols[1]), pa.concat_arrays(cols[2]),
+                *(np.concatenate(c) for c in cols[3:]))
 
 
 class TaskEncoder:
@@ -328,7 +292,7 @@ class TaskEncoder:
         if "key" in col:
             key_arr, key_data, key_starts, key_lengths = _binary_parts(col["key"])
         else:
-            key_arr, key_data = pa.nulls(n, pa.binary()), np.zeros(0, dtype=np.uint8)
+            key_arr, key_data = pa.nulls(n, pa.large_binary()), np.zeros(0, dtype=np.uint8)
             key_starts, key_lengths = np.zeros(n, dtype=np.int64), np.full(n, -1, np.int64)
         val_arr, _vdata, _vstarts, val_lengths = _binary_parts(col["value"])
         if "timestamp" in col:
@@ -340,9 +304,9 @@ class TaskEncoder:
             pcol = col["partition"]
             explicit = (pcol.cast(pa.int64()).fill_null(-1).to_numpy(),
                         ~pcol.is_null().to_numpy(zero_copy_only=False))
-        headers, header_sizes = (None, None)
+        tails = None
         if "headers" in col and col["headers"].null_count < n:
-            headers, header_sizes = _headers_of(col["headers"])
+            tails = _header_tails(col["headers"])
         # partition of every row, then the rows of each topic-partition in order
         part = np.empty(n, dtype=np.int64)
         for t, lay in enumerate(layouts):
@@ -351,34 +315,35 @@ class TaskEncoder:
                                           key_lengths, val_lengths)
             if lay.log_append_time:
                 ts[rows] = now
-        group = tidx * (max(lay.partitions for lay in layouts) + 1) + part
+        width = max(lay.partitions for lay in layouts) + 1
+        group = tidx * width + part
         order = np.argsort(group, kind="stable")
         sorted_group = group[order]
         bounds = np.flatnonzero(np.diff(sorted_group)) + 1
-        starts = np.concatenate(([0], bounds))
-        ends = np.concatenate((bounds, [n]))
+        starts = np.concatenate(([0], bounds)).tolist()
+        ends = np.concatenate((bounds, [n])).tolist()
         take = pa.array(order)
-        klist = key_arr.take(take).to_pylist()
-        vlist = val_arr.take(take).to_pylist()
-        ts_sorted = ts[order]
-        base = 1 + varint_sizes(key_lengths) + np.maximum(key_lengths, 0) \
-            + varint_sizes(val_lengths) + np.maximum(val_lengths, 0)
-        if headers is None:
-            base += 1
-            records = list(zip(ts_sorted.tolist(), klist, vlist))
+        keys = key_arr.take(take).cast(pa.large_binary())
+        values = val_arr.take(take).cast(pa.large_binary())
+        if tails is None:
+            tail_col = constant_column(n, b"\x00")
+            tail_lengths = np.ones(n, dtype=np.int64)
         else:
-            base += header_sizes
-            records = list(zip(ts_sorted.tolist(), klist, vlist,
-                               [headers[i] for i in order.tolist()]))
-        base_sorted = base[order]
-        max_parts = max(lay.partitions for lay in layouts) + 1
-        for s, e in zip(starts.tolist(), ends.tolist()):
+            tail_col = pa.array([tails[i] for i in order.tolist()], pa.large_binary())
+            tail_lengths = np.array([len(t) for t in tails], dtype=np.int64)[order]
+        klen, vlen = key_lengths[order], val_lengths[order]
+        ts_sorted = ts[order]
+        base = 1 + varint_sizes(klen) + np.maximum(klen, 0) + varint_sizes(vlen) \
+            + np.maximum(vlen, 0) + tail_lengths
+        for s, e in zip(starts, ends):
             g = int(sorted_group[s])
-            topic, p = topics[g // max_parts], g % max_parts
-            pend = self._pending.setdefault((topic, p), _Pending())
-            pend.records.extend(records[s:e])
-            pend.timestamps.append(ts_sorted[s:e])
-            pend.base_sizes.append(base_sorted[s:e])
+            topic, p = topics[g // width], g % width
+            pend = self._pending.get((topic, p))
+            if pend is None:
+                pend = self._pending[(topic, p)] = _Pending()
+            pend.pieces.append((keys.slice(s, e - s), values.slice(s, e - s),
+                                tail_col.slice(s, e - s), klen[s:e], vlen[s:e],
+                                tail_lengths[s:e], ts_sorted[s:e], base[s:e]))
             batches = self._drain(topic, p, pend, final=False)
             if batches:
                 yield topic, p, batches
@@ -392,36 +357,51 @@ class TaskEncoder:
         self._pending.clear()
 
     def _drain(self, topic: str, p: int, pend: _Pending, final: bool) -> list[bytearray]:
-        """Cut and encode the closed batches of ``pend`` (all of them when ``final``)."""
-        if not pend.records:
+        """Cut and encode the closed batches of ``pend`` (all of them when ``final``); the
+        rows of a batch still open stay pending. Uncompressed batches are encoded together;
+        compressed ones one by one, as the producer's compression ratio estimate (which
+        decides the next cut) moves after each."""
+        if not pend.pieces:
             return []
         lay = self.layout(topic)
-        ts = np.concatenate(pend.timestamps) if len(pend.timestamps) > 1 else pend.timestamps[0]
-        base = np.concatenate(pend.base_sizes) if len(pend.base_sizes) > 1 else \
-            pend.base_sizes[0]
-        recs = pend.records
-        ts_type = LOG_APPEND_TIME if lay.log_append_time else CREATE_TIME
-        out = []
-        s, n = 0, len(recs)
+        cols = pend.columns()
+        keys, values, tails, klen, vlen, tlen, ts, base = cols
+        n = len(ts)
+        out: list[bytearray] = []
+        budget0 = batch_limits(lay.batch_size, topic, lay.codec)[0]
+        if not lay.codec:  # where the rows left lie within 63 ms, cut_uniform cuts the rest
+            uniform_from = _uniform_suffix(ts)
+        bounds, s = [0], 0
         while s < n:
+            if not lay.codec and s >= uniform_from:
+                rest = cut_uniform(base[s:], budget0, final)
+                if rest is not None:
+                    bounds += [s + e for e in rest[1:]]
+                    s = bounds[-1]
+                    break
             budget, ratio = batch_limits(lay.batch_size, topic, lay.codec)
             k, full, sizes = cut_batch(ts[s:], base[s:], budget, ratio, pend.window)
             if not full and not final:
                 break
-            chunk = recs[s:s + k]
-            if ts_type == LOG_APPEND_TIME:
-                data = encode_batch(chunk, compression=lay.codec, timestamp_type=ts_type,
-                                    log_append_time=int(ts[s]))
-            else:
-                data = encode_batch(chunk, compression=lay.codec)
-            ESTIMATOR.observe(topic, lay.codec, len(data), int(sizes[:k].sum()))
-            out.append(bytearray(data))
             pend.window = max(8, 2 * k)
+            if lay.codec:
+                one = np.array([0, k])
+                buf, offs = encode_columns(keys.slice(s), values.slice(s), tails.slice(s),
+                                           klen[s:], vlen[s:], tlen[s:], ts[s:], one)
+                batch = frame_batches(buf, offs, ts[s:], one, lay.codec, lay.log_append_time)
+                ESTIMATOR.observe(topic, lay.codec, len(batch[0]), int(sizes[:k].sum()))
+                out.extend(batch)
             s += k
-        if s:
-            pend.records = recs[s:]
-            pend.timestamps = [ts[s:]] if s < n else []
-            pend.base_sizes = [base[s:]] if s < n else []
+            bounds.append(s)
+        if not lay.codec and s:
+            cut = np.array(bounds, dtype=np.int64)
+            buf, offs = encode_columns(keys, values, tails, klen, vlen, tlen, ts, cut)
+            out = frame_batches(buf, offs, ts, cut, lay.codec, lay.log_append_time)
+        if s >= n:
+            pend.pieces = []
+        elif s:
+            pend.pieces = [(keys.slice(s), values.slice(s), tails.slice(s), klen[s:], vlen[s:],
+                            tlen[s:], ts[s:], base[s:])]
         else:
-            pend.timestamps, pend.base_sizes = [ts], [base]
+            pend.pieces = [cols]
         return out

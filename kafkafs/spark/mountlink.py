@@ -16,10 +16,9 @@ import json
 import os
 import time
 
+from ..log.config import LogConfig, parse_properties
 from ..log.errors import LogDirLockedError
 from ..log.manager import is_locked
-
-from ..log.config import LogConfig, parse_properties
 
 FSTYPE = "fuse.kafkafs"  # (kafkafs.cli.mount.FSTYPE) the type /proc/self/mounts shows
 ADOPT_XATTR = "user.kafkafs.adopt"  # (kafkafs.fs.operations serves both)
