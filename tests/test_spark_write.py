@@ -315,6 +315,27 @@ def test_append_overwrite_and_topic_config(spark, tmp_path):
     assert_clean(logs)
 
 
+def test_log_append_time_topic(spark, tmp_path):
+    from kafka.record import MemoryRecords
+
+    logs = tmp_path / "logs"
+    df = spark.createDataFrame([(b"v%d" % i, T0) for i in range(50)],
+                               "value binary, timestamp timestamp")
+    before = now_ms()
+    save(df, logs, topic="lat", partitions=1,
+         config__message__timestamp__type="LogAppendTime")
+    after = now_ms()
+    mr = MemoryRecords((logs / "lat-0" / "00000000000000000000.log").read_bytes())
+    seen = 0
+    while mr.has_next():
+        batch = mr.next_batch()
+        assert batch.timestamp_type == 1
+        for r in batch:
+            assert before <= r.timestamp <= after  # the time of writing, not the column's
+            seen += 1
+    assert seen == 50
+
+
 def test_compacted_topic_refuses_records_without_key(spark, tmp_path):
     logs = tmp_path / "logs"
     good = spark.createDataFrame([("k%d" % (i % 5), "v%d" % i) for i in range(40)],

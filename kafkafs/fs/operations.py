@@ -945,17 +945,20 @@ class KafkaFS(pyfuse3.Operations):
 
     async def _append_staged(self, node: T.Node, value: bytes) -> None:
         """``user.kafkafs.append_staged`` on ``<topic>/<p>``: the value names a staged dir
-        ``<topic>-<p>.<stage id>-delete`` in the partition's own log dir; its batches are
-        checked through, appended (:func:`~kafkafs.log.staging.append_runs`) and flushed.
-        EINVAL for a name that is not a staged dir of this partition, ENOENT when it is not
-        there, EIO for damaged data, EMSGSIZE for a batch over ``max.message.bytes``."""
+        ``<topic>-<p>.<stage id>-delete`` in one of the daemon's log dirs (the partition's
+        own first); its batches are checked through, appended
+        (:func:`~kafkafs.log.staging.append_runs`) and flushed. EINVAL for a name that is
+        not a staged dir of this partition, ENOENT when it is not there, EIO for damaged
+        data, EMSGSIZE for a batch over ``max.message.bytes``."""
         from ..log.staging import append_runs, parse_stage_dir
 
         lg = self._log(node)
         name = value.decode("utf-8", "replace")
         if "/" in name or (parse_stage_dir(name) or ())[:2] != (node.topic, node.partition):
             raise _err(errno.EINVAL)
-        path = os.path.join(os.path.dirname(lg.dir), name)
+        roots = [os.path.dirname(lg.dir)] + list(self.manager.log_dirs)
+        path = next((os.path.join(r, name) for r in roots
+                     if os.path.isdir(os.path.join(r, name))), os.path.join(roots[0], name))
 
         def work():
             stats = append_runs(lg, [path], verify=True)

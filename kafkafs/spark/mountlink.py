@@ -83,6 +83,28 @@ def daemon_defaults(mount: str) -> tuple[int, LogConfig] | None:
     return n, LogConfig().with_overrides(props)
 
 
+def topic_counts(mount: str) -> dict[str, int]:
+    """Every topic the daemon shows and its partition count (its partitions may lie in
+    several log dirs)."""
+    out = {}
+    for topic in os.listdir(mount):
+        parts = topic_partitions(mount, topic)
+        if parts:
+            out[topic] = max(parts) + 1
+    return out
+
+
+def daemon_log_dir(mount: str, log_dir: str) -> str:
+    """``log_dir`` as the daemon mounted at ``mount`` spells it (the same directory, maybe
+    named through a link)."""
+    try:
+        dirs = os.getxattr(mount, "user.kafkafs.log_dirs").decode().split(",")
+    except OSError:
+        return log_dir
+    want = os.path.realpath(log_dir)
+    return next((d for d in dirs if d and os.path.realpath(d) == want), log_dir)
+
+
 def topic_partitions(mount: str, topic: str) -> list[int]:
     """The partitions of ``topic`` as the daemon shows them (empty: no such topic)."""
     try:
@@ -120,8 +142,8 @@ def adopt(mount: str, log_dir: str, topic: str, stage_id: str, partitions: int,
     ``range(partitions)``, in ``log_dir``) as topic ``topic``: asked on the mount's root for
     a new topic, on the topic's dir to replace its data (``replace``). Raises
     DaemonRefusedError."""
-    req = {"log_dir": log_dir, "topic": topic, "stage": stage_id, "partitions": partitions,
-           "config": overrides}
+    req = {"log_dir": daemon_log_dir(mount, log_dir), "topic": topic, "stage": stage_id,
+           "partitions": partitions, "config": overrides}
     _request(os.path.join(mount, topic) if replace else mount, ADOPT_XATTR,
              json.dumps(req).encode(), f"{'replace' if replace else 'create'} topic {topic}",
              mount)

@@ -43,7 +43,7 @@ from ..log.names import validate_topic
 from ..log.staging import new_job_id
 from ..record import compression as codecs
 from .encode import TopicLayout
-from .mountlink import daemon_defaults, holder_mount
+from .mountlink import daemon_defaults, holder_mount, topic_counts
 
 _PRODUCER_CODECS = {"none": codecs.NONE, "gzip": codecs.GZIP, "snappy": codecs.SNAPPY,
                     "lz4": codecs.LZ4, "zstd": codecs.ZSTD}
@@ -248,8 +248,11 @@ def plan_write(options, schema, overwrite: bool) -> WritePlan:
         broker = BrokerConfig.load(server_config)
         num_partitions, defaults = broker.num_partitions, broker.log
     existing: dict[str, int] = {}
-    for (t, p), _path in partition_dirs(log_dir):
-        existing[t] = max(existing.get(t, 0), p + 1)
+    if mount is not None:  # the daemon's topics may spread over several log dirs
+        existing = topic_counts(mount)
+    else:
+        for (t, p), _path in partition_dirs(log_dir):
+            existing[t] = max(existing.get(t, 0), p + 1)
     plan = WritePlan(
         log_dir=log_dir, job_id=new_job_id(), topic=topic, overwrite=bool(overwrite),
         default_partitions=partitions or num_partitions, partitions_option=partitions,
