@@ -252,14 +252,24 @@ def append_runs(lg: Log, paths: Iterable[str], *, verify: bool = True) -> RunSta
     stats = RunStats()
     for path in paths:
         for chunk in iter_run(path, validate=not verify):
-            rest = chunk
-            while rest:
-                done = lg.append_encoded_run(rest)
-                for view in rest[:done]:
-                    stats.batches += 1
-                    stats.bytes += len(view)
-                    stats.records += int.from_bytes(view[57:61], "big", signed=True)
-                rest = rest[done:]
+            append_batches(lg, chunk, stats)
+    return stats
+
+
+def append_batches(lg: Log, batches: list, stats: RunStats | None = None) -> RunStats:
+    """Append encoded v2 batches without producer ids (any base offsets: restamped) to
+    ``lg`` with :meth:`Log.append_encoded_run`, counting them into ``stats`` (a new
+    :class:`RunStats` when None), which is returned. Raises what the append raises, the
+    batches before the one refused appended and counted."""
+    stats = RunStats() if stats is None else stats
+    rest = batches
+    while rest:
+        done = lg.append_encoded_run(rest)
+        for view in rest[:done]:
+            stats.batches += 1
+            stats.bytes += len(view)
+            stats.records += int.from_bytes(view[57:61], "big", signed=True)
+        rest = rest[done:]
     return stats
 
 

@@ -78,9 +78,25 @@ def publish(plan: WritePlan, messages) -> None:
     runs = runs_by_partition(messages)
     topics = sorted({t for t, _p in runs} | ({plan.topic} if plan.topic else set()))
     try:
+        _check_runs_present(plan, runs)
         _publish(plan, runs, topics)
     finally:
         remove_job_stage_dirs(plan.log_dir, plan.job_id)
+
+
+class StagedRunMissingError(RuntimeError):
+    """A task reported a staged run the driver does not find in the log dir."""
+
+
+def _check_runs_present(plan: WritePlan, runs) -> None:
+    for names in runs.values():
+        for name in names:
+            if not os.path.isdir(os.path.join(plan.log_dir, name)):
+                raise StagedRunMissingError(
+                    f"a task wrote {name} into {plan.log_dir}, but the driver does not find "
+                    "it there: on a cluster the log dir must be one filesystem that the driver "
+                    "and every executor see at the same path (NFS, a shared volume). Nothing "
+                    "was written.")
 
 
 ABORT_QUIET_S = 2.5  # the abort sweeps until no staged dir of the job was seen for this long

@@ -20,6 +20,8 @@ from pyspark.sql.datasource import WriterCommitMessage
 
 from ..log.log import Log
 from ..log.staging import (
+    RunStats,
+    append_batches,
     create_stage_log,
     finish_stage_log,
     new_stage_id,
@@ -36,14 +38,12 @@ MAX_OPEN_LOGS = 32  # staged logs a task keeps open at once (files, index mappin
 @dataclass
 class StagedRun:
     """A task's run for one topic-partition: the staged dir's ``stage_id`` and what it
-    holds."""
+    holds (``stats``: records, batches, bytes)."""
 
     topic: str
     partition: int
     stage_id: str
-    records: int = 0
-    batches: int = 0
-    bytes: int = 0
+    stats: RunStats = field(default_factory=RunStats)
 
     @property
     def dir_name(self) -> str:
@@ -88,15 +88,7 @@ class TaskStager:
     def append(self, topic: str, partition: int, batches: list) -> None:
         """Append encoded batches (base offset 0, restamped) to the partition's staged log."""
         lg = self._log(topic, partition)
-        run = self.runs[(topic, partition)]
-        rest = batches
-        while rest:
-            done = lg.append_encoded_run(rest)
-            for b in rest[:done]:
-                run.batches += 1
-                run.bytes += len(b)
-                run.records += int.from_bytes(b[57:61], "big")
-            rest = rest[done:]
+        append_batches(lg, batches, self.runs[(topic, partition)].stats)
 
     def finish(self) -> StagedRuns:
         """Flush and close every staged log; the commit message."""
