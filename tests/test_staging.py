@@ -332,6 +332,51 @@ def test_columns_encode_as_the_record_layer_encodes(codec, log_append):
         assert bytes(batch) == encode_batch(rows[s:e], compression=codec, **kw)
 
 
+# -- the Spark writer's commit, driven without Spark ---------------------------------------
+
+def _plan(log_dir, **kw):
+    from kafkafs.spark.write_plan import WritePlan
+
+    args = dict(log_dir=log_dir, job_id=new_job_id(), topic="t", overwrite=False,
+                default_partitions=2, partitions_option=2, topic_defaults=LogConfig(),
+                config_overrides={}, existing={}, existing_overrides={}, lock_timeout_ms=100)
+    args.update(kw)
+    return WritePlan(**args)
+
+
+class _Message:
+    def __init__(self, runs):
+        self.runs = runs
+
+
+class _Run:
+    def __init__(self, topic, partition, stage_id):
+        self.topic, self.partition, self.dir_name = topic, partition, \
+            stage_dir_name(topic, partition, stage_id)
+
+
+def test_commit_refuses_a_topic_changed_meanwhile_and_a_missing_run(manager_factory, log_dir):
+    from kafkafs.spark.publish import StagedRunMissingError, TopicChangedError, publish
+
+    m = manager_factory()
+    m.create_topic("t", 3)
+    m.shutdown()
+    before = tree_state(log_dir)
+    plan = _plan(log_dir, existing={"t": 2})  # planned when t had 2 partitions
+    sid = new_stage_id(plan.job_id)
+    staged_run(log_dir, "t", 0, plan.job_id, batches_of(1))
+    run = parse_stage_dir(job_stage_dirs(log_dir, plan.job_id)[0])[2]
+    with pytest.raises(TopicChangedError, match="resized while the write ran"):
+        publish(plan, [_Message([_Run("t", 0, run)]), None])
+    assert job_stage_dirs(log_dir, plan.job_id) == []
+    plan = _plan(log_dir)
+    with pytest.raises(StagedRunMissingError, match="every executor see at the same path"):
+        publish(plan, [_Message([_Run("new", 0, sid)])])
+    after = tree_state(log_dir)
+    after[log_dir] = before[log_dir]  # (the root's mtime: staged dirs came and went)
+    assert after == before
+
+
 # -- the daemon's bulk-load requests, through a real mount ---------------------------------
 
 @needs_fuse

@@ -39,7 +39,7 @@ import time
 from collections import defaultdict
 
 from ..log.errors import LogDirLockedError
-from ..log.manager import LogManager
+from ..log.manager import LogManager, partition_dirs
 from ..log.staging import (
     append_runs,
     create_stage_log,
@@ -129,6 +129,7 @@ def _publish(plan: WritePlan, runs, topics) -> None:
         if mount is not None:
             _through_daemon(plan, runs, topics, mount)
             return
+        _precheck(plan, topics)  # refuse before the log dir is opened for writing
         manager = LogManager(plan.broker_config())
         try:
             manager.startup()
@@ -153,6 +154,16 @@ def _check_partitions(plan: WritePlan, tp: TopicPlan, now: list[int]) -> None:
         raise TopicChangedError(
             f"Topic '{tp.topic}' was {what} while the write ran: it has {len(now)} partitions, "
             f"its rows were partitioned for {tp.partitions}; nothing of it was written")
+
+
+def _precheck(plan: WritePlan, topics) -> None:
+    """:func:`_check_partitions` of every topic from a listing of the log dir (the commit
+    checks again under the lock)."""
+    counts: dict[str, list[int]] = defaultdict(list)
+    for (t, p), _path in partition_dirs(plan.log_dir):
+        counts[t].append(p)
+    for topic in topics:
+        _check_partitions(plan, plan.topic_plan(topic), counts.get(topic, []))
 
 
 def _prepare_partition(plan: WritePlan, tp: TopicPlan, partition: int, names: list[str]
