@@ -33,6 +33,7 @@ import pyfuse3
 import trio
 
 from ..log import cleaner_status
+from ..log.config import format_properties
 from ..log.errors import LogError
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL
 from ..log.log import Log
@@ -67,6 +68,10 @@ BLOCK_SIZE = 128 * 1024
 
 XATTR_PREFIX = "user.kafka."
 COMPACT_XATTR = "user.kafkafs.compact"  # set on a topic/partition dir: clean it now
+# bulk loads (kafkafs.spark.publish): set on the root, a new topic from staged partition dirs;
+# on a partition dir, append a staged run (kafkafs.log.staging)
+ADOPT_XATTR = "user.kafkafs.adopt"
+APPEND_STAGED_XATTR = "user.kafkafs.append_staged"
 
 
 @dataclass
@@ -106,6 +111,15 @@ class _Handle:
 
 def _err(code: int):
     return pyfuse3.FUSEError(code)
+
+
+def _forget_entry(parent_inode: int, name: bytes) -> None:
+    """Have the kernel drop its cached entry ``name`` of ``parent_inode`` (waits for it;
+    never call it while the request being answered holds the parent's lock)."""
+    try:
+        pyfuse3.invalidate_entry(parent_inode, name)
+    except OSError:
+        pass  # not known to the kernel
 
 
 class KafkaFS(pyfuse3.Operations):
@@ -592,6 +606,11 @@ class KafkaFS(pyfuse3.Operations):
         if not self.manager.partitions(topic):
             raise _err(errno.ENOENT)
         await trio.to_thread.run_sync(self.manager.delete_topic, topic)
+        self._topic_gone(topic)
+
+    def _topic_gone(self, topic: str) -> None:
+        """Drop what the tree kept of a deleted or replaced topic: views, cached batches,
+        key maps, nodes."""
         for key in [k for k in self._views if k[0] == topic]:
             del self._views[key]
         self.cache.drop(topic)
@@ -807,8 +826,13 @@ class KafkaFS(pyfuse3.Operations):
     async def _xattr_values(self, node: T.Node) -> dict[str, bytes | None]:
         """xattr name -> value of ``node`` (None: not set)."""
         if node.kind == T.ROOT:
+            config = self.manager.config
             return {"user.kafkafs.pid": str(os.getpid()).encode(),
-                    "user.kafkafs.log_dirs": ",".join(self.manager.log_dirs).encode()}
+                    "user.kafkafs.log_dirs": ",".join(self.manager.log_dirs).encode(),
+                    # what a bulk writer needs to lay out a new topic as this daemon would
+                    "user.kafkafs.num_partitions": str(config.num_partitions).encode(),
+                    "user.kafkafs.topic_defaults": format_properties(
+                        config.log.to_properties()).encode()}
         if node.kind not in (T.OFFSET, T.KEY):
             return {}
         rec, entry = await self._visible_record(self._log(node), node.name)
@@ -842,14 +866,28 @@ class KafkaFS(pyfuse3.Operations):
 
     @fuse_errors
     async def setxattr(self, inode, name, value, ctx):
-        """``user.kafkafs.compact`` on a topic or partition dir runs a cleaning pass over it
-        now and returns when it is done (``kafkafs compact`` beside a running daemon): EIO
-        when a pass failed, EINVAL for a topic that is not compacted, ENOTSUP when the
-        daemon runs no cleaner (``log.cleaner.enable=false``). Nothing else is settable."""
+        """Requests to the daemon, each answered when done:
+
+        * ``user.kafkafs.compact`` on a topic or partition dir runs a cleaning pass over it
+          now (``kafkafs compact`` beside a running daemon): EIO when a pass failed, EINVAL
+          for a topic that is not compacted, ENOTSUP when the daemon runs no cleaner
+          (``log.cleaner.enable=false``).
+        * ``user.kafkafs.adopt`` on the root takes a new topic from staged partition dirs
+          (:meth:`_adopt_topic`), ``user.kafkafs.append_staged`` on a partition dir appends
+          a staged run (:meth:`_append_staged`): a bulk load (``kafkalog`` Spark writes).
+
+        Nothing else is settable (EACCES)."""
         if self.options.read_only:
             raise _err(errno.EROFS)
         node = self._node(inode)
-        if name.decode("utf-8", "replace") != COMPACT_XATTR or node.kind not in (T.TOPIC, T.PARTITION):
+        sname = name.decode("utf-8", "replace")
+        if sname == ADOPT_XATTR and node.kind in (T.ROOT, T.TOPIC):
+            await self._adopt_topic(node, value)
+            return
+        if sname == APPEND_STAGED_XATTR and node.kind == T.PARTITION:
+            await self._append_staged(node, value)
+            return
+        if sname != COMPACT_XATTR or node.kind not in (T.TOPIC, T.PARTITION):
             raise _err(errno.EACCES)
         cleaner = self.manager.cleaner
         if cleaner is None:
@@ -872,6 +910,64 @@ class KafkaFS(pyfuse3.Operations):
             log.warning("cannot save the cleaner status: %s", exc)
         if failed:
             raise _err(errno.EIO)
+
+    async def _adopt_topic(self, node: T.Node, value: bytes) -> None:
+        """``user.kafkafs.adopt``: the value is JSON ``{"log_dir": one of the daemon's log
+        dirs, "topic": T, "stage": stage id, "partitions": N, "config": {overrides}}``; the
+        staged dirs ``<T>-<p>.<stage>-delete`` (p in 0..N-1, made by
+        :mod:`kafkafs.log.staging`) become topic T, recovered as a restored backup is
+        (:meth:`LogManager.adopt_topic`). Set on the root it creates T (EEXIST when T
+        exists); set on T's own dir it replaces T's data (a Spark overwrite): the kernel is
+        then told to forget the name T, whose partitions and files are new. EINVAL for a bad
+        request, ENOENT for a staged dir that is not there."""
+        from ..log.staging import stage_dir_name
+
+        try:
+            req = json.loads(value)
+            topic, stage, n = str(req["topic"]), str(req["stage"]), int(req["partitions"])
+            log_dir = str(req["log_dir"])
+            config = {str(k): str(v) for k, v in (req.get("config") or {}).items()}
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise _err(errno.EINVAL) from None
+        replace = node.kind == T.TOPIC
+        if replace and node.topic != topic:
+            raise _err(errno.EINVAL)
+        staged = {p: stage_dir_name(topic, p, stage) for p in range(n)}
+        await trio.to_thread.run_sync(
+            lambda: self.manager.adopt_topic(log_dir, topic, staged, config, replace=replace))
+        if replace:
+            self._topic_gone(topic)
+            # (this request holds the topic dir's lock, not the root's: safe to wait for)
+            await trio.to_thread.run_sync(_forget_entry, pyfuse3.ROOT_INODE,
+                                          topic.encode("utf-8", "surrogateescape"))
+        log.info("%s topic %s (%d partitions) from staged dirs %s",
+                 "Replaced" if replace else "Adopted", topic, n, stage)
+
+    async def _append_staged(self, node: T.Node, value: bytes) -> None:
+        """``user.kafkafs.append_staged`` on ``<topic>/<p>``: the value names a staged dir
+        ``<topic>-<p>.<stage id>-delete`` in one of the daemon's log dirs (the partition's
+        own first); its batches are checked through, appended
+        (:func:`~kafkafs.log.staging.append_runs`) and flushed. EINVAL for a name that is
+        not a staged dir of this partition, ENOENT when it is not there, EIO for damaged
+        data, EMSGSIZE for a batch over ``max.message.bytes``."""
+        from ..log.staging import append_runs, parse_stage_dir
+
+        lg = self._log(node)
+        name = value.decode("utf-8", "replace")
+        if "/" in name or (parse_stage_dir(name) or ())[:2] != (node.topic, node.partition):
+            raise _err(errno.EINVAL)
+        roots = [os.path.dirname(lg.dir)] + list(self.manager.log_dirs)
+        path = next((os.path.join(r, name) for r in roots
+                     if os.path.isdir(os.path.join(r, name))), os.path.join(roots[0], name))
+
+        def work():
+            stats = append_runs(lg, [path], verify=True)
+            lg.flush()
+            return stats
+
+        stats = await trio.to_thread.run_sync(work)
+        log.info("Appended %d records (%d bytes) from %s to %s", stats.records, stats.bytes,
+                 name, lg.name)
 
     @fuse_errors
     async def removexattr(self, inode, name, ctx):

@@ -353,6 +353,120 @@ class LogManager:
             return [self._create_partition(topic, p, topic_id)
                     for p in range(max(current) + 1, max(current) + 1 + total - len(current))]
 
+    def adopt_topic(self, log_dir: str, topic: str, staged: Mapping[int, str],
+                    overrides: Mapping[str, str] | None = None, *, replace: bool = False,
+                    trusted: bool = False) -> list[Log]:
+        """Create ``topic`` from whole partition dirs prepared out of sight in ``log_dir``
+        (one of this manager's log dirs): a bulk load, taken in as a restored backup is.
+        ``staged`` maps every partition 0..N-1 to the name of its staged dir in that root
+        (:mod:`kafkafs.log.staging`); each gets the ``partition.metadata`` of a new topic
+        id, is renamed ``<topic>-<p>`` (never over an existing entry) and loaded: recovered
+        as after an unclean shutdown, unless ``trusted`` (the caller wrote the files with a
+        :class:`Log` and fsynced them). ``overrides``: the topic's config overrides.
+        ``replace``: an existing topic of that name is replaced (its partition dirs renamed
+        ``<topic>-<p>.<uuid>-delete`` first and removed once the new ones are in: a Spark
+        overwrite). Returns the new logs.
+
+        Raises InvalidTopicError, TopicExistsError, InvalidConfigError (bad overrides,
+        partitions that are not 0..N-1, a name that is not a staged dir of the partition, a
+        log dir that is not ours), FileNotFoundError (a staged dir missing), OSError. A
+        failure while publishing puts back what was done: the published dirs get their
+        staged names again and a replaced topic its dirs."""
+        from .staging import parse_stage_dir, rename_noreplace
+
+        self._check_writable()
+        validate_topic(topic)
+        overrides = validate_topic_overrides(overrides or {})
+        root = os.path.abspath(log_dir)
+        if root not in {os.path.abspath(d) for d in self.log_dirs}:
+            raise InvalidConfigError(f"{log_dir} is not one of the log dirs "
+                                     f"{', '.join(self.log_dirs)}")
+        n = len(staged)
+        if n < 1 or sorted(staged) != list(range(n)):
+            raise InvalidConfigError(f"the partitions of topic {topic} must be 0..N-1, not "
+                                     f"{sorted(staged)}")
+        for p, name in staged.items():
+            if (parse_stage_dir(name) or ())[:2] != (topic, p):
+                raise InvalidConfigError(f"{name!r} is not a staged dir of {topic}-{p}")
+        with self.lock:
+            if self.partitions(topic) and not replace:
+                raise TopicExistsError(f"Topic '{topic}' already exists.")
+            collides = [t for t in self.topics()
+                        if t != topic and t.replace(".", "_") == topic.replace(".", "_")]
+            if collides:
+                raise InvalidConfigError(
+                    f"Topic '{topic}' collides with existing topic: {collides[0]}")
+            sources = {p: os.path.join(root, staged[p]) for p in range(n)}
+            for path in sources.values():
+                safeio.Dir.open(path).close()  # a directory, not a link: else OSError now
+            old = self._take_out(topic)
+            published: list[tuple[int, str, str]] = []
+            topic_id = ckpt.new_topic_id()
+            try:
+                for p in range(n):
+                    with safeio.Dir.open(sources[p]) as sdir:
+                        ckpt.write_partition_metadata(sdir.join(PARTITION_METADATA), topic_id,
+                                                      dir=sdir)
+                    final = os.path.join(root, partition_dir_name(topic, p))
+                    rename_noreplace(sources[p], final)
+                    published.append((p, sources[p], final))
+                    self._open_log((topic, p), safeio.Dir.open(final), 0, 0, clean=trusted)
+                with safeio.Dir.open(root, follow=True) as rdir:
+                    rdir.fsync()
+            except BaseException:
+                for p, src, final in reversed(published):
+                    lg = self.logs.pop((topic, p), None)
+                    if lg is not None:
+                        lg.close(take_snapshot=False)
+                    try:
+                        os.rename(final, src)
+                    except OSError as exc:
+                        log.error("Cannot put %s back to %s: %s", final, src, exc)
+                self._put_back(old)
+                raise
+            for (tp, _lg, _points, doomed) in old:
+                if self.cleaner is not None:
+                    self.cleaner.manager.remove_partition(tp)
+                shutil.rmtree(doomed, ignore_errors=True)
+            if overrides:
+                self._overrides[topic] = dict(overrides)
+            else:
+                self._overrides.pop(topic, None)
+            self._save_topic_overrides()
+            return [self.logs[(topic, p)] for p in range(n)]
+
+    def _take_out(self, topic: str) -> list[tuple]:
+        """Close every partition of ``topic`` and rename its dir ``<dir>.<uuid>-delete``;
+        returns ``[(tp, log, (recovery point, log start offset), doomed path)]`` for
+        :meth:`_put_back` or removal."""
+        taken = []
+        try:
+            for p in self.partitions(topic):
+                tp = (topic, p)
+                if self.cleaner is not None:  # a running pass stops before the dir goes
+                    self.cleaner.manager.abort_cleaning(tp)
+                lg = self.logs.pop(tp)
+                lg.close()
+                doomed = f"{lg.dir}.{uuid.uuid4().hex}-delete"
+                taken.append((tp, lg, (lg.recovery_point, lg.log_start_offset), doomed))
+                os.rename(lg.dir, doomed)
+        except BaseException:
+            self._put_back(taken)
+            raise
+        return taken
+
+    def _put_back(self, taken: list[tuple]) -> None:
+        """Undo :meth:`_take_out`: rename the dirs back and load them again (recovering from
+        their recovery points). Failures are logged."""
+        for tp, lg, (recovery_point, log_start), doomed in taken:
+            try:
+                if os.path.isdir(doomed):
+                    os.rename(doomed, lg.dir)
+                self._open_log(tp, safeio.Dir.open(lg.dir), recovery_point, log_start,
+                               clean=False)
+            except (OSError, LogError, CorruptRecordError) as exc:
+                log.error("Cannot restore %s-%d from %s: %s", tp[0], tp[1], doomed, exc)
+
     def delete_topic(self, topic: str) -> None:
         """Delete every partition of ``topic``: each dir is renamed
         ``<topic>-<p>.<uuid>-delete`` (as Kafka does) and then removed.
@@ -410,21 +524,7 @@ class LogManager:
             return cfg
 
     def _load_topic_overrides(self) -> None:
-        merged: dict[str, dict[str, str]] = {}
-        for d in self.log_dirs:
-            path = os.path.join(d, TOPIC_CONFIG_FILE)
-            try:
-                data = json.loads(ckpt.read_file(path).decode("utf-8"))
-            except FileNotFoundError:  # (also a planted link or special file: warned once)
-                continue
-            except (OSError, ValueError) as exc:
-                raise InvalidConfigError(f"cannot read topic configs {path}: {exc}") from None
-            for topic, conf in (data.get("topics") or {}).items():
-                merged.setdefault(topic, {}).update(
-                    {k: v for k, v in conf.items() if k not in merged.get(topic, {})})
-        for topic, conf in merged.items():
-            validate_topic_overrides(conf)
-        self._overrides = merged
+        self._overrides = load_topic_overrides(self.log_dirs)
 
     def _save_topic_overrides(self) -> None:
         data = json.dumps({"version": 1, "topics": self._overrides}, indent=1,
@@ -501,6 +601,27 @@ class LogManager:
         expiration = self.config.producer_id_expiration_ms
         return sum(len(lg.remove_expired_producers(now, expiration))
                    for lg in list(self.logs.values()))
+
+
+def load_topic_overrides(log_dirs: Iterable[str]) -> dict[str, dict[str, str]]:
+    """Every topic's config overrides kept in ``log_dirs`` (the ``kafkafs-topic-configs.json``
+    of each; for a topic in several, the first dir's value of a key wins), read without a
+    lock. Raises InvalidConfigError for a file that cannot be read or holds a bad value."""
+    merged: dict[str, dict[str, str]] = {}
+    for d in log_dirs:
+        path = os.path.join(d, TOPIC_CONFIG_FILE)
+        try:
+            data = json.loads(ckpt.read_file(path).decode("utf-8"))
+        except FileNotFoundError:  # (also a planted link or special file: warned once)
+            continue
+        except (OSError, ValueError) as exc:
+            raise InvalidConfigError(f"cannot read topic configs {path}: {exc}") from None
+        for topic, conf in (data.get("topics") or {}).items():
+            merged.setdefault(topic, {}).update(
+                {k: v for k, v in conf.items() if k not in merged.get(topic, {})})
+    for topic, conf in merged.items():
+        validate_topic_overrides(conf)
+    return merged
 
 
 def partition_dirs(log_dir: str) -> list[tuple[TopicPartition, str]]:

@@ -452,6 +452,31 @@ class LogSegment:
             self.bytes_since_last_index_entry += len(batch)
             position += len(batch)
 
+    def resume_after_close(self) -> None:
+        """Make a segment reopened after a clean close take appends as if it had never been
+        closed (a bulk load going on with a run another process wrote and closed,
+        :mod:`kafkafs.log.staging`): the bytes appended since the last offset index entry
+        count again (a load starts that count at 0, as Kafka's does), and the final time
+        index entry the close wrote (``LogSegment.close``) is taken back, its timestamp
+        staying the running maximum. That entry is the one naming an offset past the batch
+        of the last offset index entry: the entries appends write never do. Raises
+        ReadOnlyLogError."""
+        if not self.writable:
+            raise ReadOnlyLogError(f"{self.log_path} is read-only")
+        index, time_index = self.index, self.time_index
+        if index.entries:
+            indexed, position = index.entry(index.entries - 1)
+        else:
+            indexed, position = self.base_offset - 1, 0
+        self.bytes_since_last_index_entry = self.size - position
+        if time_index.entries:
+            timestamp, offset = time_index.last_entry
+            if offset > indexed:
+                self._max_timestamp_so_far = timestamp
+                self._offset_of_max_timestamp_so_far = offset
+                self._max_ts_loaded = True
+                time_index.truncate_to(offset)
+
     def has_index_room(self, entries: int) -> bool:
         """Whether the offset and time indexes can take ``entries`` more entries."""
         # (either index is full with one slot left: is_full's rule)

@@ -1,0 +1,156 @@
+"""Talking to the kafkafs daemon that holds a log dir, through its mount.
+
+A log dir whose ``.lock`` a running daemon holds is written only by that daemon (DESIGN §5:
+writers go through the daemon or refuse). The daemon's mount answers requests made as
+extended attributes (:mod:`kafkafs.fs.operations`): its root tells the log dirs it serves
+(``user.kafkafs.log_dirs``), its ``num.partitions`` and topic config defaults; setting
+``user.kafkafs.adopt`` on the root hands it a new topic made of staged partition dirs,
+setting ``user.kafkafs.append_staged`` on ``<topic>/<p>`` has it append a staged run. Each
+request returns when the daemon is done.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import time
+
+from ..log.config import LogConfig, parse_properties
+from ..log.errors import LogDirLockedError
+from ..log.manager import is_locked
+
+FSTYPE = "fuse.kafkafs"  # (kafkafs.cli.mount.FSTYPE) the type /proc/self/mounts shows
+ADOPT_XATTR = "user.kafkafs.adopt"  # (kafkafs.fs.operations serves both)
+APPEND_STAGED_XATTR = "user.kafkafs.append_staged"
+
+
+class DaemonRefusedError(RuntimeError):
+    """The daemon behind a mount refused a request; the message says why, as far as an
+    errno tells, and points at the daemon's log."""
+
+
+def mount_holding(log_dir: str) -> str | None:
+    """The mount point of a live kafkafs mount whose daemon serves ``log_dir`` (one of the
+    log dirs in its root's ``user.kafkafs.log_dirs``), or None."""
+    want = os.path.realpath(log_dir)
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
+            points = [fl[1].replace("\\040", " ") for fl in map(str.split, f)
+                      if len(fl) > 2 and fl[2] == FSTYPE]
+    except OSError:
+        return None
+    for mnt in points:
+        try:
+            dirs = os.getxattr(mnt, "user.kafkafs.log_dirs").decode()
+        except OSError:
+            continue
+        if want in {os.path.realpath(d) for d in dirs.split(",") if d}:
+            return mnt
+    return None
+
+
+def holder_mount(log_dir: str, timeout_s: float) -> str | None:
+    """Who may write ``log_dir``: None when nobody holds its ``.lock`` (the caller may take
+    it), else the mount point of the kafkafs daemon holding it. A holder that is not a
+    kafkafs daemon with a mount (a Kafka broker, another writer briefly) is waited for up
+    to ``timeout_s`` seconds, then refused. Never call it in a process holding the lock.
+    Raises LogDirLockedError."""
+    deadline = time.monotonic() + timeout_s
+    while is_locked([log_dir]):
+        mount = mount_holding(log_dir)
+        if mount is not None:
+            return mount
+        if time.monotonic() >= deadline:
+            raise LogDirLockedError(
+                f"{log_dir} is held by another process (its .lock is taken) and no kafkafs "
+                "mount serves it: a Kafka broker, or another writer that did not finish within "
+                f"lockTimeoutMs={int(timeout_s * 1000)}. Nothing was written; stop the broker, "
+                "or mount the log dir with kafkafs (writes then go through the daemon), and "
+                "write again.")
+        time.sleep(0.1)
+    return None
+
+
+def daemon_defaults(mount: str) -> tuple[int, LogConfig] | None:
+    """``(num.partitions, topic config defaults)`` of the daemon mounted at ``mount``, or
+    None when it does not tell (an older daemon)."""
+    try:
+        n = int(os.getxattr(mount, "user.kafkafs.num_partitions"))
+        props = parse_properties(os.getxattr(mount, "user.kafkafs.topic_defaults").decode())
+    except (OSError, ValueError):
+        return None
+    return n, LogConfig().with_overrides(props)
+
+
+def topic_counts(mount: str) -> dict[str, int]:
+    """Every topic the daemon shows and its partition count (its partitions may lie in
+    several log dirs)."""
+    out = {}
+    for topic in os.listdir(mount):
+        parts = topic_partitions(mount, topic)
+        if parts:
+            out[topic] = max(parts) + 1
+    return out
+
+
+def daemon_log_dir(mount: str, log_dir: str) -> str:
+    """``log_dir`` as the daemon mounted at ``mount`` spells it (the same directory, maybe
+    named through a link)."""
+    try:
+        dirs = os.getxattr(mount, "user.kafkafs.log_dirs").decode().split(",")
+    except OSError:
+        return log_dir
+    want = os.path.realpath(log_dir)
+    return next((d for d in dirs if d and os.path.realpath(d) == want), log_dir)
+
+
+def topic_partitions(mount: str, topic: str) -> list[int]:
+    """The partitions of ``topic`` as the daemon shows them (empty: no such topic)."""
+    try:
+        names = os.listdir(os.path.join(mount, topic))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(int(n) for n in names if n.isdigit())
+
+
+_REASONS = {
+    errno.EEXIST: "the topic exists already",
+    errno.EINVAL: "the request or a staged batch is invalid",
+    errno.ENOENT: "a staged dir or the partition is not there",
+    errno.EMSGSIZE: "a batch is larger than the topic's max.message.bytes",
+    errno.EIO: "damaged staged data, or an I/O error",
+    errno.EROFS: "the mount is read-only",
+    errno.EACCES: "the daemon does not take this request (an older kafkafs?)",
+    errno.ENOSPC: "no space left on the log dir's device",
+}
+
+
+def _request(path: str, name: str, value: bytes, what: str, mount: str) -> None:
+    try:
+        os.setxattr(path, name, value)
+    except OSError as exc:
+        reason = _REASONS.get(exc.errno, exc.strerror)
+        raise DaemonRefusedError(
+            f"the kafkafs daemon mounted at {mount} refused to {what}: {reason} "
+            f"({errno.errorcode.get(exc.errno, exc.errno)}; its log tells more)") from None
+
+
+def adopt(mount: str, log_dir: str, topic: str, stage_id: str, partitions: int,
+          overrides: dict[str, str], replace: bool) -> None:
+    """Have the daemon take the staged dirs ``<topic>-<p>.<stage_id>-delete`` (p in
+    ``range(partitions)``, in ``log_dir``) as topic ``topic``: asked on the mount's root for
+    a new topic, on the topic's dir to replace its data (``replace``). Raises
+    DaemonRefusedError."""
+    req = {"log_dir": daemon_log_dir(mount, log_dir), "topic": topic, "stage": stage_id,
+           "partitions": partitions, "config": overrides}
+    _request(os.path.join(mount, topic) if replace else mount, ADOPT_XATTR,
+             json.dumps(req).encode(), f"{'replace' if replace else 'create'} topic {topic}",
+             mount)
+
+
+def append_staged(mount: str, topic: str, partition: int, stage_dir: str) -> None:
+    """Have the daemon append the staged run ``stage_dir`` (a name in the partition's log
+    dir) to ``topic``-``partition``. Raises DaemonRefusedError."""
+    _request(os.path.join(mount, topic, str(partition)), APPEND_STAGED_XATTR,
+             stage_dir.encode(), f"append to {topic}-{partition}", mount)
