@@ -20,9 +20,6 @@ from test_spark_pipeline import MARCH, OCTOBER, topic_records
 
 from kafkafs.spark import flights
 
-# TEMPORARY until the reader and writer land on main (issue 12): remove these two lines
-pytest.importorskip("kafkafs.spark.reader"); pytest.importorskip("kafkafs.spark.writer")  # noqa: E702
-
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 

@@ -44,39 +44,17 @@ def _session(master: str | None):
     b = SparkSession.builder.appName("kafkafs pipeline flights")
     if master or not os.environ.get("SPARK_MASTER"):
         b = b.master(master or "local[*]")
+    quiet = "-Dlog4j2.configurationFile=file:" + os.path.join(
+        os.path.dirname(kafkafs.spark.__file__), "log4j2.properties")
     spark = (b.config("spark.ui.showConsoleProgress", "true")
+             .config("spark.driver.extraJavaOptions", quiet)
+             .config("spark.executor.extraJavaOptions", quiet)
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     kafkafs.spark.register(spark)
     return spark
-
-
-def _ensure_results_topic(log_dir: str, mount: str | None):
-    from ..spark.flights import RESULTS_TOPIC
-
-    def ensure() -> None:
-        overrides = {"cleanup.policy": "compact"}
-        if mount:
-            path = os.path.join(mount, RESULTS_TOPIC)
-            if not os.path.isdir(path):
-                os.mkdir(path)
-                with open(os.path.join(path, "config"), "w") as f:
-                    f.write("".join(f"{k}={v}\n" for k, v in overrides.items()))
-            return
-        from ..log.config import BrokerConfig
-        from ..log.manager import LogManager
-
-        manager = LogManager(BrokerConfig().with_log_dirs([log_dir]))
-        manager.startup()
-        try:
-            if not manager.partitions(RESULTS_TOPIC):
-                manager.create_topic(RESULTS_TOPIC, 1, overrides)
-        finally:
-            manager.shutdown()
-
-    return ensure
 
 
 def run(args) -> int:
@@ -95,9 +73,7 @@ def run(args) -> int:
 
     spark = _session(args.master)
     try:
-        records = flights.run(spark, log_dir, start, end,
-                              ensure_results_topic=_ensure_results_topic(log_dir, mount),
-                              say=say)
+        records = flights.run(spark, log_dir, start, end, say=say)
     finally:
         spark.stop()
     for key, value in records:

