@@ -12,9 +12,9 @@ import time
 
 from ..daemon.options import split_options
 from ..log.errors import LogDirLockedError
+from ..mounttable import FSTYPE, find_mount
 from .common import CliError, add_log_dir_args, broker_config
 
-FSTYPE = "fuse.kafkafs"  # the type /proc/self/mounts shows for a kafkafs mount
 DEFAULT_LOCK_TIMEOUT = 10.0  # seconds kafkafs mount waits for a log dir's lock
 
 
@@ -111,21 +111,7 @@ def mount_serving(log_dirs) -> str | None:
     """The mount point of a live kafkafs mount whose daemon serves exactly ``log_dirs`` (from
     its root's ``user.kafkafs.log_dirs``), or None (none, or the mount table or mount cannot
     be read)."""
-    want = {os.path.realpath(d) for d in log_dirs}
-    try:
-        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
-            points = [fl[1].replace("\\040", " ") for fl in map(str.split, f)
-                      if len(fl) > 2 and fl[2] == FSTYPE]
-    except OSError:
-        return None
-    for mnt in points:
-        try:
-            dirs = os.getxattr(mnt, "user.kafkafs.log_dirs").decode()
-        except OSError:
-            continue
-        if {os.path.realpath(d) for d in dirs.split(",") if d} == want:
-            return mnt
-    return None
+    return find_mount(log_dirs, exact=True)
 
 
 def kafkafs_mount_state(mountpoint: str) -> str | None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import sys
 
+from ..mounttable import find_mount
 from .common import CliError
-from .mount import mount_serving
 
 
 def register(sub) -> None:
@@ -66,7 +66,7 @@ def run(args) -> int:
         raise CliError(f"bad window bound: {exc}") from None
     log_dir = os.path.abspath(args.log_dirs)
     os.makedirs(log_dir, exist_ok=True)
-    mount = mount_serving([log_dir])
+    mount = find_mount([log_dir], exact=False)
 
     def say(line: str) -> None:
         print(f"pipeline flights: {line}", file=sys.stderr, flush=True)

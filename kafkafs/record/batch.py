@@ -369,7 +369,7 @@ def encode_batch(
             raise ValueError(f"a record to encode is (timestamp, key, value[, headers]), "
                              f"not {len(r)} fields: {r!r:.80}")
     payload = _fast.encode(records, base_ts, offset_deltas)
-    return _finish_batch(payload, n, base_offset=base_offset, compression=compression,
+    return finish_batch(payload, n, base_offset=base_offset, compression=compression,
                          timestamp_type=timestamp_type, last_offset_delta=last_offset_delta,
                          base_ts=base_ts, max_ts=max_ts, producer_id=producer_id,
                          producer_epoch=producer_epoch, base_sequence=base_sequence,
@@ -387,7 +387,7 @@ def encode_lines_batch(lines: Sequence[bytes], timestamp: int, *, compression: i
     n = len(lines)
     if not n:
         raise ValueError("nothing to encode")
-    return _finish_batch(_fast.encode_lines(lines, timestamp), n, base_offset=0,
+    return finish_batch(_fast.encode_lines(lines, timestamp), n, base_offset=0,
                          compression=compression, timestamp_type=timestamp_type,
                          last_offset_delta=n - 1, base_ts=timestamp, max_ts=timestamp)
 
@@ -401,20 +401,22 @@ def encode_text_batch(text, timestamp: int, budget: int, *, compression: int = _
     payload, n, consumed = _fast.encode_text(text, timestamp, budget)
     if not n:
         raise ValueError("no complete line to encode")
-    return bytearray(_finish_batch(payload, n, base_offset=0, compression=compression,
+    return bytearray(finish_batch(payload, n, base_offset=0, compression=compression,
                                    timestamp_type=timestamp_type, last_offset_delta=n - 1,
                                    base_ts=timestamp, max_ts=timestamp)), consumed
 
 
-def _finish_batch(payload: bytes, n: int, *, base_offset: int, compression: int,
+def finish_batch(payload: bytes, n: int, *, base_offset: int, compression: int,
                   timestamp_type: int, last_offset_delta: int, base_ts: int, max_ts: int,
                   producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
                   base_sequence: int = NO_SEQUENCE,
                   partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
                   is_transactional: bool = False, is_control: bool = False,
                   has_delete_horizon: bool = False) -> bytes:
-    """Compress ``payload`` (the encoded records) and put the 61-byte header with its CRC
-    in front (``DefaultRecordBatch.writeHeader``)."""
+    """A v2 record batch (bytes) of ``n`` records: ``payload`` (their encoded bodies,
+    ``encode_record_body``) compressed with ``compression`` (a codec id), behind the 61-byte
+    header with its CRC-32C (``DefaultRecordBatch.writeHeader``); timestamps in ms.
+    Raises ValueError for an unknown codec."""
     if compression != _codec.NONE:
         payload = _codec.compress(compression, payload)
     attributes = compression & COMPRESSION_MASK

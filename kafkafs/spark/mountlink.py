@@ -19,8 +19,8 @@ import time
 from ..log.config import LogConfig, parse_properties
 from ..log.errors import LogDirLockedError
 from ..log.manager import is_locked
+from ..mounttable import find_mount
 
-FSTYPE = "fuse.kafkafs"  # (kafkafs.cli.mount.FSTYPE) the type /proc/self/mounts shows
 ADOPT_XATTR = "user.kafkafs.adopt"  # (kafkafs.fs.operations serves both)
 APPEND_STAGED_XATTR = "user.kafkafs.append_staged"
 
@@ -33,21 +33,7 @@ class DaemonRefusedError(RuntimeError):
 def mount_holding(log_dir: str) -> str | None:
     """The mount point of a live kafkafs mount whose daemon serves ``log_dir`` (one of the
     log dirs in its root's ``user.kafkafs.log_dirs``), or None."""
-    want = os.path.realpath(log_dir)
-    try:
-        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
-            points = [fl[1].replace("\\040", " ") for fl in map(str.split, f)
-                      if len(fl) > 2 and fl[2] == FSTYPE]
-    except OSError:
-        return None
-    for mnt in points:
-        try:
-            dirs = os.getxattr(mnt, "user.kafkafs.log_dirs").decode()
-        except OSError:
-            continue
-        if want in {os.path.realpath(d) for d in dirs.split(",") if d}:
-            return mnt
-    return None
+    return find_mount([log_dir], exact=False)
 
 
 def holder_mount(log_dir: str, timeout_s: float) -> str | None:

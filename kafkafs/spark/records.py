@@ -9,7 +9,7 @@ Spark task hands over columns of 10,000 rows. Here the same bytes are built colu
   (length, timestamp delta, offset delta, key and value lengths) written with numpy into
   a prefix and a middle column, then Arrow joins prefix, key, middle, value and headers
   row by row into one buffer, records back to back;
-* :func:`frame_batches` puts the record layer's batch header (``_finish_batch``: attributes,
+* :func:`frame_batches` puts the record layer's batch header (``finish_batch``: attributes,
   CRC-32C, compression) in front of each batch's slice of that buffer.
 
 The bytes equal :func:`kafkafs.record.batch.encode_batch`'s for the same records (tested).
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..record.batch import CREATE_TIME, LOG_APPEND_TIME, _finish_batch
+from ..record.batch import CREATE_TIME, LOG_APPEND_TIME, finish_batch
 
 # a zigzag value below 2^(7k) takes k bytes; a value v >= 0 is zigzagged to 2v
 _VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
@@ -211,7 +211,7 @@ def frame_batches(buffer, offsets: np.ndarray, timestamps: np.ndarray, bounds: n
     out = []
     for i, (s, e) in enumerate(zip(starts.tolist(), bounds[1:].tolist())):
         payload = view[int(offsets[s]):int(offsets[e])]
-        out.append(bytearray(_finish_batch(
+        out.append(bytearray(finish_batch(
             bytes(payload) if codec else payload, e - s, base_offset=0, compression=codec,
             timestamp_type=ts_type, last_offset_delta=e - s - 1,
             base_ts=int(timestamps[s]), max_ts=maxima[i])))

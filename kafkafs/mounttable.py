@@ -1,0 +1,38 @@
+"""Finding a live kafkafs mount from the mount table: the one place that reads
+``/proc/self/mounts`` for the commands and the Spark writer that go through a running
+daemon instead of writing its log dirs themselves."""
+
+from __future__ import annotations
+
+import os
+
+FSTYPE = "fuse.kafkafs"  # the type /proc/self/mounts shows for a kafkafs mount
+LOG_DIRS_XATTR = "user.kafkafs.log_dirs"  # (kafkafs.fs.operations serves it on the root)
+
+
+def kafkafs_mount_points() -> list[str]:
+    """The mount points of type :data:`FSTYPE`, in mount-table order; [] when the table
+    cannot be read."""
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
+            return [fl[1].replace("\\040", " ") for fl in map(str.split, f)
+                    if len(fl) > 2 and fl[2] == FSTYPE]
+    except OSError:
+        return []
+
+
+def find_mount(log_dirs, *, exact: bool = True) -> str | None:
+    """The mount point of a live kafkafs mount whose daemon serves ``log_dirs`` (paths,
+    compared by realpath with its root's ``user.kafkafs.log_dirs``): exactly that set, or
+    with ``exact=False`` a set holding all of them. None when there is none or a mount
+    cannot be asked."""
+    want = {os.path.realpath(d) for d in log_dirs}
+    for mnt in kafkafs_mount_points():
+        try:
+            dirs = os.getxattr(mnt, LOG_DIRS_XATTR).decode()
+        except OSError:
+            continue
+        served = {os.path.realpath(d) for d in dirs.split(",") if d}
+        if served == want or (not exact and want <= served):
+            return mnt
+    return None
