@@ -367,6 +367,20 @@ def test_initial_offsets_from_the_starting_options(tmp_path):
     assert reader(logs, subscribe="later").initialOffset() == {}
 
 
+def test_planner_warnings_once_a_query(tmp_path, caplog):
+    """The log dirs are opened every trigger: a note about them is logged once, not every
+    second."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    logs = str(tmp_path / "logs")
+    os.makedirs(logs)
+    r = reader(logs, subscribe="later")
+    with caplog.at_level("WARNING"):
+        for _ in range(3):
+            assert r.latestOffset({}, ReadAllAvailable()) == {}
+    assert caplog.text.count("Topics later are in none of the log dirs") == 1
+
+
 def test_stream_options_are_checked(tmp_path):
     logs = str(tmp_path)
     with pytest.raises(ValueError, match="ending offset not valid in streaming queries"):
