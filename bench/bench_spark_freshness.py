@@ -49,7 +49,7 @@ class Daemon:
     def start(self, timeout: float = 30.0) -> None:
         env = dict(os.environ, XDG_CACHE_HOME=os.path.join(os.path.dirname(self.mnt), "cache"))
         env.pop("KAFKAFS_LOG_DIRS", None)
-        self._err = open(self.err, "ab")
+        self._err = open(self.err, "ab")  # noqa: SIM115 (closed in stop)
         self.proc = subprocess.Popen([sys.executable, "-m", "kafkafs", "mount", self.mnt,
                                       "--log-dirs", self.logs], cwd=ROOT, env=env,
                                      stdout=self._err, stderr=self._err)
@@ -63,13 +63,13 @@ class Daemon:
         if self.proc is None:
             return
         subprocess.run([sys.executable, "-m", "kafkafs", "umount", self.mnt], cwd=ROOT,
-                       capture_output=True, timeout=60)
+                       capture_output=True, timeout=60, check=False)
         try:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(10)
-            subprocess.run(["fusermount3", "-uz", self.mnt], capture_output=True)
+            subprocess.run(["fusermount3", "-uz", self.mnt], capture_output=True, check=False)
         self._err.close()
         self.proc = None
 

@@ -367,6 +367,37 @@ def test_initial_offsets_from_the_starting_options(tmp_path):
     assert reader(logs, subscribe="later").initialOffset() == {}
 
 
+def test_a_partition_missing_for_a_moment_is_looked_for_again(tmp_path, monkeypatch):
+    """A partition of the start offset not found when the log dirs are opened (a segment
+    removed while it was loaded) is looked for again (fetchOffset.numRetries /
+    retryIntervalMs); only when it stays away is it taken as gone."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from kafkafs.spark import plan
+
+    logs = str(tmp_path / "logs")
+    lg = open_log(logs, "rt")
+    put(lg, 0, 6)
+    lg.close()
+    real, calls = plan.open_partitions, []
+
+    def flaky(opts):
+        views = real(opts)
+        calls.append(1)
+        if len(calls) == 1:
+            views.pop(("rt", 0)).close()
+        return views
+
+    monkeypatch.setattr(plan, "open_partitions", flaky)
+    r = reader(logs, subscribe="rt", **{"fetchOffset.retryIntervalMs": "20"})
+    assert r.latestOffset({"rt": {"0": 2}}, ReadAllAvailable()) == {"rt": {"0": 6}}
+    assert len(calls) == 2
+    calls.clear()
+    r = reader(logs, subscribe="rt", **{"fetchOffset.numRetries": "1"})
+    assert r.latestOffset({"rt": {"0": 2}}, ReadAllAvailable()) == {}
+    assert len(calls) == 1
+
+
 def test_planner_warnings_once_a_query(tmp_path, caplog):
     """The log dirs are opened every trigger: a note about them is logged once, not every
     second."""
@@ -413,7 +444,11 @@ def test_rate_limit_is_kafkas():
 
 
 def test_latest_offset_limits(tmp_path):
-    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadMaxRows,
+        ReadMinRows,
+    )
 
     logs = str(tmp_path / "logs")
     lg = open_log(logs, "lim")
@@ -471,8 +506,8 @@ def test_micro_batch_data_loss_rules(tmp_path, caplog):
         lg = open_log(logs, "dl", p)
         put(lg, 0, 10)
         lg.close()
-    strict, lax = reader(logs, subscribe="dl"), reader(logs, subscribe="dl",
-                                                       failOnDataLoss="false")
+    fast = {"subscribe": "dl", "fetchOffset.retryIntervalMs": "10"}
+    strict, lax = reader(logs, **fast), reader(logs, failOnDataLoss="false", **fast)
     cases = [
         ({"dl": {"0": 0, "1": 0, "9": 0}}, {"dl": {"0": 5, "1": 5}}, r"Set\(dl-9\) are gone"),
         ({"dl": {"0": 0}}, {"dl": {"0": 5, "1": 5, "7": 3}},

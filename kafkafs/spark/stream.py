@@ -174,6 +174,9 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.min_offsets = self._positive(raw, "minoffsetspertrigger", "minOffsetsPerTrigger")
         self.max_trigger_delay_ms = time_string_ms(raw.get("maxtriggerdelay",
                                                            DEFAULT_MAX_TRIGGER_DELAY))
+        self.fetch_attempts = max(1, java_long(raw.get("fetchoffset.numretries", "3").strip()))
+        self.retry_interval_ms = max(0, java_long(
+            raw.get("fetchoffset.retryintervalms", "1000").strip()))
         self._last_trigger_ms = 0
         self._target: dict | None = None  # Trigger.AvailableNow: {tp: offset} to read up to
         self._latest: dict | None = None
@@ -191,8 +194,13 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- the log dirs now -------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _views(self):
-        """The selected partitions' views, opened now; each planner warning once a query."""
+    def _views(self, expect=()):
+        """The selected partitions' views, opened now; each planner warning once a query.
+        When a partition of ``expect`` is not found (a segment removed while it was
+        loaded, a dir being replaced), the log dirs are opened again after
+        ``fetchOffset.retryIntervalMs``, up to ``fetchOffset.numRetries`` attempts in all
+        (Spark's Kafka source retries its offset requests the same way); after that the
+        partition is taken as gone."""
         from . import plan, views
 
         once = _OncePerQuery(self._seen)
@@ -200,7 +208,16 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for lg in loggers:
             lg.addFilter(once)
         try:
-            opened = plan.open_partitions(self.options)
+            for attempt in range(1, self.fetch_attempts + 1):
+                opened = plan.open_partitions(self.options)
+                missing = [tp for tp in expect if tp not in opened]
+                if not missing or attempt == self.fetch_attempts:
+                    break
+                plan.close_views(opened)
+                log.warning("Partitions %s are in none of the log dirs (attempt %d of %d): "
+                            "looking again in %d ms", format_tp_set(missing), attempt,
+                            self.fetch_attempts, self.retry_interval_ms)
+                time.sleep(self.retry_interval_ms / 1000)
             try:
                 yield opened
             finally:
@@ -209,11 +226,11 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for lg in loggers:
                 lg.removeFilter(once)
 
-    def _available(self) -> tuple[dict, dict]:
+    def _available(self, expect=()) -> tuple[dict, dict]:
         """``(latest, earliest)``: ``{tp: offset}`` of what can be read now (last stable
         offset or log end offset by the isolation level) and of each log start offset."""
         committed = self.options.read_committed
-        with self._views() as views:
+        with self._views(expect) as views:
             return ({tp: v.available_end(committed) for tp, v in views.items()},
                     {tp: v.log_start_offset for tp, v in views.items()})
 
@@ -251,7 +268,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """The end offset of the next micro-batch (``start`` itself when there is nothing to
         read yet). See the module for the limits."""
         begin = offsets_from_json(start)
-        latest, earliest = self._available()
+        latest, earliest = self._available(begin)
         if self._target is not None:
             latest = dict(self._target)
             for tp, off in begin.items():  # never back, never drop a partition read so far
@@ -298,7 +315,8 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return []
         opts = self.options
         fail = opts.fail_on_data_loss
-        with self._views() as views:
+        wanted = [tp for tp, off in until.items() if off > begin.get(tp, -1)]
+        with self._views(wanted) as views:
             new = sorted(tp for tp in until if tp not in begin)
             initial = {tp: views[tp].log_start_offset for tp in new if tp in views}
             if len(initial) != len(new):
