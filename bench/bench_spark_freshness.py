@@ -32,46 +32,13 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+from bench_fs import Daemon
 
 TARGET_S = 5.0
 TOPIC = "fresh"
-
-
-class Daemon:
-    """``kafkafs mount MNT --log-dirs LOGS`` as a child process."""
-
-    def __init__(self, mnt: str, logs: str, err: str):
-        self.mnt, self.logs, self.err = mnt, logs, err
-        self.proc = None
-
-    def start(self, timeout: float = 30.0) -> None:
-        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(os.path.dirname(self.mnt), "cache"))
-        env.pop("KAFKAFS_LOG_DIRS", None)
-        self._err = open(self.err, "ab")  # noqa: SIM115 (closed in stop)
-        self.proc = subprocess.Popen([sys.executable, "-m", "kafkafs", "mount", self.mnt,
-                                      "--log-dirs", self.logs], cwd=ROOT, env=env,
-                                     stdout=self._err, stderr=self._err)
-        deadline = time.monotonic() + timeout
-        while not os.path.ismount(self.mnt):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the daemon did not mount {self.mnt}; see {self.err}")
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        subprocess.run([sys.executable, "-m", "kafkafs", "umount", self.mnt], cwd=ROOT,
-                       capture_output=True, timeout=60, check=False)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-            subprocess.run(["fusermount3", "-uz", self.mnt], capture_output=True, check=False)
-        self._err.close()
-        self.proc = None
 
 
 class Arrivals:
@@ -138,7 +105,7 @@ def main() -> int:
     mnt, logs = os.path.join(work, "mnt"), os.path.join(work, "logs")
     os.makedirs(mnt)
     os.makedirs(logs)
-    daemon = Daemon(mnt, logs, os.path.join(work, "daemon.log"))
+    daemon = Daemon(mnt, logs)
     spark = query = None
     rnd = random.Random(args.seed)
     try:
@@ -197,7 +164,8 @@ def main() -> int:
             query.stop()
         if spark is not None:
             spark.stop()
-        daemon.stop()
+        if daemon.proc is not None:
+            daemon.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 
