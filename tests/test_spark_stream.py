@@ -160,18 +160,22 @@ def test_appended_while_running_arrive_exactly_once(spark, tmp_path):
         {"live": {"0": n[0], "1": n[1]}}
 
 
-def test_restart_from_checkpoint_reads_only_new_records(spark, tmp_path):
+@pytest.mark.parametrize("uri", [False, True], ids=["local", "file-uri"])
+def test_restart_from_checkpoint_reads_only_new_records(spark, tmp_path, uri):
+    """Local paths through the log layer, file:// URIs through pyarrow.fs (an archive being
+    copied in): the restarted query reads only what came after its checkpoint."""
     logs, ck = str(tmp_path / "logs"), str(tmp_path / "ck")
+    where = "file://" + logs if uri else logs
     lg = open_log(logs, "rs")
     put(lg, 0, 30)
-    first = run_available_now(spark, logs, ck, subscribe="rs", startingOffsets="earliest")
+    first = run_available_now(spark, where, ck, subscribe="rs", startingOffsets="earliest")
     assert first.rows == expected(logs, "rs", [0])
     put(lg, 30, 25)
     lg.close()
     # startingOffsets only applies to a new query: the checkpoint says where to go on
-    second = run_available_now(spark, logs, ck, subscribe="rs", startingOffsets="earliest")
+    second = run_available_now(spark, where, ck, subscribe="rs", startingOffsets="earliest")
     assert second.rows == expected(logs, "rs", {0: 30})
-    third = run_available_now(spark, logs, ck, subscribe="rs")
+    third = run_available_now(spark, where, ck, subscribe="rs")
     assert third.rows == [] and third.batches == []
 
 
