@@ -61,6 +61,7 @@ __all__ = [
     "bound_ranges",
     "close_views",
     "data_loss",
+    "limit_offsets",
     "open_partitions",
     "plan_read",
     "plan_slices",
@@ -145,10 +146,12 @@ def close_views(views: dict) -> None:
 
 # -- 2. offsets -------------------------------------------------------------------------------
 
-def _limit_offsets(views: dict, limit: OffsetLimit, is_start: bool,
-                   read_committed: bool) -> dict:
+def limit_offsets(views: dict, limit: OffsetLimit, is_start: bool,
+                  read_committed: bool) -> dict:
     """``{tp: offset}`` for one limit (``KafkaOffsetReader.fetchPartitionOffsets`` with the
-    -2/-1 sentinels resolved against each view)."""
+    -2/-1 sentinels resolved against each view), without the data-loss checks of
+    :func:`resolve_offsets` (a stream's start does not get them either). Raises ValueError
+    for a JSON map that does not name exactly the partitions of ``views``."""
     tps = set(views)
     if limit.kind == "offsets":
         if set(limit.values) != tps:
@@ -200,8 +203,8 @@ def resolve_offsets(views: dict, starting: OffsetLimit, ending: OffsetLimit,
     sentinels and timestamps resolved, then :func:`bound_ranges`. Raises ValueError
     (Spark's messages), DataLossError."""
     committed = opts.read_committed
-    starts = _limit_offsets(views, starting, True, committed)
-    ends = _limit_offsets(views, ending, False, committed)
+    starts = limit_offsets(views, starting, True, committed)
+    ends = limit_offsets(views, ending, False, committed)
     return bound_ranges(views, {tp: (starts[tp], ends[tp]) for tp in views}, opts)
 
 

@@ -241,10 +241,10 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         the partitions present now. A JSON map must name exactly those partitions
         (``KAFKA_START_OFFSET_DOES_NOT_MATCH_ASSIGNED``); offsets >= 0 are taken as given
         (checked when the first batch is planned)."""
-        from .plan import _limit_offsets
+        from .plan import limit_offsets
 
         with self._views() as views:
-            starts = _limit_offsets(views, self.options.starting, True,
+            starts = limit_offsets(views, self.options.starting, True,
                                     self.options.read_committed)
         log.info("kafkalog stream starts at %s", starts)
         return offsets_to_json(starts)
