@@ -10,7 +10,7 @@ import os
 
 import pytest
 from conftest import Mount, fuse_available
-from kafka.record import MemoryRecords
+from spark_expect import kp_batches
 
 from kafkafs.log.partitioner import partition_for_key
 from kafkafs.spark import flights
@@ -27,17 +27,10 @@ def topic_records(log_dir: str, topic: str) -> list[tuple[int, bytes | None, byt
     out = {}
     for pdir in sorted(glob.glob(os.path.join(log_dir, f"{topic}-*"))):
         p = int(pdir.rsplit("-", 1)[1])
-        for path in sorted(glob.glob(os.path.join(pdir, "*.log"))):
-            with open(path, "rb") as f:
-                mr = MemoryRecords(f.read())
-            while mr.has_next():
-                batch = mr.next_batch()
-                if batch is None:
-                    break
-                if getattr(batch, "is_control_batch", False):
-                    continue
-                for r in batch:
-                    out[(p, r.key)] = r.value
+        for batch in kp_batches(pdir):
+            if not batch["control"]:
+                for _o, _ts, _tt, key, value, _h in batch["records"]:
+                    out[(p, key)] = value
     return [(p, k, v) for (p, k), v in out.items()]
 
 
