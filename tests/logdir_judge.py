@@ -351,7 +351,24 @@ def judge_partition(root: str, partition: int) -> Truth:
                 # an incomplete frame with intact batches after it: a torn tail to whoever
                 # frames from position 0, damage to a reader whose index reaches past it
                 walk.t.ambiguous = True
+            torn = next((e for e in entries if e.state == "incomplete"), None)
+            if torn is not None and _index_reaches_past(
+                    os.path.join(part_dir, name[:-4] + ".index"), torn.position, len(data)):
+                # the same with a damaged batch after it: the log end offset is framed from
+                # the last index entry (Kafka's readNextOffset), which lies past the frame
+                walk.t.ambiguous = True
     return walk.finish(segs[-1][0], last_has_batch)
+
+
+def _index_reaches_past(index_path: str, pos: int, size: int) -> bool:
+    """Whether the ``.index`` at ``index_path`` has an entry whose position lies after
+    ``pos`` and inside a segment of ``size`` bytes (where a reader may frame from)."""
+    try:
+        data = _read(index_path)
+    except OSError:
+        return False
+    return any(pos < p < size for _rel, p in
+               struct.iter_unpack(">ii", data[:len(data) - len(data) % 8]))
 
 
 def _intact_batch_after(data: bytes, pos: int) -> int | None:

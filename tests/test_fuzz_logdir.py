@@ -126,6 +126,28 @@ def test_judge_zero_tails_and_incomplete_batches():
 
 
 
+def test_judge_torn_frame_with_an_index_entry_past_it_is_ambiguous():
+    """Seed 400, case 2235: in the active segment, a batch's size field flipped far past the
+    end of the file, and the batch after it damaged too, with an .index entry pointing at
+    that later batch. Framed from position 0 the segment ends in a torn write (log end at
+    the torn batch's base offset); kafkafs, as Kafka's readNextOffset, frames the log end
+    from the last index entry and calls the torn batch damage (an error naming it). Both
+    readings are defensible: the judge calls it ambiguous, and every reader then passes."""
+    active = _p0("log")[-1]
+    torn, after = active.batches[1][0], active.batches[2][0]
+    mutations = [{"kind": "flip", "file": active.rel, "pos": torn + 9, "xor": 183},
+                 {"kind": "zero", "file": active.rel, "pos": after + 129, "length": 21}]
+    case_dir = F.make_case_dir(mutations)
+    try:
+        t = F.judge_partition(case_dir, 0)
+        assert t.ambiguous, F.explain(case_dir)
+        for name in ("consume", "get-offsets", "messages"):
+            v = F.judge_reader(name, case_dir, F.isolation_level(mutations), 20)
+            assert not v.failed, (name, v.kind, v.detail)
+    finally:
+        F.shutil.rmtree(case_dir, ignore_errors=True)
+
+
 def _legacy_looking_cases():
     """A v2 batch whose magic byte (and more) was zeroed frames as a legacy (magic 0) entry:
     {name: (mutations, partition, rel, position, offsets of the batch after it)}. The first
