@@ -736,15 +736,14 @@ class TimeIndex(_Index):
             if not skip_full_check and self.is_full():
                 raise IndexFullError(f"Attempt to append to a full time index (size = {n}).")
             last_ts, last_off = self.last_entry
-            path = os.path.abspath(self._path)
             if n != 0 and offset < last_off:
                 raise InvalidOffsetError(
                     f"Attempt to append an offset ({offset}) to slot {n} no larger than the last "
-                    f"offset appended ({last_off}) to {path}")
+                    f"offset appended ({last_off}) to {os.path.abspath(self._path)}")
             if n != 0 and timestamp < last_ts:
                 raise InvalidOffsetError(
                     f"Attempt to append a timestamp ({timestamp}) to slot {n} no larger than the "
-                    f"last timestamp appended ({last_ts}) to {path}")
+                    f"last timestamp appended ({last_ts}) to {os.path.abspath(self._path)}")
             if timestamp > last_ts:
                 rel = self._relative_offset(offset)
                 if n >= self.max_entries:
