@@ -38,7 +38,8 @@ def read_partition(path: str) -> list[list]:
 
     out = []
     for name in sorted(n for n in os.listdir(path) if n.endswith(".log")):
-        mr = MemoryRecords(open(os.path.join(path, name), "rb").read())
+        with open(os.path.join(path, name), "rb") as f:
+            mr = MemoryRecords(f.read())
         while mr.has_next():
             out.append([(r.offset, r.timestamp, r.key, r.value, list(r.headers))
                         for r in mr.next_batch()])
