@@ -64,7 +64,6 @@ def _kp_records(buf):
 
 @pytest.mark.parametrize("impl", IMPLS, ids=lambda i: i.name)
 def test_arrow_columns_equal_kafka_python(impl):
-    pytest.importorskip("pyarrow")
     from kafkafs.spark.columns import to_record_batch
 
     buf = random_batches(99)

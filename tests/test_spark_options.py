@@ -11,8 +11,6 @@ import pickle
 
 import pytest
 
-pytest.importorskip("pyspark")
-
 from kafkafs.log.config import LogConfig
 from kafkafs.log.loader import load_log
 from kafkafs.spark.options import OffsetLimit, parse_options
