@@ -297,6 +297,13 @@ class _Walk:
                 if t.damage is None:
                     t.damage = (rel, e.position, reason or e.state)
                     t.ambiguous = holds_start and not reached_start and base < t.log_start
+                if e.state == "intact" and reason.startswith("offsets go back") and \
+                        not e.control:
+                    # which of two overlapping batches lies (this one, or one before whose
+                    # lastOffsetDelta was forged) no reader can tell: a reader that starts
+                    # past the earlier one (a log start offset, an index entry) may deliver
+                    # this one's records
+                    t.after.extend(r for r in e.records if r.offset >= t.log_start)
                 continue  # after a frame without a size come the batches found after it
             self.next_offset = e.last + 1
             reached_start = reached_start or e.last >= t.log_start

@@ -148,6 +148,26 @@ def test_judge_torn_frame_with_an_index_entry_past_it_is_ambiguous():
         F.shutil.rmtree(case_dir, ignore_errors=True)
 
 
+def test_judge_batch_overlapping_a_forged_one_past_the_log_start():
+    """Seed 400, case 10400: a batch's lastOffsetDelta forged (CRC recomputed) so that it
+    claims the offsets of the next batches, and the log start offset moved past it. A
+    reader starting at the log start finds, through the index, the intact batch holding it
+    (which the forged one overlaps) and delivers its records: the judge must not call them
+    dirty (the case is ambiguous: which of the two batches lies is not knowable)."""
+    mutations = [{"kind": "forge", "file": "t-0/00000000000000000163.log", "batch": 1,
+                  "field": "last_offset_delta", "value": 11},
+                 {"kind": "checkpoint", "file": F.LOG_START_CHECKPOINT,
+                  "text": b"0\n1\nt 0 187".hex()}]
+    case_dir = F.make_case_dir(mutations)
+    try:
+        assert F.judge_partition(case_dir, 0).ambiguous, F.explain(case_dir)
+        for name in ("consume", "messages"):
+            v = F.judge_reader(name, case_dir, F.isolation_level(mutations), 20)
+            assert not v.failed, (name, v.kind, v.detail)
+    finally:
+        F.shutil.rmtree(case_dir, ignore_errors=True)
+
+
 def _legacy_looking_cases():
     """A v2 batch whose magic byte (and more) was zeroed frames as a legacy (magic 0) entry:
     {name: (mutations, partition, rel, position, offsets of the batch after it)}. The first
