@@ -24,8 +24,7 @@ def register(sub) -> None:
     p.add_argument("--to", dest="end", default="2014-01-01",
                    help="window end, exclusive (default 2014-01-01)")
     p.add_argument("--master", default=None,
-                   help="Spark master URL (default: spark.master from the environment, "
-                        "else local[*])")
+                   help="Spark master URL (default: $SPARK_MASTER, else local[*])")
     p.add_argument("--show", default="UA",
                    help="the key whose statistics are shown at the end (default UA)")
     p.set_defaults(func=run)
@@ -41,9 +40,8 @@ def _session(master: str | None):
                        "(and a JDK)") from None
     import kafkafs.spark
 
-    b = SparkSession.builder.appName("kafkafs pipeline flights")
-    if master or not os.environ.get("SPARK_MASTER"):
-        b = b.master(master or "local[*]")
+    b = SparkSession.builder.appName("kafkafs pipeline flights").master(
+        master or os.environ.get("SPARK_MASTER") or "local[*]")
     quiet = "-Dlog4j2.configurationFile=file:" + os.path.join(
         os.path.dirname(kafkafs.spark.__file__), "log4j2.properties")
     spark = (b.config("spark.ui.showConsoleProgress", "true")
