@@ -3243,6 +3243,23 @@ cb_end_offset(cb_buf *offsets, const cb_buf *data)
     return cb_i32(offsets, (int32_t)data->len) < 0 ? CB_E_NOMEM : 0;
 }
 
+/* Append one nullable binary value (len < 0: null) as entry i of a column: its validity
+ * bit, its bytes, its end offset; a null counts in *nulls. */
+static int
+cb_nullable(cb_buf *valid, cb_buf *data, cb_buf *offsets, Py_ssize_t i, const uint8_t *p,
+            int32_t len, Py_ssize_t *nulls)
+{
+    if (cb_bit(valid, i, len >= 0) < 0)
+        return CB_E_NOMEM;
+    if (len >= 0) {
+        if (cb_put(data, p, len) < 0)
+            return CB_E_NOMEM;
+    }
+    else
+        (*nulls)++;
+    return cb_end_offset(offsets, data);
+}
+
 static void
 cb_reset(CBObject *c)
 {
@@ -3313,25 +3330,11 @@ cb_record(CBObject *c, int64_t offset, int64_t ts_ms, int32_t ts_type, const uin
     if (cb_i64(&c->b[B_OFF], offset) < 0 || cb_i64(&c->b[B_TS], ts_ms * 1000) < 0 ||
         cb_i32(&c->b[B_TT], ts_type) < 0)
         return CB_E_NOMEM;
-    if (cb_bit(&c->b[B_KVALID], c->n, r->key_len >= 0) < 0)
-        return CB_E_NOMEM;
-    if (r->key_len >= 0) {
-        if (cb_put(&c->b[B_KDATA], buf + r->key_pos, r->key_len) < 0)
-            return CB_E_NOMEM;
-    }
-    else
-        c->key_nulls++;
-    if ((rc = cb_end_offset(&c->b[B_KOFF], &c->b[B_KDATA])))
+    if ((rc = cb_nullable(&c->b[B_KVALID], &c->b[B_KDATA], &c->b[B_KOFF], c->n,
+                          buf + r->key_pos, r->key_len, &c->key_nulls)))
         return rc;
-    if (cb_bit(&c->b[B_VVALID], c->n, r->val_len >= 0) < 0)
-        return CB_E_NOMEM;
-    if (r->val_len >= 0) {
-        if (cb_put(&c->b[B_VDATA], buf + r->val_pos, r->val_len) < 0)
-            return CB_E_NOMEM;
-    }
-    else
-        c->value_nulls++;
-    if ((rc = cb_end_offset(&c->b[B_VOFF], &c->b[B_VDATA])))
+    if ((rc = cb_nullable(&c->b[B_VVALID], &c->b[B_VDATA], &c->b[B_VOFF], c->n,
+                          buf + r->val_pos, r->val_len, &c->value_nulls)))
         return rc;
     if (c->headers) {
         Py_ssize_t pos = r->hdr_pos;
@@ -3348,17 +3351,11 @@ cb_record(CBObject *c, int64_t offset, int64_t ts_ms, int32_t ts_type, const uin
                 return rc;
             if (rd_varint(buf, end, &pos, &vl, &e) || vl < -1 || end - pos < vl)
                 return E_INTERNAL;
-            if (cb_bit(&c->b[B_HVVALID], c->m, vl >= 0) < 0)
-                return CB_E_NOMEM;
-            if (vl >= 0) {
-                if (cb_put(&c->b[B_HVDATA], buf + pos, vl) < 0)
-                    return CB_E_NOMEM;
-                pos += vl;
-            }
-            else
-                c->hvalue_nulls++;
-            if ((rc = cb_end_offset(&c->b[B_HVOFF], &c->b[B_HVDATA])))
+            if ((rc = cb_nullable(&c->b[B_HVVALID], &c->b[B_HVDATA], &c->b[B_HVOFF], c->m,
+                                  buf + pos, vl, &c->hvalue_nulls)))
                 return rc;
+            if (vl > 0)
+                pos += vl;
             c->m++;
         }
         if (c->m > INT32_MAX)
