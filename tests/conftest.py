@@ -230,19 +230,10 @@ def spark():
 
     Cold start costs ~10 s, so every Spark test shares it. Executors run this venv's python
     (PYSPARK_PYTHON), or they would import the system python's packages."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
     import kafkafs.spark
 
-    session = (SparkSession.builder.master("local[2]").appName("kafkafs-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "4")
-               .config("spark.driver.memory", "2g")
-               .config("spark.sql.session.timeZone", "UTC")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    kafkafs.spark.register(session)
+    session = kafkafs.spark.session("local[2]", "kafkafs-tests", {
+        "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4",
+        "spark.driver.memory": "2g"})
     yield session
     session.stop()

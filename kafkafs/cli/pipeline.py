@@ -31,28 +31,15 @@ def register(sub) -> None:
 
 
 def _session(master: str | None):
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     try:
-        from pyspark.sql import SparkSession
+        import pyspark  # noqa: F401
+
+        from ..spark import session
     except ImportError:
         raise CliError("the pipeline needs the [spark] extra: pip install 'kafkafs[spark]' "
                        "(and a JDK)") from None
-    import kafkafs.spark
-
-    b = SparkSession.builder.appName("kafkafs pipeline flights").master(
-        master or os.environ.get("SPARK_MASTER") or "local[*]")
-    quiet = "-Dlog4j2.configurationFile=file:" + os.path.join(
-        os.path.dirname(kafkafs.spark.__file__), "log4j2.properties")
-    spark = (b.config("spark.ui.showConsoleProgress", "true")
-             .config("spark.driver.extraJavaOptions", quiet)
-             .config("spark.executor.extraJavaOptions", quiet)
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    kafkafs.spark.register(spark)
-    return spark
+    return session(master or os.environ.get("SPARK_MASTER") or "local[*]",
+                   "kafkafs pipeline flights", {"spark.ui.showConsoleProgress": "true"})
 
 
 def run(args) -> int:
