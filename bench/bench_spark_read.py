@@ -72,29 +72,29 @@ def topic_bytes(logs: str) -> int:
                for f in files if f.endswith(".log"))
 
 
-def decode_single_process(logs: str, topic: str, partitions: int) -> tuple[int, float]:
-    """kafkafs's own decoder, one process: every record of every batch as tuples."""
-    t = time.perf_counter()
-    n = 0
+def _each_log(logs: str, topic: str, partitions: int):
+    """Each partition's Log, opened read-only, closed after use."""
     for p in range(partitions):
         lg = load_log(os.path.join(logs, f"{topic}-{p}"), topic, p, LogConfig(),
                       writable=False)
-        for batch in lg.batches():
-            n += len(batch.record_tuples())
-        lg.close(take_snapshot=False)
+        try:
+            yield lg
+        finally:
+            lg.close(take_snapshot=False)
+
+
+def decode_single_process(logs: str, topic: str, partitions: int) -> tuple[int, float]:
+    """kafkafs's own decoder, one process: every record of every batch as tuples."""
+    t = time.perf_counter()
+    n = sum(len(batch.record_tuples()) for lg in _each_log(logs, topic, partitions)
+            for batch in lg.batches())
     return n, time.perf_counter() - t
 
 
 def records_single_process(logs: str, topic: str, partitions: int) -> tuple[int, float]:
     """kafkafs's record API, one process: ``Log.records()``, a Record per record."""
     t = time.perf_counter()
-    n = 0
-    for p in range(partitions):
-        lg = load_log(os.path.join(logs, f"{topic}-{p}"), topic, p, LogConfig(),
-                      writable=False)
-        for _record in lg.records():
-            n += 1
-        lg.close(take_snapshot=False)
+    n = sum(1 for lg in _each_log(logs, topic, partitions) for _record in lg.records())
     return n, time.perf_counter() - t
 
 
