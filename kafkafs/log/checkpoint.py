@@ -117,17 +117,26 @@ def read_file(path, *, dir: safeio.Dir | None = None) -> bytes:
 
 
 def _read_text(path: str, encoding: str = "utf-8", dir: safeio.Dir | None = None) -> str:
-    data = read_file(path, dir=dir)
+    return _decode(read_file(path, dir=dir), path, encoding)
+
+
+def _decode(data: bytes, path: str, encoding: str = "utf-8") -> str:
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise _corrupt(f"Checkpoint file [{os.path.abspath(path)}] is not valid UTF-8 "
+        raise _corrupt(f"Checkpoint file [{_location(path)}] is not valid UTF-8 "
                        f"(byte {exc.start})", path, None) from None
+
+
+def _location(path: str) -> str:
+    """How errors name the file: its absolute path, or a URI as given (a file read through
+    another filesystem, :func:`parse_offset_checkpoint`)."""
+    return path if "://" in path else os.path.abspath(path)
 
 
 def _corrupt(message: str, path: str, line_number: int | None) -> CorruptCheckpointError:
     err = CorruptCheckpointError(message)
-    err.path = os.path.abspath(path)
+    err.path = _location(path)
     err.line_number = line_number
     return err
 
@@ -143,7 +152,12 @@ def _read_checkpoint(path, parse_entry, fields: int, dir=None) -> list:
         text = _read_text(path, dir=dir)
     except FileNotFoundError:
         return []
-    location = os.path.abspath(path)
+    return _parse_checkpoint(text, path, parse_entry, fields)
+
+
+def _parse_checkpoint(text: str, path: str, parse_entry, fields: int) -> list:
+    """:func:`_read_checkpoint` on the text of the file at ``path`` (named in errors)."""
+    location = _location(path)
     lines = java_lines(text)
 
     def malformed(line: str, number: int) -> CorruptCheckpointError:
@@ -197,6 +211,13 @@ def read_offset_checkpoint(path) -> dict[tuple[str, int], int]:
     OSError on I/O failure.
     """
     return dict(_read_checkpoint(path, _parse_offset_entry, 3))
+
+
+def parse_offset_checkpoint(data: bytes, path: str) -> dict[tuple[str, int], int]:
+    """:func:`read_offset_checkpoint` of bytes already read (from a filesystem the log layer
+    does not open itself, such as pyarrow.fs); ``path`` names the file in errors. Raises
+    CorruptCheckpointError."""
+    return dict(_parse_checkpoint(_decode(data, path), path, _parse_offset_entry, 3))
 
 
 def write_offset_checkpoint(path, entries: dict[tuple[str, int], int]) -> None:

@@ -67,7 +67,7 @@ from ..log.txnindex import AbortedTxn
 from ..record.batch import iter_batches
 from ..record.control import ABORT, end_txn_marker
 from ..record.errors import CorruptRecordError
-from .fileio import ArrowDir, SegmentFile, is_uri
+from .fileio import ArrowDir, SegmentFile, is_uri, join
 
 __all__ = ["ArrowView", "LocalView", "PartitionView", "SegmentInfo", "open_arrow_views",
            "open_local_views", "open_views"]
@@ -491,16 +491,12 @@ def _arrow_log_starts(root: str) -> dict:
         raw = d.read(LOG_START_OFFSET_CHECKPOINT)
     except (FileNotFoundError, OSError):
         return {}
-    out = {}
-    lines = raw.decode("utf-8", "replace").splitlines()
-    for line in lines[2:]:
-        parts = line.split()
-        if len(parts) == 3:
-            try:
-                out[(parts[0], int(parts[1]))] = int(parts[2])
-            except ValueError:
-                pass
-    return out
+    path = join(root, LOG_START_OFFSET_CHECKPOINT)
+    try:
+        return ckpt.parse_offset_checkpoint(raw, path)
+    except CorruptCheckpointError as exc:  # as _read_checkpoint does for a local log dir
+        log.warning("Ignoring unreadable checkpoint %s: %s", path, exc)
+        return {}
 
 
 def open_arrow_views(root: str, selected) -> list:
