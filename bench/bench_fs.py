@@ -2,7 +2,9 @@
 the same run:
 
 * append: ``dd ... of=topic/0/append oflag=append conv=notrunc,fsync bs=1M`` of 100-200 byte
-  lines vs the same dd into a plain file on the same disk (``conv=fsync``);
+  lines vs the same dd into a plain file on the same disk (``conv=fsync``); with
+  ``--compression lz4`` (or gzip, snappy, zstd) the topics appended to have that
+  ``compression.type`` (written to ``topic/config`` before the dd);
 * read cold: ``cat messages`` right after a remount vs ``cat`` of a trivial pyfuse3
   filesystem serving as many bytes from memory; read warm: a second ``cat messages`` vs
   ``cat`` of a plain file in the page cache;
@@ -276,6 +278,8 @@ def main():
                     help="records in the partition whose offset/ is listed (default 3M)")
     ap.add_argument("--skip", action="append", default=[],
                     help="append, ddpoint, read, point, memory, list (repeatable)")
+    ap.add_argument("--compression", default=None,
+                    help="compression.type of the topics the append figure writes")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="kafkafs-bench-", dir=os.path.join(ROOT, "var")
                             if os.path.isdir(os.path.join(ROOT, "var")) else None)
@@ -300,10 +304,14 @@ def main():
                 topic = "bench" if rep == 0 else f"bench{rep}"
                 if rep:
                     os.mkdir(os.path.join(mnt, topic))
+                if args.compression:
+                    with open(os.path.join(mnt, topic, "config"), "w") as f:
+                        f.write(f"compression.type={args.compression}\n")
                 t = min(t, timed(["dd", f"if={lines_path}", f"of={mnt}/{topic}/0/append",
                                   "oflag=append", "conv=notrunc,fsync", "bs=1M"],
                                  stderr=subprocess.DEVNULL))
-            results["append"] = line("append, durable (dd conv=fsync)", mbps(size, t),
+            codec = f", compression.type={args.compression}" if args.compression else ""
+            results["append"] = line(f"append, durable (dd conv=fsync){codec}", mbps(size, t),
                                      mbps(size, t_ref), "MB/s", 0.5)
             print(f"#   daemon peak RSS while appending: {d.hwm_kb() / 1024:.0f} MB", flush=True)
         else:

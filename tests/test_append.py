@@ -258,6 +258,32 @@ def test_append_compressed_batches_follow_the_ratio_estimate(mount, codec):
     assert max(len(b.records) for b in batches[-20:]) > len(batches[0].records)
 
 
+@pytest.mark.parametrize("codec", ["zstd", "snappy"])
+def test_append_parse_key_compressed_reads_back_with_kafka_python(mount_factory, codec):
+    """``parse.key`` on a compressed topic: the keyed records, encoded once to find the cut
+    and then compressed as they are, read back with kafka-python key for key; the batches
+    follow the ratio rule."""
+    from kafka.record import MemoryRecords
+
+    m = mount_factory(options=["parse.key=true,key.separator=:"])
+    os.mkdir(m.path("t"))
+    with open(m.path("t", "config"), "w") as f:
+        f.write(f"compression.type={codec}\nkafkafs.batch.size=3000\n")
+    lines = random_lines(3000, 8, longest=150, keyed=True)
+    ends = write_chunks(m.path("t", "0", "append"), lines, 9)
+    batches = read_batches(partition_dir(m, "t"))
+    assert all(b.compressed for b in batches) and len(batches) > 20
+    check_batches(batches, 3000, ends)
+    got = []
+    for name in sorted(os.listdir(partition_dir(m, "t"))):
+        if name.endswith(".log"):
+            with open(os.path.join(partition_dir(m, "t"), name), "rb") as f:
+                records = MemoryRecords(f.read())
+            while (batch := records.next_batch()) is not None:
+                got += [r.key + b":" + r.value for r in batch]
+    assert got == lines
+
+
 def test_batch_size_precedence_and_zero(mount_factory):
     """The topic's ``kafkafs.batch.size`` (default: the broker's, here --override) sets
     the batch size of writers giving none; the mount's ``-o batch.size`` wins over both;

@@ -239,7 +239,7 @@ class LineWriter:
         payload, _n, consumed = fast.encode_text(text, 0, budget, ratio)
         lines = bytes(text[:consumed - 1]).split(b"\n")
         try:
-            self._append_group(lg, lines, len(payload))
+            self._append_group(lg, lines, payload)
         except _LinesRefused as r:
             raise _Short(sum(len(line) + 1 for line in lines[:r.index]), r.error) from None
         return consumed
@@ -292,9 +292,9 @@ class LineWriter:
                     bad, error = i, _too_long(limit)
                     break
         ok = lines[:bad]
-        for i, j, records_bytes in self._cuts(lg, ok):
+        for i, j, payload in self._cuts(lg, ok):
             try:
-                self._append_group(lg, ok[i:j], records_bytes)
+                self._append_group(lg, ok[i:j], payload)
             except _LinesRefused as r:
                 raise _LinesRefused(i + r.index, r.error) from None
             except (LogError, OSError) as exc:
@@ -307,33 +307,35 @@ class LineWriter:
             raise _LinesRefused(bad, error)
 
     def _cuts(self, lg: Log, lines: list[bytes]):
-        """Yield ``(i, j, records_bytes)``: ``lines[i:j]`` make the next batch (at least one
-        line), ``records_bytes`` its records' size before compression; the cut is the C
-        encoder's (``encode_text``, keyed under ``parse.key``). Each batch's limits are read
-        when it starts (a compressed batch's ratio follows the ones written)."""
+        """Yield ``(i, j, payload)``: ``lines[i:j]`` make the next batch (at least one
+        line), ``payload`` their records encoded (uncompressed); the cut is the C encoder's
+        (``encode_text``, keyed under ``parse.key``). Each batch's limits are read when it
+        starts (a compressed batch's ratio follows the ones written)."""
         text = memoryview(b"\n".join(lines) + b"\n")
         sep = self.separator if self.parse_key else None
         i = pos = 0
         while i < len(lines):
             budget, ratio, _codec = self._limits(lg)
             payload, n, consumed = fast.encode_text(text[pos:], 0, budget, ratio, sep)
-            yield i, i + n, len(payload)
+            yield i, i + n, payload
             i += n
             pos += consumed
 
-    def _append_group(self, lg: Log, group: list[bytes], records_bytes: int = 0) -> None:
+    def _append_group(self, lg: Log, group: list[bytes], payload=None) -> None:
         """Append ``group`` as one batch; a batch found too large (a compressed topic,
-        where sizes are not known before) is split in halves. ``records_bytes``: the
-        records' size before compression, for the compression ratio estimate. Raises like
-        :meth:`_append_lines`."""
+        where sizes are not known before) is split in halves. ``payload``: the group's
+        records as ``encode_text`` encoded them, compressed as they are (not encoded
+        again), its size feeding the compression ratio estimate; None: encode them here.
+        Raises like :meth:`_append_lines`."""
         ts = now_ms()
-        if self.parse_key:
-            sep = self.separator
-            records = [(ts, *line.partition(sep)[::2], ()) for line in group]
-        else:
-            records = [(ts, None, line, ()) for line in group]
         try:
-            data = lg.encode(records)
+            if payload is not None:
+                data = lg.encode_payload(payload, len(group), ts)
+            elif self.parse_key:
+                sep = self.separator
+                data = lg.encode([(ts, *line.partition(sep)[::2], ()) for line in group])
+            else:
+                data = lg.encode([(ts, None, line, ()) for line in group])
             lg.append_encoded(bytearray(data))
         except RecordTooLargeError:
             if len(group) == 1:
@@ -347,8 +349,9 @@ class LineWriter:
             except (LogError, OSError) as exc:
                 raise _LinesRefused(mid, exc) from None
         else:
-            ESTIMATOR.observe(lg.topic, effective_codec(lg.config.compression_type),
-                              len(data), records_bytes)
+            if payload is not None:
+                ESTIMATOR.observe(lg.topic, effective_codec(lg.config.compression_type),
+                                  len(data), len(payload))
 
     def _batch_size(self, line: bytes) -> int:
         if self.parse_key:

@@ -36,6 +36,7 @@ from ..record.batch import (
     encode_batch,
     encode_lines_batch,
     encode_text_batch,
+    finish_batch,
     set_base_offset,
 )
 from ..record.compaction import null_key_index
@@ -311,6 +312,23 @@ class Log:
         else:
             data = encode_batch(records, compression=self._codec(compression),
                                 timestamp_type=CREATE_TIME)
+        return self._within_max_message_bytes(data)
+
+    def encode_payload(self, payload, count: int, timestamp: int) -> bytes:
+        """One batch as :meth:`encode` makes it, of ``count`` records already encoded as
+        ``payload`` (bytes-like: their bodies, every timestamp delta 0, as
+        ``record.fast.encode_text`` returns them) and all timestamped ``timestamp`` (ms;
+        under LogAppendTime it is the append time): compressed with ``compression.type``
+        here, not encoded again. Raises RecordTooLargeError over ``max.message.bytes``."""
+        ts_type = LOG_APPEND_TIME if self.config.message_timestamp_type == "LogAppendTime" \
+            else CREATE_TIME
+        return self._within_max_message_bytes(finish_batch(
+            payload, count, base_offset=0, compression=self._codec(None),
+            timestamp_type=ts_type, last_offset_delta=count - 1, base_ts=timestamp,
+            max_ts=timestamp))
+
+    def _within_max_message_bytes(self, data: bytes) -> bytes:
+        """``data``, or RecordTooLargeError when it is over ``max.message.bytes``."""
         if len(data) > self.config.max_message_bytes:
             raise RecordTooLargeError(
                 f"The record batch size {len(data)} bytes is larger than max.message.bytes "
