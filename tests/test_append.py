@@ -326,3 +326,41 @@ def test_bad_batch_size_is_refused(mount, tmp_path):
     r = kafkafs("topics", "--log-dirs", str(tmp_path / "logs3"), "--create", "--topic", "x",
                 "--config", "kafkafs.batch.size=2147483648", check=False)
     assert r.returncode == 1 and b"Not a number of type INT" in r.stderr
+
+
+@pytest.mark.parametrize("codec", ["lz4", "gzip"])
+def test_compressed_batch_over_max_message_bytes_is_split(tmp_path, codec):
+    """A compressed topic where ``batch.size`` lets a batch compress past
+    ``max.message.bytes`` (lines that hardly compress; the ratio estimate starts at 1.0):
+    the batch is split in halves until each part fits, and every line goes in, in order.
+    A line that alone compresses past the limit is refused: the write's count stops right
+    before it, the lines before it are stored, nothing of it is."""
+    import base64
+
+    from kafkafs.fs.append import LineWriter
+    from kafkafs.log.config import LogConfig
+    from kafkafs.log.errors import RecordTooLargeError
+    from kafkafs.log.loader import load_log
+
+    part = tmp_path / "t-0"
+    part.mkdir()
+    lg = load_log(str(part), "t", 0, LogConfig(compression_type=codec, max_message_bytes=3000),
+                  had_clean_shutdown=True)
+    rnd = random.Random(5)
+    lines = [base64.b64encode(rnd.randbytes(rnd.randrange(20, 300))) for _ in range(600)]
+    data = b"".join(x + b"\n" for x in lines)
+    w = LineWriter(batch_size=60000)
+    assert w.write(lg, data) == len(data)
+    batches = list(lg.batches())
+    assert [r.value for b in batches for r in b.records()] == lines
+    assert all(b.size <= 3000 for b in batches) and len(batches) > 15
+    before = [b"a%d" % i for i in range(5)]
+    big = base64.b64encode(rnd.randbytes(4000))
+    data = b"".join(x + b"\n" for x in [*before, big, b"after"])
+    assert LineWriter(batch_size=60000).write(lg, data) == sum(len(x) + 1 for x in before)
+    values = [r.value for r in lg.records()]
+    assert values == lines + before
+    with pytest.raises(RecordTooLargeError):
+        LineWriter(batch_size=60000).write(lg, big + b"\n")
+    assert [r.value for r in lg.records()] == lines + before
+    lg.close()

@@ -236,12 +236,17 @@ class LineWriter:
         ``ratio`` takes (the cut found by the C encoder); returns the bytes consumed.
         Raises _Short when a first part went in (a batch over ``max.message.bytes`` is
         split), else the error."""
-        payload, _n, consumed = fast.encode_text(text, 0, budget, ratio)
-        lines = bytes(text[:consumed - 1]).split(b"\n")
+        payload, n, consumed = fast.encode_text(text, 0, budget, ratio)
         try:
-            self._append_group(lg, lines, payload)
-        except _LinesRefused as r:
-            raise _Short(sum(len(line) + 1 for line in lines[:r.index]), r.error) from None
+            self._append_payload(lg, payload, n)
+        except RecordTooLargeError:
+            if n == 1:
+                raise
+            lines = bytes(text[:consumed - 1]).split(b"\n")
+            try:
+                self._append_halves(lg, lines)
+            except _LinesRefused as r:
+                raise _Short(sum(len(line) + 1 for line in lines[:r.index]), r.error) from None
         return consumed
 
     def _write_keyed(self, lg: Log, mv: memoryview, pos: int, last_nl: int) -> None:
@@ -324,14 +329,14 @@ class LineWriter:
     def _append_group(self, lg: Log, group: list[bytes], payload=None) -> None:
         """Append ``group`` as one batch; a batch found too large (a compressed topic,
         where sizes are not known before) is split in halves. ``payload``: the group's
-        records as ``encode_text`` encoded them, compressed as they are (not encoded
-        again), its size feeding the compression ratio estimate; None: encode them here.
-        Raises like :meth:`_append_lines`."""
-        ts = now_ms()
+        records as ``encode_text`` encoded them (:meth:`_append_payload`); None: encode
+        them here. Raises like :meth:`_append_lines`."""
         try:
             if payload is not None:
-                data = lg.encode_payload(payload, len(group), ts)
-            elif self.parse_key:
+                self._append_payload(lg, payload, len(group))
+                return
+            ts = now_ms()
+            if self.parse_key:
                 sep = self.separator
                 data = lg.encode([(ts, *line.partition(sep)[::2], ()) for line in group])
             else:
@@ -340,18 +345,30 @@ class LineWriter:
         except RecordTooLargeError:
             if len(group) == 1:
                 raise
-            mid = len(group) // 2
-            self._append_group(lg, group[:mid])
-            try:
-                self._append_group(lg, group[mid:])
-            except _LinesRefused as r:
-                raise _LinesRefused(mid + r.index, r.error) from None
-            except (LogError, OSError) as exc:
-                raise _LinesRefused(mid, exc) from None
-        else:
-            if payload is not None:
-                ESTIMATOR.observe(lg.topic, effective_codec(lg.config.compression_type),
-                                  len(data), len(payload))
+            self._append_halves(lg, group)
+
+    def _append_halves(self, lg: Log, group: list[bytes]) -> None:
+        """Append ``group`` (two lines or more) as two batches or more: its halves, each
+        split again while too large. Raises like :meth:`_append_lines`."""
+        mid = len(group) // 2
+        self._append_group(lg, group[:mid])
+        try:
+            self._append_group(lg, group[mid:])
+        except _LinesRefused as r:
+            raise _LinesRefused(mid + r.index, r.error) from None
+        except (LogError, OSError) as exc:
+            raise _LinesRefused(mid, exc) from None
+
+    @staticmethod
+    def _append_payload(lg: Log, payload, count: int) -> None:
+        """Append ``count`` records already encoded as ``payload`` (``encode_text``) as one
+        batch, compressed as they are rather than encoded again (Log.encode_payload); the
+        batch's size then feeds the topic's compression ratio estimate. Raises
+        RecordTooLargeError (nothing appended) and the log's errors."""
+        data = lg.encode_payload(payload, count, now_ms())
+        lg.append_encoded(bytearray(data))
+        ESTIMATOR.observe(lg.topic, effective_codec(lg.config.compression_type), len(data),
+                          len(payload))
 
     def _batch_size(self, line: bytes) -> int:
         if self.parse_key:
