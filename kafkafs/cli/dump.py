@@ -98,8 +98,8 @@ from dataclasses import dataclass
 from ..log import safeio
 from ..log.errors import CorruptIndexError
 from ..log.index import OffsetIndex, TimeIndex
-from ..log.producer_state import CorruptSnapshotError, read_snapshot
 from ..log.names import parse_segment_filename
+from ..log.producer_state import CorruptSnapshotError, read_snapshot
 from ..log.segment import first_data_at, offset_order_problem, zeroed_range_error
 from ..log.txnindex import TransactionIndex
 from ..record import LOG_APPEND_TIME, RecordBatch, compression, control, legacy

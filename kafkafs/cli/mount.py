@@ -177,7 +177,7 @@ def run_umount(args) -> int:
     pid = _daemon_pid(mountpoint)
     tool = shutil.which("fusermount3") or shutil.which("fusermount")
     cmd = [tool, "-u", mountpoint] if tool else ["umount", mountpoint]
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if res.returncode != 0:
         raise CliError(res.stderr.strip() or f"{cmd[0]} failed with status {res.returncode}")
     if pid is not None:

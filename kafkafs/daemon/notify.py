@@ -18,7 +18,7 @@ def _send(message: str) -> None:
         import sdnotify
 
         sdnotify.SystemdNotifier().notify(message)
-    except Exception as exc:  # readiness must never take the daemon down
+    except Exception as exc:  # noqa: BLE001 - readiness must never take the daemon down
         log.warning("sd_notify failed: %s", exc)
 
 

@@ -353,8 +353,8 @@ class KafkaFS(pyfuse3.Operations):
         overrides = self.manager.topic_overrides(topic)
         out = [f"# effective configuration of topic {topic}",
                "# (override) marks keys set for this topic; the others are the broker's.",
-               "# Writing this file replaces the overrides; keys equal to the broker's value"
-               " are not stored."]
+               ("# Writing this file replaces the overrides; keys equal to the broker's value"
+                " are not stored.")]
         for k, v in sorted(cfg.to_properties().items()):
             if k in overrides:
                 out.append("# (override)")

@@ -676,7 +676,7 @@ def open_lock_file(log_dir: str, *, create: bool) -> int:
 def _read_ckpt(path: str) -> dict:
     try:
         return ckpt.read_offset_checkpoint(path)
-    except Exception as exc:  # a corrupt checkpoint means "recover everything"
+    except Exception as exc:  # noqa: BLE001 - a corrupt checkpoint means "recover everything"
         log.warning("Ignoring unreadable checkpoint %s: %s", path, exc)
         return {}
 

@@ -939,7 +939,7 @@ class LogSegment:
                 self.time_index.maybe_append(self._max_timestamp_so_far,
                                              self._offset_of_max_timestamp_so_far,
                                              skip_full_check=True)
-            except Exception as exc:  # closing must go on
+            except Exception as exc:  # noqa: BLE001 - closing must go on
                 log.warning("cannot write the final time index entry of %s: %s",
                             self.log_path, exc)
         for idx in (self._index, self._time_index, self._txn_index):
