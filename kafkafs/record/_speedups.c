@@ -58,19 +58,19 @@ enum {
 };
 
 typedef struct {
-    int code;
     Py_ssize_t index;          /* record index (0-based) */
     Py_ssize_t count;          /* records expected */
     long long a, b;            /* numbers for the message */
     unsigned long long hex;    /* Kafka's "converted value" of an overlong varint */
 } perr;
 
+/* Raise the error `code` (details in *e): CorruptRecordError with Kafka's message. */
 static void
-raise_perr(const perr *e)
+raise_perr(int code, const perr *e)
 {
     char msg[400];
 
-    switch (e->code) {
+    switch (code) {
     case E_PYERR:
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_SystemError, "kafkafs._speedups: error without exception");
@@ -135,6 +135,19 @@ raise_perr(const perr *e)
         return;
     }
     PyErr_SetString(CorruptRecordError, msg);
+}
+
+/* Note the expected record count in *e; -1 with CorruptRecordError when it is negative. */
+static int
+check_count(Py_ssize_t count, perr *e)
+{
+    e->count = count;
+    if (count < 0) {
+        e->a = count;
+        raise_perr(E_COUNT_NEG, e);
+        return -1;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -537,13 +550,8 @@ sp_values(PyObject *self, PyObject *args, PyObject *kwds)
         return NULL;
     if (get_buffer(payload, &view) < 0)
         return NULL;
-    e.count = count;
-    if (count < 0) {
-        e.code = E_COUNT_NEG;
-        e.a = count;
-        raise_perr(&e);
+    if (check_count(count, &e) < 0)
         goto done;
-    }
     cap = span_capacity(count, view.len);
     spans = PyMem_RawMalloc((size_t)(cap > 0 ? cap : 1) * sizeof(span_t));
     if (spans == NULL) {
@@ -558,8 +566,7 @@ sp_values(PyObject *self, PyObject *args, PyObject *kwds)
     else
         rc = scan_values(view.buf, view.len, count, exact, spans, cap, 0, 0, NULL, &e);
     if (rc) {
-        e.code = rc;
-        raise_perr(&e);
+        raise_perr(rc, &e);
         goto done;
     }
     list = PyList_New(count);
@@ -623,13 +630,8 @@ sp_render_values(PyObject *self, PyObject *args, PyObject *kwds)
         sep = sview.buf;
         slen = sview.len;
     }
-    e.count = count;
-    if (count < 0) {
-        e.code = E_COUNT_NEG;
-        e.a = count;
-        raise_perr(&e);
+    if (check_count(count, &e) < 0)
         goto done;
-    }
     cap = span_capacity(count, view.len);
     spans = PyMem_RawMalloc((size_t)(cap > 0 ? cap : 1) * sizeof(span_t));
     if (spans == NULL) {
@@ -644,8 +646,7 @@ sp_render_values(PyObject *self, PyObject *args, PyObject *kwds)
     else
         rc = scan_values(view.buf, view.len, count, exact, spans, cap, nlen, slen, &total, &e);
     if (rc) {
-        e.code = rc;
-        raise_perr(&e);
+        raise_perr(rc, &e);
         goto done;
     }
     out = PyBytes_FromStringAndSize(NULL, total);
@@ -694,12 +695,8 @@ sp_rendered_size(PyObject *self, PyObject *args, PyObject *kwds)
     }
     if (get_buffer(payload, &view) < 0)
         return NULL;
-    e.count = count;
-    if (count < 0) {
+    if (check_count(count, &e) < 0) {
         PyBuffer_Release(&view);
-        e.code = E_COUNT_NEG;
-        e.a = count;
-        raise_perr(&e);
         return NULL;
     }
     if (view.len >= NOGIL_THRESHOLD) {
@@ -711,8 +708,7 @@ sp_rendered_size(PyObject *self, PyObject *args, PyObject *kwds)
         rc = scan_values(view.buf, view.len, count, exact, NULL, 0, nlen, slen, &total, &e);
     PyBuffer_Release(&view);
     if (rc) {
-        e.code = rc;
-        raise_perr(&e);
+        raise_perr(rc, &e);
         return NULL;
     }
     return PyLong_FromSsize_t(total);
@@ -778,13 +774,8 @@ sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
     if (get_buffer(payload, &view) < 0)
         return NULL;
     buf = view.buf;
-    e.count = count;
-    if (count < 0) {
-        e.code = E_COUNT_NEG;
-        e.a = count;
-        raise_perr(&e);
+    if (check_count(count, &e) < 0)
         goto done;
-    }
     empty = PyTuple_New(0);
     if (empty == NULL)
         goto done;
@@ -805,9 +796,8 @@ sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
             Py_ssize_t start = pos;
             rc = parse_one(buf, view.len, &pos, &r, NULL, &e);
             if (rc) {
-                e.code = rc;
                 e.index = i;
-                raise_perr(&e);
+                raise_perr(rc, &e);
                 Py_CLEAR(list);
                 goto done;
             }
@@ -817,16 +807,14 @@ sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
         }
         rc = parse_one(buf, view.len, &pos, &r, &headers, &e);
         if (rc) {
-            e.code = rc;
             e.index = i;
-            raise_perr(&e);
+            raise_perr(rc, &e);
             Py_CLEAR(list);
             goto done;
         }
         if (i >= cap) {  /* impossible: a record takes >= MIN_RECORD_SIZE bytes */
             Py_XDECREF(headers);
-            e.code = E_INTERNAL;
-            raise_perr(&e);
+            raise_perr(E_INTERNAL, &e);
             Py_CLEAR(list);
             goto done;
         }
@@ -889,9 +877,8 @@ sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
             PyList_SET_ITEM(list, i, tup);
     }
     if (exact && pos != view.len) {
-        e.code = E_LEFTOVER;
         e.a = view.len - pos;
-        raise_perr(&e);
+        raise_perr(E_LEFTOVER, &e);
         Py_CLEAR(list);
         goto done;
     }
@@ -2790,8 +2777,7 @@ cl_map_records(PyObject *self, PyObject *args)
         return NULL;
     rc = cl_validate(pv.buf, pv.len, count, &e);
     if (rc) {
-        e.code = rc;
-        raise_perr(&e);
+        raise_perr(rc, &e);
         PyBuffer_Release(&pv);
         return NULL;
     }
@@ -2883,8 +2869,7 @@ cl_filter_records(PyObject *self, PyObject *args)
         return NULL;
     rc = cl_validate(pv.buf, pv.len, count, &e);
     if (rc) {
-        e.code = rc;
-        raise_perr(&e);
+        raise_perr(rc, &e);
         PyBuffer_Release(&pv);
         return NULL;
     }
@@ -3093,8 +3078,7 @@ cl_null_key_index(PyObject *self, PyObject *args)
         return NULL;
     rc = cl_validate(pv.buf, pv.len, count, &e);
     if (rc) {
-        e.code = rc;
-        raise_perr(&e);
+        raise_perr(rc, &e);
         PyBuffer_Release(&pv);
         return NULL;
     }
@@ -3492,7 +3476,7 @@ cb_raise(CBObject *c, int rc, const perr *e)
         PyErr_Format(PyExc_ValueError, "timestamp %lld ms is out of the range of Spark's "
                      "timestamps (microseconds in a long)", (long long)c->ts_bad);
     else
-        raise_perr(e);
+        raise_perr(rc, e);
     return -1;
 }
 
@@ -3538,7 +3522,7 @@ CB_add_batches(CBObject *self, PyObject *args, PyObject *kwds)
     Py_ssize_t pos, end, out_pos = 0;
     cb_walk_args w = {0, 0, -1, 0, -1, 0};
     int status, fatal = 0;
-    perr e;
+    perr e = {0};
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*nnLL|LLLp:add_batches", kwlist, &view,
                                      &pos, &end, &w.start, &w.end, &w.expected,
@@ -3558,7 +3542,6 @@ CB_add_batches(CBObject *self, PyObject *args, PyObject *kwds)
         status = cb_walk(self, (const uint8_t *)view.buf, pos, end, &w, &out_pos, &fatal);
     PyBuffer_Release(&view);
     if (fatal) {
-        memset(&e, 0, sizeof e);
         cb_raise(self, fatal, &e);
         return NULL;
     }
@@ -3583,7 +3566,7 @@ CB_add_section(CBObject *self, PyObject *args, PyObject *kwds)
     int ts_type, rc;
     PyObject *fixed_obj;
     cb_mark mark;
-    perr e;
+    perr e = {0};
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*nLLOiLL:add_section", kwlist, &view,
                                      &count, &base_offset, &base_ts, &fixed_obj, &ts_type,
@@ -3596,22 +3579,16 @@ CB_add_section(CBObject *self, PyObject *args, PyObject *kwds)
             return NULL;
         }
     }
-    if (count < 0) {
+    if (check_count(count, &e) < 0) {
         PyBuffer_Release(&view);
-        memset(&e, 0, sizeof e);
-        e.a = count;
-        e.code = E_COUNT_NEG;
-        raise_perr(&e);
         return NULL;
     }
-    memset(&e, 0, sizeof e);
     cb_save(self, &mark);
     rc = cb_section(self, (const uint8_t *)view.buf, view.len, count, base_offset, base_ts,
                     fixed, fixed_obj != Py_None, ts_type, start, end, &e);
     PyBuffer_Release(&view);
     if (rc) {
         cb_restore(self, &mark);
-        e.code = rc;
         cb_raise(self, rc, &e);
         return NULL;
     }
