@@ -495,11 +495,75 @@ get_buffer(PyObject *obj, Py_buffer *view)
     return PyObject_GetBuffer(obj, view, PyBUF_SIMPLE);
 }
 
+/* The room for the records of a payload of `len` bytes: at most `count`, and no more than
+ * one per MIN_RECORD_SIZE bytes. */
 static Py_ssize_t
 span_capacity(Py_ssize_t count, Py_ssize_t len)
 {
     Py_ssize_t cap = len / MIN_RECORD_SIZE;
     return count < cap ? count : cap;
+}
+
+/* A bytes-like object (or str when allow_str) as a pointer and length; release with
+ * bv_release. A bytes object is read directly. */
+typedef struct {
+    const char *p;
+    Py_ssize_t len;
+    int has_view;
+    Py_buffer view;
+} bview;
+
+static int
+bv_get(PyObject *obj, bview *b, int allow_str)
+{
+    b->has_view = 0;
+    if (PyBytes_Check(obj)) {
+        b->p = PyBytes_AS_STRING(obj);
+        b->len = PyBytes_GET_SIZE(obj);
+        return 0;
+    }
+    if (allow_str && PyUnicode_Check(obj)) {
+        b->p = PyUnicode_AsUTF8AndSize(obj, &b->len);
+        return b->p == NULL ? -1 : 0;
+    }
+    if (PyObject_GetBuffer(obj, &b->view, PyBUF_SIMPLE) < 0)
+        return -1;
+    b->has_view = 1;
+    b->p = b->view.buf;
+    b->len = b->view.len;
+    return 0;
+}
+
+static void
+bv_release(bview *b)
+{
+    if (b->has_view) {
+        PyBuffer_Release(&b->view);
+        b->has_view = 0;
+    }
+}
+
+/* Run `stmt` (which touches no Python object) with the GIL released when `big`: how the
+ * wrappers work on large inputs. */
+#define NOGIL_IF(big, stmt)          \
+    do {                             \
+        if (big) {                   \
+            Py_BEGIN_ALLOW_THREADS   \
+            stmt;                    \
+            Py_END_ALLOW_THREADS     \
+        }                            \
+        else {                       \
+            stmt;                    \
+        }                            \
+    } while (0)
+
+/* A new reference: the `len` bytes at `p` as bytes, or None when len < 0 (a null). */
+static inline PyObject *
+bytes_or_none(const uint8_t *p, Py_ssize_t len)
+{
+    if (len >= 0)
+        return PyBytes_FromStringAndSize((const char *)p, len);
+    Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -529,6 +593,41 @@ put_value(char *o, const uint8_t *src, Py_ssize_t len, const char *nl, Py_ssize_
     return o;
 }
 
+/* scan_values over the `count` records of `view` for a wrapper: checks the count, scans
+ * with the GIL released when the payload is large and raises what it finds. With `spans`,
+ * *spans gets each value's span (PyMem_RawFree it). 0, or -1 with an exception set. */
+static int
+scan_payload(const Py_buffer *view, Py_ssize_t count, int exact, span_t **spans,
+             Py_ssize_t null_len, Py_ssize_t sep_len, Py_ssize_t *total_out)
+{
+    perr e = {0};
+    span_t *sp = NULL;
+    Py_ssize_t cap = 0;
+    int rc;
+
+    if (check_count(count, &e) < 0)
+        return -1;
+    if (spans != NULL) {
+        cap = span_capacity(count, view->len);
+        sp = PyMem_RawMalloc((size_t)(cap > 0 ? cap : 1) * sizeof(span_t));
+        if (sp == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    NOGIL_IF(view->len >= NOGIL_THRESHOLD,
+             rc = scan_values(view->buf, view->len, count, exact, sp, cap, null_len, sep_len,
+                              total_out, &e));
+    if (rc) {
+        PyMem_RawFree(sp);
+        raise_perr(rc, &e);
+        return -1;
+    }
+    if (spans != NULL)
+        *spans = sp;
+    return 0;
+}
+
 PyDoc_STRVAR(values_doc,
 "values(payload, count, *, exact=True) -> list[bytes | None]\n\n"
 "The value of each of the `count` records in `payload` (the uncompressed records section\n"
@@ -539,51 +638,26 @@ sp_values(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"payload", "count", "exact", NULL};
     PyObject *payload, *list = NULL;
-    Py_ssize_t count, cap, i;
-    int exact = 1, rc;
+    Py_ssize_t count, i;
+    int exact = 1;
     Py_buffer view;
     span_t *spans = NULL;
-    perr e = {0};
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "On|$p:values", kwlist,
                                      &payload, &count, &exact))
         return NULL;
     if (get_buffer(payload, &view) < 0)
         return NULL;
-    if (check_count(count, &e) < 0)
+    if (scan_payload(&view, count, exact, &spans, 0, 0, NULL) < 0)
         goto done;
-    cap = span_capacity(count, view.len);
-    spans = PyMem_RawMalloc((size_t)(cap > 0 ? cap : 1) * sizeof(span_t));
-    if (spans == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (view.len >= NOGIL_THRESHOLD) {
-        Py_BEGIN_ALLOW_THREADS
-        rc = scan_values(view.buf, view.len, count, exact, spans, cap, 0, 0, NULL, &e);
-        Py_END_ALLOW_THREADS
-    }
-    else
-        rc = scan_values(view.buf, view.len, count, exact, spans, cap, 0, 0, NULL, &e);
-    if (rc) {
-        raise_perr(rc, &e);
-        goto done;
-    }
     list = PyList_New(count);
     if (list == NULL)
         goto done;
     for (i = 0; i < count; i++) {
-        PyObject *v;
-        if (spans[i].len >= 0) {
-            v = PyBytes_FromStringAndSize((const char *)view.buf + spans[i].pos, spans[i].len);
-            if (v == NULL) {
-                Py_CLEAR(list);
-                goto done;
-            }
-        }
-        else {
-            v = Py_None;
-            Py_INCREF(v);
+        PyObject *v = bytes_or_none((const uint8_t *)view.buf + spans[i].pos, spans[i].len);
+        if (v == NULL) {
+            Py_CLEAR(list);
+            goto done;
         }
         PyList_SET_ITEM(list, i, v);
     }
@@ -603,52 +677,22 @@ sp_render_values(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"payload", "count", "null_literal", "separator", "exact", NULL};
     PyObject *payload, *null_obj = NULL, *sep_obj = NULL, *out = NULL;
-    Py_ssize_t count, cap, total = 0, i;
-    int exact = 1, rc, have_null = 0, have_sep = 0;
-    Py_buffer view, nview, sview;
-    const char *nl = "null", *sep = "\n";
-    Py_ssize_t nlen = 4, slen = 1;
+    Py_ssize_t count, total = 0, i;
+    int exact = 1;
+    Py_buffer view;
+    bview nb = {.p = "null", .len = 4}, sb = {.p = "\n", .len = 1};
     span_t *spans = NULL;
-    perr e = {0};
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "On|OO$p:render_values", kwlist,
                                      &payload, &count, &null_obj, &sep_obj, &exact))
         return NULL;
     if (get_buffer(payload, &view) < 0)
         return NULL;
-    if (null_obj != NULL) {
-        if (get_buffer(null_obj, &nview) < 0)
-            goto done;
-        have_null = 1;
-        nl = nview.buf;
-        nlen = nview.len;
-    }
-    if (sep_obj != NULL) {
-        if (get_buffer(sep_obj, &sview) < 0)
-            goto done;
-        have_sep = 1;
-        sep = sview.buf;
-        slen = sview.len;
-    }
-    if (check_count(count, &e) < 0)
+    if ((null_obj != NULL && bv_get(null_obj, &nb, 0) < 0) ||
+            (sep_obj != NULL && bv_get(sep_obj, &sb, 0) < 0))
         goto done;
-    cap = span_capacity(count, view.len);
-    spans = PyMem_RawMalloc((size_t)(cap > 0 ? cap : 1) * sizeof(span_t));
-    if (spans == NULL) {
-        PyErr_NoMemory();
+    if (scan_payload(&view, count, exact, &spans, nb.len, sb.len, &total) < 0)
         goto done;
-    }
-    if (view.len >= NOGIL_THRESHOLD) {
-        Py_BEGIN_ALLOW_THREADS
-        rc = scan_values(view.buf, view.len, count, exact, spans, cap, nlen, slen, &total, &e);
-        Py_END_ALLOW_THREADS
-    }
-    else
-        rc = scan_values(view.buf, view.len, count, exact, spans, cap, nlen, slen, &total, &e);
-    if (rc) {
-        raise_perr(rc, &e);
-        goto done;
-    }
     out = PyBytes_FromStringAndSize(NULL, total);
     if (out == NULL)
         goto done;
@@ -657,16 +701,14 @@ sp_render_values(PyObject *self, PyObject *args, PyObject *kwds)
         const char *src = view.buf;
         Py_BEGIN_ALLOW_THREADS
         for (i = 0; i < count; i++)
-            o = put_value(o, (const uint8_t *)src + spans[i].pos, spans[i].len, nl, nlen,
-                          sep, slen);
+            o = put_value(o, (const uint8_t *)src + spans[i].pos, spans[i].len, nb.p, nb.len,
+                          sb.p, sb.len);
         Py_END_ALLOW_THREADS
     }
 done:
     PyMem_RawFree(spans);
-    if (have_sep)
-        PyBuffer_Release(&sview);
-    if (have_null)
-        PyBuffer_Release(&nview);
+    bv_release(&sb);
+    bv_release(&nb);
     PyBuffer_Release(&view);
     return out;
 }
@@ -684,7 +726,6 @@ sp_rendered_size(PyObject *self, PyObject *args, PyObject *kwds)
     Py_ssize_t count, nlen = 4, slen = 1, total = 0;
     int exact = 1, rc;
     Py_buffer view;
-    perr e = {0};
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "On|nn$p:rendered_size", kwlist,
                                      &payload, &count, &nlen, &slen, &exact))
@@ -695,22 +736,10 @@ sp_rendered_size(PyObject *self, PyObject *args, PyObject *kwds)
     }
     if (get_buffer(payload, &view) < 0)
         return NULL;
-    if (check_count(count, &e) < 0) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    if (view.len >= NOGIL_THRESHOLD) {
-        Py_BEGIN_ALLOW_THREADS
-        rc = scan_values(view.buf, view.len, count, exact, NULL, 0, nlen, slen, &total, &e);
-        Py_END_ALLOW_THREADS
-    }
-    else
-        rc = scan_values(view.buf, view.len, count, exact, NULL, 0, nlen, slen, &total, &e);
+    rc = scan_payload(&view, count, exact, NULL, nlen, slen, &total);
     PyBuffer_Release(&view);
-    if (rc) {
-        raise_perr(rc, &e);
+    if (rc < 0)
         return NULL;
-    }
     return PyLong_FromSsize_t(total);
 }
 
@@ -1014,45 +1043,6 @@ sc_reserve(scratch *s, Py_ssize_t need)
         return NULL;
     }
     return s->p + s->used;
-}
-
-/* A bytes-like object (or str when allow_str) as a pointer and length; release with
- * bv_release. A bytes object is read directly. */
-typedef struct {
-    const char *p;
-    Py_ssize_t len;
-    int has_view;
-    Py_buffer view;
-} bview;
-
-static int
-bv_get(PyObject *obj, bview *b, int allow_str)
-{
-    b->has_view = 0;
-    if (PyBytes_Check(obj)) {
-        b->p = PyBytes_AS_STRING(obj);
-        b->len = PyBytes_GET_SIZE(obj);
-        return 0;
-    }
-    if (allow_str && PyUnicode_Check(obj)) {
-        b->p = PyUnicode_AsUTF8AndSize(obj, &b->len);
-        return b->p == NULL ? -1 : 0;
-    }
-    if (PyObject_GetBuffer(obj, &b->view, PyBUF_SIMPLE) < 0)
-        return -1;
-    b->has_view = 1;
-    b->p = b->view.buf;
-    b->len = b->view.len;
-    return 0;
-}
-
-static void
-bv_release(bview *b)
-{
-    if (b->has_view) {
-        PyBuffer_Release(&b->view);
-        b->has_view = 0;
-    }
 }
 
 static int
@@ -3533,13 +3523,8 @@ CB_add_batches(CBObject *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_ValueError, "need 0 <= pos <= end <= len(buf)");
         return NULL;
     }
-    if (end - pos >= NOGIL_THRESHOLD) {
-        Py_BEGIN_ALLOW_THREADS
-        status = cb_walk(self, (const uint8_t *)view.buf, pos, end, &w, &out_pos, &fatal);
-        Py_END_ALLOW_THREADS
-    }
-    else
-        status = cb_walk(self, (const uint8_t *)view.buf, pos, end, &w, &out_pos, &fatal);
+    NOGIL_IF(end - pos >= NOGIL_THRESHOLD,
+             status = cb_walk(self, (const uint8_t *)view.buf, pos, end, &w, &out_pos, &fatal));
     PyBuffer_Release(&view);
     if (fatal) {
         cb_raise(self, fatal, &e);
