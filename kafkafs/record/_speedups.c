@@ -275,6 +275,15 @@ utf8_valid(const uint8_t *s, Py_ssize_t n)
     return 1;
 }
 
+/* A new reference: the `len` bytes at `p` as bytes, or None when len < 0 (a null). */
+static inline PyObject *
+bytes_or_none(const uint8_t *p, Py_ssize_t len)
+{
+    if (len >= 0)
+        return PyBytes_FromStringAndSize((const char *)p, len);
+    Py_RETURN_NONE;
+}
+
 typedef struct {
     int64_t ts_delta;
     int32_t off_delta, key_len, val_len, hcount;
@@ -317,10 +326,10 @@ parse_one(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, rec_t *r,
         return rc;
     if ((rc = rd_varint(buf, end, &pos, &r->key_len, e)))
         return rc;
+    r->key_pos = pos;  /* where the key starts (set for a null key too) */
     if (r->key_len >= 0) {
         if (end - pos < r->key_len)
             return E_TRUNC;
-        r->key_pos = pos;
         pos += r->key_len;
     }
     else if (r->key_len != -1) {
@@ -403,17 +412,11 @@ parse_one(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, rec_t *r,
                     rc = E_PYERR;
                 goto fail;
             }
-            if (vl >= 0) {
-                v = PyBytes_FromStringAndSize((const char *)buf + vp, vl);
-                if (v == NULL) {
-                    Py_DECREF(k);
-                    rc = E_PYERR;
-                    goto fail;
-                }
-            }
-            else {
-                v = Py_None;
-                Py_INCREF(v);
+            v = bytes_or_none(buf + vp, vl);
+            if (v == NULL) {
+                Py_DECREF(k);
+                rc = E_PYERR;
+                goto fail;
             }
             pair = PyTuple_New(2);
             if (pair == NULL) {
@@ -557,13 +560,14 @@ bv_release(bview *b)
         }                            \
     } while (0)
 
-/* A new reference: the `len` bytes at `p` as bytes, or None when len < 0 (a null). */
-static inline PyObject *
-bytes_or_none(const uint8_t *p, Py_ssize_t len)
+/* An optional int argument: 0 when it is None, else 1 with its value in *out; -1 on error. */
+static int
+optional_ll(PyObject *obj, long long *out)
 {
-    if (len >= 0)
-        return PyBytes_FromStringAndSize((const char *)p, len);
-    Py_RETURN_NONE;
+    if (obj == Py_None)
+        return 0;
+    *out = PyLong_AsLongLong(obj);
+    return *out == -1 && PyErr_Occurred() ? -1 : 1;
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -788,18 +792,9 @@ sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
         }
         cls = (PyTypeObject *)cls_obj;
     }
-    one = only_obj != Py_None;
-    if (one) {
-        only = PyLong_AsLongLong(only_obj);
-        if (only == -1 && PyErr_Occurred())
-            return NULL;
-    }
-    fixed = fixed_obj != Py_None;
-    if (fixed) {
-        fixed_ts = PyLong_AsLongLong(fixed_obj);
-        if (fixed_ts == -1 && PyErr_Occurred())
-            return NULL;
-    }
+    if ((one = optional_ll(only_obj, &only)) < 0 ||
+            (fixed = optional_ll(fixed_obj, &fixed_ts)) < 0)
+        return NULL;
     if (get_buffer(payload, &view) < 0)
         return NULL;
     buf = view.buf;
@@ -824,28 +819,19 @@ sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
         if (one) {  /* validate; build only the record asked for */
             Py_ssize_t start = pos;
             rc = parse_one(buf, view.len, &pos, &r, NULL, &e);
-            if (rc) {
-                e.index = i;
-                raise_perr(rc, &e);
-                Py_CLEAR(list);
-                goto done;
-            }
+            if (rc)
+                goto bad_record;
             if (wrap_add(base_offset, r.off_delta) != only)
                 continue;
             pos = start;
         }
         rc = parse_one(buf, view.len, &pos, &r, &headers, &e);
-        if (rc) {
-            e.index = i;
-            raise_perr(rc, &e);
-            Py_CLEAR(list);
-            goto done;
-        }
+        if (rc)
+            goto bad_record;
         if (i >= cap) {  /* impossible: a record takes >= MIN_RECORD_SIZE bytes */
             Py_XDECREF(headers);
-            raise_perr(E_INTERNAL, &e);
-            Py_CLEAR(list);
-            goto done;
+            rc = E_INTERNAL;
+            goto bad_record;
         }
         if (headers == NULL) {
             headers = empty;
@@ -865,18 +851,8 @@ sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
             }
         }
         off = PyLong_FromLongLong(wrap_add(base_offset, r.off_delta));
-        if (r.key_len >= 0)
-            key = PyBytes_FromStringAndSize((const char *)buf + r.key_pos, r.key_len);
-        else {
-            key = Py_None;
-            Py_INCREF(key);
-        }
-        if (r.val_len >= 0)
-            val = PyBytes_FromStringAndSize((const char *)buf + r.val_pos, r.val_len);
-        else {
-            val = Py_None;
-            Py_INCREF(val);
-        }
+        key = bytes_or_none(buf + r.key_pos, r.key_len);
+        val = bytes_or_none(buf + r.val_pos, r.val_len);
         /* a tuple subclass (namedtuple) is allocated as a 5-item tuple of that type */
         tup = cls != NULL ? cls->tp_alloc(cls, 5) : PyTuple_New(5);
         if (off == NULL || key == NULL || val == NULL || tup == NULL) {
@@ -907,10 +883,14 @@ sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
     }
     if (exact && pos != view.len) {
         e.a = view.len - pos;
-        raise_perr(E_LEFTOVER, &e);
-        Py_CLEAR(list);
-        goto done;
+        rc = E_LEFTOVER;
+        goto bad_record;
     }
+    goto done;
+bad_record:  /* raise rc, the error of record i (E_LEFTOVER: after the last) */
+    e.index = i;
+    raise_perr(rc, &e);
+    Py_CLEAR(list);
 done:
     Py_XDECREF(ts_obj);
     Py_XDECREF(empty);
@@ -2845,12 +2825,8 @@ cl_filter_records(PyObject *self, PyObject *args)
                           &base_offset, &base_ts, &fixed_obj, &mobj, &slots, &latest,
                           &retain_deletes, &mode, &batch_horizon, &new_horizon, &marker))
         return NULL;
-    has_fixed = fixed_obj != Py_None;
-    if (has_fixed) {
-        fixed = PyLong_AsLongLong(fixed_obj);
-        if (fixed == -1 && PyErr_Occurred())
-            return NULL;
-    }
+    if ((has_fixed = optional_ll(fixed_obj, &fixed)) < 0)
+        return NULL;
     if (mode != CL_MODE_FILTER && mode != CL_MODE_KEEP && mode != CL_MODE_DROP) {
         PyErr_Format(PyExc_ValueError, "bad filter mode %d", mode);
         return NULL;
@@ -3548,7 +3524,7 @@ CB_add_section(CBObject *self, PyObject *args, PyObject *kwds)
     Py_buffer view;
     Py_ssize_t count, before = self->n;
     long long base_offset, base_ts, start, end, fixed = 0;
-    int ts_type, rc;
+    int ts_type, rc, has_fixed;
     PyObject *fixed_obj;
     cb_mark mark;
     perr e = {0};
@@ -3557,20 +3533,13 @@ CB_add_section(CBObject *self, PyObject *args, PyObject *kwds)
                                      &count, &base_offset, &base_ts, &fixed_obj, &ts_type,
                                      &start, &end))
         return NULL;
-    if (fixed_obj != Py_None) {
-        fixed = PyLong_AsLongLong(fixed_obj);
-        if (fixed == -1 && PyErr_Occurred()) {
-            PyBuffer_Release(&view);
-            return NULL;
-        }
-    }
-    if (check_count(count, &e) < 0) {
+    if ((has_fixed = optional_ll(fixed_obj, &fixed)) < 0 || check_count(count, &e) < 0) {
         PyBuffer_Release(&view);
         return NULL;
     }
     cb_save(self, &mark);
     rc = cb_section(self, (const uint8_t *)view.buf, view.len, count, base_offset, base_ts,
-                    fixed, fixed_obj != Py_None, ts_type, start, end, &e);
+                    fixed, has_fixed, ts_type, start, end, &e);
     PyBuffer_Release(&view);
     if (rc) {
         cb_restore(self, &mark);
