@@ -2149,14 +2149,12 @@ cl_find(const clmap *m, const uint8_t *h, int *found)
     return -1;
 }
 
+/* The offset stored for hash h, or -1. */
 static inline int64_t
-cl_lookup(const clmap *m, const uint8_t *key, Py_ssize_t klen)
+cl_lookup(const clmap *m, const uint8_t *h)
 {
-    uint8_t h[CL_HASH];
     int found;
-    Py_ssize_t pos;
-    cl_murmur3(key, klen, 0, h);
-    pos = cl_find(m, h, &found);
+    Py_ssize_t pos = cl_find(m, h, &found);
     return found ? be64(m->buf + pos + CL_HASH) : -1;
 }
 
@@ -2645,21 +2643,82 @@ cl_map_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap *m
 
 /* -- Python entry points ----------------------------------------------------------------- */
 
+/* The buffer of a payload of `count` records, validated (cl_validate, GIL held); -1 with
+ * the exception set (the view released). */
+static int
+cl_get_payload(PyObject *obj, Py_ssize_t count, Py_buffer *view)
+{
+    perr e = {0};
+    int rc;
+
+    if (get_buffer(obj, view) < 0)
+        return -1;
+    rc = cl_validate(view->buf, view->len, count, &e);
+    if (rc) {
+        raise_perr(rc, &e);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* The buffer of a run of batches, *end clamped to it; -1 with the exception set (the view
+ * released) when it fails or pos is outside [0, *end]. */
+static int
+cl_get_range(PyObject *obj, Py_ssize_t pos, Py_ssize_t *end, Py_buffer *view)
+{
+    if (get_buffer(obj, view) < 0)
+        return -1;
+    if (*end > view->len)
+        *end = view->len;
+    if (pos < 0 || pos > *end) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "position out of range");
+        return -1;
+    }
+    return 0;
+}
+
+/* The MurmurHash3 of the bytes of `key` into h; -1 with the exception set. */
+static int
+cl_hash_key(PyObject *key, uint32_t seed, uint8_t h[CL_HASH])
+{
+    Py_buffer v;
+
+    if (get_buffer(key, &v) < 0)
+        return -1;
+    cl_murmur3(v.buf, v.len, seed, h);
+    PyBuffer_Release(&v);
+    return 0;
+}
+
+/* The offset map (cl_get_map, its view to release) and the hash of `key`; -1 with the
+ * exception set (nothing held). */
+static int
+cl_get_map_key(PyObject *mobj, Py_ssize_t slots, PyObject *key, Py_buffer *mv, clmap *m,
+               uint8_t h[CL_HASH])
+{
+    if (cl_get_map(mobj, slots, mv, m) < 0)
+        return -1;
+    if (cl_hash_key(key, 0, h) < 0) {
+        PyBuffer_Release(mv);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *
 cl_key_hash(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"key", "seed", NULL};
     PyObject *key;
     unsigned int seed = 0;
-    Py_buffer v;
     uint8_t h[CL_HASH];
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|I:key_hash", kwlist, &key, &seed))
         return NULL;
-    if (get_buffer(key, &v) < 0)
+    if (cl_hash_key(key, seed, h) < 0)
         return NULL;
-    cl_murmur3(v.buf, v.len, seed, h);
-    PyBuffer_Release(&v);
     return PyBytes_FromStringAndSize((const char *)h, CL_HASH);
 }
 
@@ -2668,20 +2727,16 @@ cl_map_get(PyObject *self, PyObject *args)
 {
     PyObject *mobj, *key;
     Py_ssize_t slots;
-    Py_buffer mv, kv;
+    Py_buffer mv;
     clmap m;
+    uint8_t h[CL_HASH];
     int64_t off;
 
     if (!PyArg_ParseTuple(args, "OnO:map_get", &mobj, &slots, &key))
         return NULL;
-    if (cl_get_map(mobj, slots, &mv, &m) < 0)
+    if (cl_get_map_key(mobj, slots, key, &mv, &m, h) < 0)
         return NULL;
-    if (get_buffer(key, &kv) < 0) {
-        PyBuffer_Release(&mv);
-        return NULL;
-    }
-    off = cl_lookup(&m, kv.buf, kv.len);
-    PyBuffer_Release(&kv);
+    off = cl_lookup(&m, h);
     PyBuffer_Release(&mv);
     return PyLong_FromLongLong(off);
 }
@@ -2692,20 +2747,14 @@ cl_map_put(PyObject *self, PyObject *args)
     PyObject *mobj, *key;
     Py_ssize_t slots, size;
     long long offset;
-    Py_buffer mv, kv;
+    Py_buffer mv;
     clmap m;
     uint8_t h[CL_HASH];
 
     if (!PyArg_ParseTuple(args, "OnnOL:map_put", &mobj, &slots, &size, &key, &offset))
         return NULL;
-    if (cl_get_map(mobj, slots, &mv, &m) < 0)
+    if (cl_get_map_key(mobj, slots, key, &mv, &m, h) < 0)
         return NULL;
-    if (get_buffer(key, &kv) < 0) {
-        PyBuffer_Release(&mv);
-        return NULL;
-    }
-    cl_murmur3(kv.buf, kv.len, 0, h);
-    PyBuffer_Release(&kv);
     if (cl_store(&m, &size, h, offset) < 0) {
         PyBuffer_Release(&mv);
         cl_full_error(size, slots);
@@ -2737,20 +2786,13 @@ cl_map_records(PyObject *self, PyObject *args)
     int64_t last = -1;
     Py_buffer pv, mv;
     clmap m;
-    perr e = {0};
     int rc;
 
     if (!PyArg_ParseTuple(args, "OnLOnnnL:map_records", &payload, &count, &base_offset,
                           &mobj, &slots, &size, &max_size, &start_offset))
         return NULL;
-    if (get_buffer(payload, &pv) < 0)
+    if (cl_get_payload(payload, count, &pv) < 0)
         return NULL;
-    rc = cl_validate(pv.buf, pv.len, count, &e);
-    if (rc) {
-        raise_perr(rc, &e);
-        PyBuffer_Release(&pv);
-        return NULL;
-    }
     if (cl_get_map(mobj, slots, &mv, &m) < 0) {
         PyBuffer_Release(&pv);
         return NULL;
@@ -2782,15 +2824,8 @@ cl_map_batches(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OnnOnnnL:map_batches", &bobj, &pos, &end, &mobj, &slots,
                           &size, &max_size, &start_offset))
         return NULL;
-    if (get_buffer(bobj, &bv) < 0)
+    if (cl_get_range(bobj, pos, &end, &bv) < 0)
         return NULL;
-    if (end > bv.len)
-        end = bv.len;
-    if (pos < 0 || pos > end) {
-        PyBuffer_Release(&bv);
-        PyErr_SetString(PyExc_ValueError, "position out of range");
-        return NULL;
-    }
     if (cl_get_map(mobj, slots, &mv, &m) < 0) {
         PyBuffer_Release(&bv);
         return NULL;
@@ -2819,7 +2854,6 @@ cl_filter_records(PyObject *self, PyObject *args)
     clkeep *keep = NULL;
     clout o = {NULL, 0, 0};
     clres res;
-    perr e = {0};
 
     if (!PyArg_ParseTuple(args, "OnLLOOnLpiLLp:filter_records", &payload, &count,
                           &base_offset, &base_ts, &fixed_obj, &mobj, &slots, &latest,
@@ -2831,14 +2865,8 @@ cl_filter_records(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "bad filter mode %d", mode);
         return NULL;
     }
-    if (get_buffer(payload, &pv) < 0)
+    if (cl_get_payload(payload, count, &pv) < 0)
         return NULL;
-    rc = cl_validate(pv.buf, pv.len, count, &e);
-    if (rc) {
-        raise_perr(rc, &e);
-        PyBuffer_Release(&pv);
-        return NULL;
-    }
     if (mode == CL_MODE_FILTER && cl_get_map(mobj, slots, &mv, &m) < 0) {
         PyBuffer_Release(&pv);
         return NULL;
@@ -2890,15 +2918,8 @@ cl_filter_batches(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OnnOnLLLOL:filter_batches", &bobj, &pos, &end, &mobj,
                           &slots, &latest, &now, &retention, &pobj, &upper))
         return NULL;
-    if (get_buffer(bobj, &bv) < 0)
+    if (cl_get_range(bobj, pos, &end, &bv) < 0)
         return NULL;
-    if (end > bv.len)
-        end = bv.len;
-    if (pos < 0 || pos > end) {
-        PyBuffer_Release(&bv);
-        PyErr_SetString(PyExc_ValueError, "position out of range");
-        return NULL;
-    }
     if (get_buffer(pobj, &prv) < 0) {
         PyBuffer_Release(&bv);
         return NULL;
@@ -3034,20 +3055,12 @@ cl_null_key_index(PyObject *self, PyObject *args)
     PyObject *payload;
     Py_ssize_t count, i, pos = 0, found = -1;
     Py_buffer pv;
-    perr e = {0};
     clrec r;
-    int rc;
 
     if (!PyArg_ParseTuple(args, "On:null_key_index", &payload, &count))
         return NULL;
-    if (get_buffer(payload, &pv) < 0)
+    if (cl_get_payload(payload, count, &pv) < 0)
         return NULL;
-    rc = cl_validate(pv.buf, pv.len, count, &e);
-    if (rc) {
-        raise_perr(rc, &e);
-        PyBuffer_Release(&pv);
-        return NULL;
-    }
     for (i = 0; i < count; i++) {
         cl_next_record(pv.buf, pv.len, &pos, &r);
         if (r.key_len < 0) {
