@@ -220,6 +220,32 @@ rd_varlong(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, int64_t *out, p
     return E_VARLONG_LONG;
 }
 
+/* A nullable bytes field at *ppos: varint length (-1 null; below it the error `neg_code`,
+ * e->a the length) and that many bytes before `end`. *fpos: where they start (set for a
+ * null too); *ppos moves past the field. */
+static inline int
+rd_field(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, int32_t *len,
+         Py_ssize_t *fpos, int neg_code, perr *e)
+{
+    Py_ssize_t pos = *ppos;
+    int rc;
+
+    if ((rc = rd_varint(buf, end, &pos, len, e)))
+        return rc;
+    *fpos = pos;
+    if (*len >= 0) {
+        if (end - pos < *len)
+            return E_TRUNC;
+        pos += *len;
+    }
+    else if (*len != -1) {
+        e->a = *len;
+        return neg_code;
+    }
+    *ppos = pos;
+    return E_OK;
+}
+
 /* Well-formed UTF-8 (Unicode table 3-7): exactly what Python's strict decoder accepts. */
 static int
 utf8_valid(const uint8_t *s, Py_ssize_t n)
@@ -324,30 +350,9 @@ parse_one(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, rec_t *r,
         return rc;
     if ((rc = rd_varint(buf, end, &pos, &r->off_delta, e)))
         return rc;
-    if ((rc = rd_varint(buf, end, &pos, &r->key_len, e)))
+    if ((rc = rd_field(buf, end, &pos, &r->key_len, &r->key_pos, E_KEY_NEG, e)) ||
+            (rc = rd_field(buf, end, &pos, &r->val_len, &r->val_pos, E_VAL_NEG, e)))
         return rc;
-    r->key_pos = pos;  /* where the key starts (set for a null key too) */
-    if (r->key_len >= 0) {
-        if (end - pos < r->key_len)
-            return E_TRUNC;
-        pos += r->key_len;
-    }
-    else if (r->key_len != -1) {
-        e->a = r->key_len;
-        return E_KEY_NEG;
-    }
-    if ((rc = rd_varint(buf, end, &pos, &r->val_len, e)))
-        return rc;
-    r->val_pos = pos;  /* where the value starts (set for a null value too) */
-    if (r->val_len >= 0) {
-        if (end - pos < r->val_len)
-            return E_TRUNC;
-        pos += r->val_len;
-    }
-    else if (r->val_len != -1) {
-        e->a = r->val_len;
-        return E_VAL_NEG;
-    }
     if ((rc = rd_varint(buf, end, &pos, &r->hcount, e)))
         return rc;
     if (r->hcount < 0) {
@@ -366,7 +371,7 @@ parse_one(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, rec_t *r,
     }
     for (h = 0; h < r->hcount; h++) {
         int32_t kl, vl;
-        Py_ssize_t kp, vp = 0;
+        Py_ssize_t kp, vp;
         if ((rc = rd_varint(buf, end, &pos, &kl, e)))
             goto fail;
         if (kl < 0) {
@@ -384,21 +389,8 @@ parse_one(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, rec_t *r,
             rc = E_HKEY_UTF8;
             goto fail;
         }
-        if ((rc = rd_varint(buf, end, &pos, &vl, e)))
+        if ((rc = rd_field(buf, end, &pos, &vl, &vp, E_HVAL_NEG, e)))
             goto fail;
-        if (vl >= 0) {
-            if (end - pos < vl) {
-                rc = E_TRUNC;
-                goto fail;
-            }
-            vp = pos;
-            pos += vl;
-        }
-        else if (vl != -1) {
-            e->a = vl;
-            rc = E_HVAL_NEG;
-            goto fail;
-        }
         if (headers != NULL) {
             PyObject *k, *v, *pair;
             k = PyUnicode_DecodeUTF8((const char *)buf + kp, kl, "strict");
@@ -534,6 +526,18 @@ bv_get(PyObject *obj, bview *b, int allow_str)
     b->has_view = 1;
     b->p = b->view.buf;
     b->len = b->view.len;
+    return 0;
+}
+
+/* bv_get (no str) of an optional argument; `dflt` of `dlen` bytes when obj is NULL. */
+static int
+bv_get_or(PyObject *obj, bview *b, const char *dflt, Py_ssize_t dlen)
+{
+    if (obj != NULL)
+        return bv_get(obj, b, 0);
+    b->p = dflt;
+    b->len = dlen;
+    b->has_view = 0;
     return 0;
 }
 
@@ -684,7 +688,7 @@ sp_render_values(PyObject *self, PyObject *args, PyObject *kwds)
     Py_ssize_t count, total = 0, i;
     int exact = 1;
     Py_buffer view;
-    bview nb = {.p = "null", .len = 4}, sb = {.p = "\n", .len = 1};
+    bview nb, sb;
     span_t *spans = NULL;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "On|OO$p:render_values", kwlist,
@@ -692,8 +696,8 @@ sp_render_values(PyObject *self, PyObject *args, PyObject *kwds)
         return NULL;
     if (get_buffer(payload, &view) < 0)
         return NULL;
-    if ((null_obj != NULL && bv_get(null_obj, &nb, 0) < 0) ||
-            (sep_obj != NULL && bv_get(sep_obj, &sb, 0) < 0))
+    sb.has_view = 0;  /* released at done even when nb fails */
+    if (bv_get_or(null_obj, &nb, "null", 4) < 0 || bv_get_or(sep_obj, &sb, "\n", 1) < 0)
         goto done;
     if (scan_payload(&view, count, exact, &spans, nb.len, sb.len, &total) < 0)
         goto done;
@@ -1554,8 +1558,8 @@ static inline int
 skip_record(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, Py_ssize_t *vpos,
             int32_t *vlen)
 {
-    Py_ssize_t pos = *ppos, rend;
-    int32_t length, n;
+    Py_ssize_t pos = *ppos, rend, kpos, vp;
+    int32_t length, n, vl;
     int64_t ts;
     perr e;
 
@@ -1565,33 +1569,19 @@ skip_record(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, Py_ssize_t *vp
     if (pos >= rend)
         return -1;
     pos++;  /* attributes */
+    /* timestampDelta, offsetDelta, key, value, header count */
     if (rd_varlong(buf, rend, &pos, &ts, &e) || rd_varint(buf, rend, &pos, &n, &e) ||
+            rd_field(buf, rend, &pos, &n, &kpos, E_KEY_NEG, &e) ||
+            rd_field(buf, rend, &pos, &vl, &vp, E_VAL_NEG, &e) ||
             rd_varint(buf, rend, &pos, &n, &e))
-        return -1;
-    if (n >= 0) {  /* the key */
-        if (rend - pos < n)
-            return -1;
-        pos += n;
-    }
-    else if (n != -1)
-        return -1;
-    if (rd_varint(buf, rend, &pos, vlen, &e))
-        return -1;
-    *vpos = pos;
-    if (*vlen >= 0) {
-        if (rend - pos < *vlen)
-            return -1;
-        pos += *vlen;
-    }
-    else if (*vlen != -1)
-        return -1;
-    if (rd_varint(buf, rend, &pos, &n, &e))
         return -1;
     if (n != 0)
         return 1;
     if (pos != rend)
         return -1;
     *ppos = pos;
+    *vpos = vp;
+    *vlen = vl;
     return 0;
 }
 
