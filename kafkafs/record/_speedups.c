@@ -935,6 +935,51 @@ put_varint(char *p, int64_t v)
     return p;
 }
 
+/* Write a bytes field: varint length (-1: null) and the bytes. Returns the end. */
+static inline char *
+put_bytes(char *p, const char *src, Py_ssize_t len)
+{
+    p = put_varint(p, len);
+    if (len > 0) {
+        memcpy(p, src, (size_t)len);
+        p += len;
+    }
+    return p;
+}
+
+/* A record's size without its length varint (DefaultRecord.sizeOfBodyInBytes): key and
+ * value length -1 for null, `hlen` bytes of `hcount` encoded headers. */
+static inline Py_ssize_t
+record_body_size(int64_t ts_delta, int64_t od, Py_ssize_t klen, Py_ssize_t vlen,
+                 Py_ssize_t hcount, Py_ssize_t hlen)
+{
+    return 1 + varint_size(ts_delta) + varint_size(od)
+           + (klen >= 0 ? varint_size(klen) + klen : 1)
+           + (vlen >= 0 ? varint_size(vlen) + vlen : 1)
+           + varint_size(hcount) + hlen;
+}
+
+/* Write a record of `body` bytes (record_body_size) at p as DefaultRecord.writeTo does,
+ * attributes 0, the headers already encoded. Returns the end. */
+static inline char *
+put_record(char *p, Py_ssize_t body, int64_t ts_delta, int64_t od, const char *k,
+           Py_ssize_t klen, const char *v, Py_ssize_t vlen, Py_ssize_t hcount,
+           const char *hdrs, Py_ssize_t hlen)
+{
+    p = put_varint(p, body);
+    *p++ = 0;  /* attributes */
+    p = put_varint(p, ts_delta);
+    p = put_varint(p, od);
+    p = put_bytes(p, k, klen);
+    p = put_bytes(p, v, vlen);
+    p = put_varint(p, hcount);
+    if (hlen > 0) {
+        memcpy(p, hdrs, (size_t)hlen);
+        p += hlen;
+    }
+    return p;
+}
+
 /* The output: a bytes object grown in place, shrunk to size at the end. */
 typedef struct {
     PyObject *obj;
@@ -976,12 +1021,29 @@ wb_reserve(wbuf *w, Py_ssize_t need)
     return PyBytes_AS_STRING(w->obj) + w->used;
 }
 
+/* Room for a record of `body` bytes: the write pointer, or NULL with ValueError when the
+ * body is over INT32_MAX (or with wb_reserve's exception). */
+static char *
+wb_reserve_record(wbuf *w, Py_ssize_t body)
+{
+    if (body > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "record of %zd bytes is too large", body);
+        return NULL;
+    }
+    return wb_reserve(w, 5 + body);
+}
+
+/* The output shrunk to size and handed over (w->obj is NULL after); NULL on error. */
 static PyObject *
 wb_finish(wbuf *w)
 {
+    PyObject *obj;
+
     if (w->used != w->cap && _PyBytes_Resize(&w->obj, w->used) < 0)
-        return NULL;
-    return w->obj;
+        return NULL;  /* w->obj is NULL now */
+    obj = w->obj;
+    w->obj = NULL;
+    return obj;
 }
 
 /* Scratch memory for one record's encoded headers. */
@@ -1099,16 +1161,7 @@ encode_headers(PyObject *hdrs, scratch *s, Py_ssize_t *n)
             p = sc_reserve(s, need);
         }
         if (p != NULL) {
-            char *start = p;
-            p = put_varint(p, kb.len);
-            memcpy(p, kb.p, (size_t)kb.len);
-            p += kb.len;
-            p = put_varint(p, vb.len);
-            if (vb.len > 0) {
-                memcpy(p, vb.p, (size_t)vb.len);
-                p += vb.len;
-            }
-            s->used += p - start;
+            s->used += put_bytes(put_bytes(p, kb.p, kb.len), vb.p, vb.len) - p;
             (*n)++;
         }
         bv_release(&vb);
@@ -1272,40 +1325,12 @@ sp_encode(PyObject *self, PyObject *args, PyObject *kwds)
             if (truth && encode_headers(h, &s, &hcount) < 0)
                 goto rec_done;
         }
-        body = 1 + varint_size(ts_delta) + varint_size(od)
-               + (kb.len >= 0 ? varint_size(kb.len) + kb.len : 1)
-               + (vb.len >= 0 ? varint_size(vb.len) + vb.len : 1)
-               + varint_size(hcount) + s.used;
-        if (body > INT32_MAX) {
-            PyErr_Format(PyExc_ValueError, "record of %zd bytes is too large", body);
-            goto rec_done;
-        }
-        p = wb_reserve(&w, 5 + body);
+        body = record_body_size(ts_delta, od, kb.len, vb.len, hcount, s.used);
+        p = wb_reserve_record(&w, body);
         if (p == NULL)
             goto rec_done;
-        {
-            char *start = p;
-            p = put_varint(p, body);
-            *p++ = 0;  /* attributes */
-            p = put_varint(p, ts_delta);
-            p = put_varint(p, od);
-            p = put_varint(p, kb.len);
-            if (kb.len > 0) {
-                memcpy(p, kb.p, (size_t)kb.len);
-                p += kb.len;
-            }
-            p = put_varint(p, vb.len);
-            if (vb.len > 0) {
-                memcpy(p, vb.p, (size_t)vb.len);
-                p += vb.len;
-            }
-            p = put_varint(p, hcount);
-            if (s.used > 0) {
-                memcpy(p, s.p, (size_t)s.used);
-                p += s.used;
-            }
-            w.used += p - start;
-        }
+        w.used += put_record(p, body, ts_delta, od, kb.p, kb.len, vb.p, vb.len, hcount, s.p,
+                             s.used) - p;
         ok = 1;
     rec_done:
         bv_release(&vb);
@@ -1318,7 +1343,6 @@ sp_encode(PyObject *self, PyObject *args, PyObject *kwds)
             goto done;
     }
     result = wb_finish(&w);
-    w.obj = NULL;
 done:
     Py_XDECREF(w.obj);
     PyMem_RawFree(s.p);
@@ -1367,34 +1391,17 @@ sp_encode_lines(PyObject *self, PyObject *args, PyObject *kwds)
             Py_DECREF(item);
             goto done;
         }
-        /* attributes, timestampDelta 0, offsetDelta, key -1, value, header count 0 */
-        body = 4 + varint_size(i) + varint_size(vb.len) + vb.len;
-        if (body > INT32_MAX) {
-            PyErr_Format(PyExc_ValueError, "record of %zd bytes is too large", body);
-            p = NULL;
-        }
-        else
-            p = wb_reserve(&w, 5 + body);
-        if (p != NULL) {
-            char *start = p;
-            p = put_varint(p, body);
-            *p++ = 0;     /* attributes */
-            *p++ = 0;     /* timestampDelta 0 */
-            p = put_varint(p, i);
-            *p++ = 1;     /* key length -1 */
-            p = put_varint(p, vb.len);
-            memcpy(p, vb.p, (size_t)vb.len);
-            p += vb.len;
-            *p++ = 0;     /* no headers */
-            w.used += p - start;
-        }
+        /* timestampDelta 0, offsetDelta i, null key, the value, no headers */
+        body = record_body_size(0, i, -1, vb.len, 0, 0);
+        p = wb_reserve_record(&w, body);
+        if (p != NULL)
+            w.used += put_record(p, body, 0, i, NULL, -1, vb.p, vb.len, 0, NULL, 0) - p;
         bv_release(&vb);
         Py_DECREF(item);
         if (p == NULL)
             goto done;
     }
     result = wb_finish(&w);
-    w.obj = NULL;
 done:
     Py_XDECREF(w.obj);
     Py_DECREF(seq);
@@ -1470,9 +1477,8 @@ sp_encode_text(PyObject *self, PyObject *args, PyObject *kwds)
             klen = at - line;
         }
         vlen = klen < 0 ? len : len - klen - sv.len;
-        /* attributes, timestampDelta 0, offsetDelta, key, value, header count 0 */
-        body = 3 + varint_size(count) + varint_size(klen) + (klen > 0 ? klen : 0)
-               + varint_size(vlen) + vlen;
+        /* timestampDelta 0, offsetDelta count, the key, the value, no headers */
+        body = record_body_size(0, count, klen, vlen, 0, 0);
         need = varint_size(body) + body;
         if (count > 0 && (ratio == 1.0 ? w.used : (Py_ssize_t)((double)w.used * ratio))
                          + need > budget)
@@ -1480,29 +1486,13 @@ sp_encode_text(PyObject *self, PyObject *args, PyObject *kwds)
         p = wb_reserve(&w, need);
         if (p == NULL)
             goto done;
-        {
-            char *start = p;
-            p = put_varint(p, body);
-            *p++ = 0;     /* attributes */
-            *p++ = 0;     /* timestampDelta 0 */
-            p = put_varint(p, count);
-            p = put_varint(p, klen);
-            if (klen > 0) {
-                memcpy(p, line, (size_t)klen);
-                p += klen;
-            }
-            p = put_varint(p, vlen);
-            memcpy(p, line + len - vlen, (size_t)vlen);
-            p += vlen;
-            *p++ = 0;     /* no headers */
-            w.used += p - start;
-        }
+        w.used += put_record(p, body, 0, count, line, klen, line + len - vlen, vlen, 0, NULL,
+                             0) - p;
         count++;
         pos += len + 1;
     }
     (void)ts;
     payload = wb_finish(&w);
-    w.obj = NULL;
     if (payload != NULL)
         result = Py_BuildValue("(Nnn)", payload, count, pos);
 done:
