@@ -1511,8 +1511,13 @@ done:
 #define RB_MAGIC_OFFSET 16
 #define RB_CRC_OFFSET 17
 #define RB_ATTRIBUTES_OFFSET 21
+#define RB_LAST_OFFSET_DELTA_OFFSET 23
+#define RB_BASE_TIMESTAMP_OFFSET 27
+#define RB_MAX_TIMESTAMP_OFFSET 35
+#define RB_PRODUCER_ID_OFFSET 43
 #define RB_COUNT_OFFSET 57
 #define RB_OVERHEAD 61
+#define HEADER_PEEK_BYTES 17  /* what every format's framing needs: offset, length, magic */
 #define RB_LOG_OVERHEAD 12
 /* attribute bits that take a batch off the plain path: codec, transactional, control */
 #define RB_NOT_PLAIN 0x37
@@ -1527,6 +1532,20 @@ static inline int64_t
 be64(const uint8_t *p)
 {
     return (int64_t)(((uint64_t)be32(p) << 32) | be32(p + 4));
+}
+
+/* The attributes (int16) of the v2 batch header at b. */
+static inline int
+rb_attributes(const uint8_t *b)
+{
+    return (b[RB_ATTRIBUTES_OFFSET] << 8) | b[RB_ATTRIBUTES_OFFSET + 1];
+}
+
+/* The last offset of the v2 batch header at b: base offset + last offset delta (wrapping). */
+static inline int64_t
+rb_last_offset(const uint8_t *b)
+{
+    return wrap_add(be64(b), (int32_t)be32(b + RB_LAST_OFFSET_DELTA_OFFSET));
 }
 
 #ifdef KAFKAFS_HAVE_ISAL
@@ -1631,7 +1650,7 @@ render_plain_run(uint8_t *buf, Py_ssize_t len, int64_t stop_offset,
         size = (Py_ssize_t)length + RB_LOG_OVERHEAD;
         if (size > len - pos)
             break;  /* runs past what was read */
-        if (((b[RB_ATTRIBUTES_OFFSET] << 8) | b[RB_ATTRIBUTES_OFFSET + 1]) & RB_NOT_PLAIN)
+        if (rb_attributes(b) & RB_NOT_PLAIN)
             break;
         count = (int32_t)be32(b + RB_COUNT_OFFSET);
         if (count < 0)
@@ -1657,7 +1676,7 @@ first_is_plain(const uint8_t *b, int64_t stop_offset)
 {
     return be64(b) < stop_offset && b[RB_MAGIC_OFFSET] == 2 &&
         (int32_t)be32(b + RB_LENGTH_OFFSET) >= RB_OVERHEAD - RB_LOG_OVERHEAD &&
-        !(((b[RB_ATTRIBUTES_OFFSET] << 8) | b[RB_ATTRIBUTES_OFFSET + 1]) & RB_NOT_PLAIN);
+        !(rb_attributes(b) & RB_NOT_PLAIN);
 }
 
 /* pread until `len` bytes or end of file; -1 with errno set on an error */
@@ -2263,7 +2282,7 @@ cl_window(const uint8_t *buf, Py_ssize_t len, Py_ssize_t *ppos, Py_ssize_t *pi,
         clwin *e = &w[n++];
         cl_next_record(buf, len, ppos, &e->r);
         (*pi)++;
-        e->offset = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)e->r.off_delta);
+        e->offset = wrap_add(base_offset, e->r.off_delta);
         if (m != NULL && e->r.key_len >= 0 && e->offset >= min_offset &&
                 e->offset <= max_offset) {
             cl_murmur3(buf + e->r.key_pos, e->r.key_len, 0, e->h);
@@ -2307,20 +2326,21 @@ cl_plain_batch(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end)
     int32_t length, count;
     Py_ssize_t size;
     perr e;
-    if (end - pos < 17)
+    if (end - pos < HEADER_PEEK_BYTES)
         return CL_NOT_TAKEN(CL_STATUS_END);
-    if (b[16] != 2)
+    if (b[RB_MAGIC_OFFSET] != 2)
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
-    length = (int32_t)be32(b + 8);
+    length = (int32_t)be32(b + RB_LENGTH_OFFSET);
     if (length < RB_OVERHEAD - RB_LOG_OVERHEAD)
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
     size = (Py_ssize_t)length + RB_LOG_OVERHEAD;
     if (size > end - pos)
         return CL_NOT_TAKEN(CL_STATUS_END);
-    count = (int32_t)be32(b + 57);
-    if ((((b[21] << 8) | b[22]) & RB_NOT_PLAIN) || count < 0)
+    count = (int32_t)be32(b + RB_COUNT_OFFSET);
+    if ((rb_attributes(b) & RB_NOT_PLAIN) || count < 0)
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
-    if (cl_crc32c(b + 21, size - 21) != be32(b + 17))
+    if (cl_crc32c(b + RB_ATTRIBUTES_OFFSET, size - RB_ATTRIBUTES_OFFSET) !=
+            be32(b + RB_CRC_OFFSET))
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
     if (cl_validate(b + RB_OVERHEAD, size - RB_OVERHEAD, count, &e))
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
@@ -2423,7 +2443,7 @@ cl_filter_core(const uint8_t *buf, Py_ssize_t len, Py_ssize_t count, int64_t bas
         return 0;
     }
     horizon = batch_horizon >= 0 ? batch_horizon : (need_horizon ? new_horizon : -1);
-#define CL_TS(d) (has_fixed ? fixed_ts : (int64_t)((uint64_t)base_ts + (uint64_t)(d)))
+#define CL_TS(d) (has_fixed ? fixed_ts : wrap_add(base_ts, (d)))
     new_base = horizon >= 0 ? horizon : CL_TS(keep[0].ts_delta);
     max_ts = -1;
     for (i = 0; i < n; i++) {
@@ -2460,13 +2480,14 @@ cl_write_header(uint8_t *p, Py_ssize_t size, const uint8_t *orig, int attributes
 {
     memcpy(p, orig, RB_OVERHEAD);  /* base offset, leader epoch, magic, last offset delta,
                                     * producer id, epoch, base sequence */
-    cl_put_be32(p + 8, (uint32_t)(size - RB_LOG_OVERHEAD));
-    p[21] = (uint8_t)(attributes >> 8);
-    p[22] = (uint8_t)attributes;
-    cl_put_be64(p + 27, base_ts);
-    cl_put_be64(p + 35, max_ts);
-    cl_put_be32(p + 57, (uint32_t)count);
-    cl_put_be32(p + 17, cl_crc32c(p + 21, size - 21));
+    cl_put_be32(p + RB_LENGTH_OFFSET, (uint32_t)(size - RB_LOG_OVERHEAD));
+    p[RB_ATTRIBUTES_OFFSET] = (uint8_t)(attributes >> 8);
+    p[RB_ATTRIBUTES_OFFSET + 1] = (uint8_t)attributes;
+    cl_put_be64(p + RB_BASE_TIMESTAMP_OFFSET, base_ts);
+    cl_put_be64(p + RB_MAX_TIMESTAMP_OFFSET, max_ts);
+    cl_put_be32(p + RB_COUNT_OFFSET, (uint32_t)count);
+    cl_put_be32(p + RB_CRC_OFFSET, cl_crc32c(p + RB_ATTRIBUTES_OFFSET,
+                                             size - RB_ATTRIBUTES_OFFSET));
 }
 
 static int
@@ -2501,7 +2522,7 @@ cl_filter_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap
     for (;;) {
         Py_ssize_t size = cl_plain_batch(buf, pos, end), start;
         const uint8_t *b;
-        int32_t count, lod;
+        int32_t count;
         int attributes;
         int64_t base, last, base_ts, max_ts, pid, horizon;
         clres res;
@@ -2512,18 +2533,16 @@ cl_filter_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap
         }
         b = buf + pos;
         base = be64(b);
-        lod = (int32_t)be32(b + 23);
-        last = (int64_t)((uint64_t)base + (uint64_t)(int64_t)lod);
-        pid = be64(b + 43);
-        if ((pid >= 0 && cl_in_sorted(prot, nprot, last)) ||
-                (int64_t)((uint64_t)last + 1) == upper_bound) {
+        last = rb_last_offset(b);
+        pid = be64(b + RB_PRODUCER_ID_OFFSET);
+        if ((pid >= 0 && cl_in_sorted(prot, nprot, last)) || wrap_add(last, 1) == upper_bound) {
             status = CL_STATUS_OTHER;
             break;
         }
-        attributes = (b[21] << 8) | b[22];
-        count = (int32_t)be32(b + 57);
-        base_ts = be64(b + 27);
-        max_ts = be64(b + 35);
+        attributes = rb_attributes(b);
+        count = (int32_t)be32(b + RB_COUNT_OFFSET);
+        base_ts = be64(b + RB_BASE_TIMESTAMP_OFFSET);
+        max_ts = be64(b + RB_MAX_TIMESTAMP_OFFSET);
         horizon = (attributes & CL_HORIZON) ? base_ts : -1;
         if (count > keep_cap) {
             clkeep *nk = PyMem_RawRealloc(keep, (size_t)count * sizeof(clkeep));
@@ -2544,7 +2563,7 @@ cl_filter_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap
         if (cl_filter_core(b + RB_OVERHEAD, size - RB_OVERHEAD, count, base, base_ts,
                            attributes & CL_TS_TYPE, max_ts, m, latest,
                            horizon < 0 || now < horizon, CL_MODE_FILTER, horizon,
-                           (int64_t)((uint64_t)now + (uint64_t)retention), 0, keep, o,
+                           wrap_add(now, retention), 0, keep, o,
                            &res) < 0) {
             PyMem_RawFree(keep);
             return -1;
@@ -2601,7 +2620,7 @@ cl_map_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap *m
         }
         b = buf + pos;
         base = be64(b);
-        count = (int32_t)be32(b + 57);
+        count = (int32_t)be32(b + RB_COUNT_OFFSET);
         rc = cl_map_core(b + RB_OVERHEAD, bsize - RB_OVERHEAD, count, base, m, size, max_size,
                          start_offset, &put);
         if (put >= 0)
@@ -2612,7 +2631,7 @@ cl_map_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap *m
             status = CL_STATUS_FULL;
             break;
         }
-        last = (int64_t)((uint64_t)base + (uint64_t)(int64_t)(int32_t)be32(b + 23));
+        last = rb_last_offset(b);
         if (last >= start_offset)
             *latest = last;
         pos += bsize;
@@ -2982,19 +3001,19 @@ cl_index_entries(PyObject *self, PyObject *args)
         int32_t length;
         Py_ssize_t size;
         int magic;
-        if (end - pos < 17)
+        if (end - pos < HEADER_PEEK_BYTES)
             goto not_whole;
         base = be64(d + pos);
-        length = (int32_t)be32(d + pos + 8);
+        length = (int32_t)be32(d + pos + RB_LENGTH_OFFSET);
         size = (Py_ssize_t)length + RB_LOG_OVERHEAD;
-        magic = d[pos + 16];
+        magic = d[pos + RB_MAGIC_OFFSET];
         if (length < 14 || size > end - pos)
             goto not_whole;
         if (magic == 2) {
             if (size < RB_OVERHEAD)
                 goto not_whole;
-            last = (int64_t)((uint64_t)base + (uint64_t)(int64_t)(int32_t)be32(d + pos + 23));
-            bmax = be64(d + pos + 35);
+            last = rb_last_offset(d + pos);
+            bmax = be64(d + pos + RB_MAX_TIMESTAMP_OFFSET);
         }
         else {
             last = base;
@@ -3095,7 +3114,6 @@ cl_add_functions(PyObject *m)
 /* the first batch it does not take, for the caller's general path.                      */
 
 #define CB_NBUF 15
-#define HEADER_PEEK_BYTES 17  /* what every format's framing needs: offset, length, magic */
 enum { B_OFF, B_TS, B_TT, B_KVALID, B_KOFF, B_KDATA, B_VVALID, B_VOFF, B_VDATA,
        B_LOFF, B_HKOFF, B_HKDATA, B_HVVALID, B_HVOFF, B_HVDATA };
 static const char *cb_names[CB_NBUF] = {
@@ -3330,10 +3348,10 @@ cb_section(CBObject *c, const uint8_t *buf, Py_ssize_t len, Py_ssize_t count,
             e->count = count;
             return rc;
         }
-        off = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)r.off_delta);
+        off = wrap_add(base_offset, r.off_delta);
         if (off < start || off >= end)
             continue;
-        ts = has_fixed ? fixed_ts : (int64_t)((uint64_t)base_ts + (uint64_t)r.ts_delta);
+        ts = has_fixed ? fixed_ts : wrap_add(base_ts, r.ts_delta);
         if ((rc = cb_record(c, off, ts, ts_type, buf, len, &r)))
             return rc;
     }
@@ -3385,12 +3403,12 @@ cb_walk(CBObject *c, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, cb_walk_a
             status = CB_PAST;
             break;
         }
-        attrs = (int)(((uint32_t)h[RB_ATTRIBUTES_OFFSET] << 8) | h[RB_ATTRIBUTES_OFFSET + 1]);
-        lod = (int32_t)be32(h + 23);
-        base_ts = be64(h + 27);
-        max_ts = be64(h + 35);
+        attrs = rb_attributes(h);
+        lod = (int32_t)be32(h + RB_LAST_OFFSET_DELTA_OFFSET);
+        base_ts = be64(h + RB_BASE_TIMESTAMP_OFFSET);
+        max_ts = be64(h + RB_MAX_TIMESTAMP_OFFSET);
         count = (int32_t)be32(h + RB_COUNT_OFFSET);
-        last = (int64_t)((uint64_t)base + (uint64_t)(int64_t)lod);
+        last = wrap_add(base, lod);
         if ((attrs & (CB_ATTR_CODEC | CB_ATTR_CONTROL)) ||
             ((attrs & CB_ATTR_TRANSACTIONAL) && w->skip_transactional) ||
             lod < 0 || count < 0 || last < base || base < w->segment_base ||
