@@ -2038,6 +2038,15 @@ cl_fmix(uint64_t k)
     return k;
 }
 
+/* MurmurHash3's scrambling of a 64-bit key block (k1: c1, 31, c2; k2: c2, 33, c1). */
+static inline uint64_t
+cl_mix_k(uint64_t k, uint64_t ca, int r, uint64_t cb)
+{
+    k *= ca;
+    k = cl_rotl(k, r);
+    return k * cb;
+}
+
 static void
 cl_murmur3(const uint8_t *data, Py_ssize_t len, uint32_t seed, uint8_t out[CL_HASH])
 {
@@ -2048,19 +2057,11 @@ cl_murmur3(const uint8_t *data, Py_ssize_t len, uint32_t seed, uint8_t out[CL_HA
     int t, b;
 
     for (i = 0; i < nblocks; i++) {
-        k1 = cl_le64(data + i * 16);
-        k2 = cl_le64(data + i * 16 + 8);
-        k1 *= c1;
-        k1 = cl_rotl(k1, 31);
-        k1 *= c2;
-        h1 ^= k1;
+        h1 ^= cl_mix_k(cl_le64(data + i * 16), c1, 31, c2);
         h1 = cl_rotl(h1, 27);
         h1 += h2;
         h1 = h1 * 5 + 0x52dce729;
-        k2 *= c2;
-        k2 = cl_rotl(k2, 33);
-        k2 *= c1;
-        h2 ^= k2;
+        h2 ^= cl_mix_k(cl_le64(data + i * 16 + 8), c2, 33, c1);
         h2 = cl_rotl(h2, 31);
         h2 += h1;
         h2 = h2 * 5 + 0x38495ab5;
@@ -2072,18 +2073,12 @@ cl_murmur3(const uint8_t *data, Py_ssize_t len, uint32_t seed, uint8_t out[CL_HA
     if (t > 8) {
         for (b = t - 1; b >= 8; b--)
             k2 = (k2 << 8) | tail[b];
-        k2 *= c2;
-        k2 = cl_rotl(k2, 33);
-        k2 *= c1;
-        h2 ^= k2;
+        h2 ^= cl_mix_k(k2, c2, 33, c1);
     }
     if (t > 0) {
         for (b = (t < 8 ? t : 8) - 1; b >= 0; b--)
             k1 = (k1 << 8) | tail[b];
-        k1 *= c1;
-        k1 = cl_rotl(k1, 31);
-        k1 *= c2;
-        h1 ^= k1;
+        h1 ^= cl_mix_k(k1, c1, 31, c2);
     }
     h1 ^= (uint64_t)len;
     h2 ^= (uint64_t)len;
