@@ -604,7 +604,7 @@ put_value(char *o, const uint8_t *src, Py_ssize_t len, const char *nl, Py_ssize_
 /* scan_values over the `count` records of `view` for a wrapper: checks the count, scans
  * with the GIL released when the payload is large and raises what it finds. With `spans`,
  * *spans gets each value's span (PyMem_RawFree it). 0, or -1 with an exception set. */
-static int
+static inline int
 scan_payload(const Py_buffer *view, Py_ssize_t count, int exact, span_t **spans,
              Py_ssize_t null_len, Py_ssize_t sep_len, Py_ssize_t *total_out)
 {
