@@ -444,7 +444,7 @@ typedef struct {
 /* Scan `count` records: validate, optionally note each value's span, optionally total the
  * rendered size (value or null_len, plus sep_len, per record). No Python objects: callable
  * without the GIL. `cap` is the room in `spans` (never exceeded). */
-static int
+static inline int
 scan_values(const uint8_t *buf, Py_ssize_t len, Py_ssize_t count, int exact,
             span_t *spans, Py_ssize_t cap, Py_ssize_t null_len, Py_ssize_t sep_len,
             Py_ssize_t *total_out, perr *e)
