@@ -959,25 +959,16 @@ record_body_size(int64_t ts_delta, int64_t od, Py_ssize_t klen, Py_ssize_t vlen,
            + varint_size(hcount) + hlen;
 }
 
-/* Write a record of `body` bytes (record_body_size) at p as DefaultRecord.writeTo does,
- * attributes 0, the headers already encoded. Returns the end. */
+/* Write the start of a record of `body` bytes (record_body_size) as DefaultRecord.writeTo
+ * does: its length, attributes 0, the timestamp and offset deltas; the key, value and
+ * headers follow. Returns the end. */
 static inline char *
-put_record(char *p, Py_ssize_t body, int64_t ts_delta, int64_t od, const char *k,
-           Py_ssize_t klen, const char *v, Py_ssize_t vlen, Py_ssize_t hcount,
-           const char *hdrs, Py_ssize_t hlen)
+put_record_start(char *p, Py_ssize_t body, int64_t ts_delta, int64_t od)
 {
     p = put_varint(p, body);
     *p++ = 0;  /* attributes */
     p = put_varint(p, ts_delta);
-    p = put_varint(p, od);
-    p = put_bytes(p, k, klen);
-    p = put_bytes(p, v, vlen);
-    p = put_varint(p, hcount);
-    if (hlen > 0) {
-        memcpy(p, hdrs, (size_t)hlen);
-        p += hlen;
-    }
-    return p;
+    return put_varint(p, od);
 }
 
 /* The output: a bytes object grown in place, shrunk to size at the end. */
@@ -1161,7 +1152,16 @@ encode_headers(PyObject *hdrs, scratch *s, Py_ssize_t *n)
             p = sc_reserve(s, need);
         }
         if (p != NULL) {
-            s->used += put_bytes(put_bytes(p, kb.p, kb.len), vb.p, vb.len) - p;
+            char *start = p;
+            p = put_varint(p, kb.len);
+            memcpy(p, kb.p, (size_t)kb.len);
+            p += kb.len;
+            p = put_varint(p, vb.len);
+            if (vb.len > 0) {
+                memcpy(p, vb.p, (size_t)vb.len);
+                p += vb.len;
+            }
+            s->used += p - start;
             (*n)++;
         }
         bv_release(&vb);
@@ -1329,8 +1329,21 @@ sp_encode(PyObject *self, PyObject *args, PyObject *kwds)
         p = wb_reserve_record(&w, body);
         if (p == NULL)
             goto rec_done;
-        w.used += put_record(p, body, ts_delta, od, kb.p, kb.len, vb.p, vb.len, hcount, s.p,
-                             s.used) - p;
+        {  /* put_record_start written out: through it GCC's code for this loop is ~4% slower */
+            char *start = p;
+            p = put_varint(p, body);
+            *p++ = 0;  /* attributes */
+            p = put_varint(p, ts_delta);
+            p = put_varint(p, od);
+            p = put_bytes(p, kb.p, kb.len);
+            p = put_bytes(p, vb.p, vb.len);
+            p = put_varint(p, hcount);
+            if (s.used > 0) {
+                memcpy(p, s.p, (size_t)s.used);
+                p += s.used;
+            }
+            w.used += p - start;
+        }
         ok = 1;
     rec_done:
         bv_release(&vb);
@@ -1392,10 +1405,18 @@ sp_encode_lines(PyObject *self, PyObject *args, PyObject *kwds)
             goto done;
         }
         /* timestampDelta 0, offsetDelta i, null key, the value, no headers */
-        body = record_body_size(0, i, -1, vb.len, 0, 0);
+        body = 4 + varint_size(i) + varint_size(vb.len) + vb.len;
         p = wb_reserve_record(&w, body);
-        if (p != NULL)
-            w.used += put_record(p, body, 0, i, NULL, -1, vb.p, vb.len, 0, NULL, 0) - p;
+        if (p != NULL) {
+            char *start = p;
+            p = put_record_start(p, body, 0, i);
+            *p++ = 1;  /* null key */
+            p = put_varint(p, vb.len);
+            memcpy(p, vb.p, (size_t)vb.len);
+            p += vb.len;
+            *p++ = 0;  /* no headers */
+            w.used += p - start;
+        }
         bv_release(&vb);
         Py_DECREF(item);
         if (p == NULL)
@@ -1486,8 +1507,14 @@ sp_encode_text(PyObject *self, PyObject *args, PyObject *kwds)
         p = wb_reserve(&w, need);
         if (p == NULL)
             goto done;
-        w.used += put_record(p, body, 0, count, line, klen, line + len - vlen, vlen, 0, NULL,
-                             0) - p;
+        {
+            char *start = p;
+            p = put_record_start(p, body, 0, count);
+            p = put_bytes(p, line, klen);
+            p = put_bytes(p, line + len - vlen, vlen);
+            *p++ = 0;  /* no headers */
+            w.used += p - start;
+        }
         count++;
         pos += len + 1;
     }
