@@ -2666,7 +2666,7 @@ cl_map_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap *m
 
 /* The buffer of a payload of `count` records, validated (cl_validate, GIL held); -1 with
  * the exception set (the view released). */
-static int
+static inline int
 cl_get_payload(PyObject *obj, Py_ssize_t count, Py_buffer *view)
 {
     perr e = {0};
