@@ -855,8 +855,18 @@ sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
             }
         }
         off = PyLong_FromLongLong(wrap_add(base_offset, r.off_delta));
-        key = bytes_or_none(buf + r.key_pos, r.key_len);
-        val = bytes_or_none(buf + r.val_pos, r.val_len);
+        if (r.key_len >= 0)
+            key = PyBytes_FromStringAndSize((const char *)buf + r.key_pos, r.key_len);
+        else {
+            key = Py_None;
+            Py_INCREF(key);
+        }
+        if (r.val_len >= 0)
+            val = PyBytes_FromStringAndSize((const char *)buf + r.val_pos, r.val_len);
+        else {
+            val = Py_None;
+            Py_INCREF(val);
+        }
         /* a tuple subclass (namedtuple) is allocated as a 5-item tuple of that type */
         tup = cls != NULL ? cls->tp_alloc(cls, 5) : PyTuple_New(5);
         if (off == NULL || key == NULL || val == NULL || tup == NULL) {
