@@ -706,11 +706,13 @@ sp_render_values(PyObject *self, PyObject *args, PyObject *kwds)
         goto done;
     {
         char *o = PyBytes_AS_STRING(out);
-        const char *src = view.buf;
+        /* locals stay in registers; the bview fields would be reloaded after every copy */
+        const char *src = view.buf, *nl = nb.p, *sep = sb.p;
+        Py_ssize_t nlen = nb.len, slen = sb.len;
         Py_BEGIN_ALLOW_THREADS
         for (i = 0; i < count; i++)
-            o = put_value(o, (const uint8_t *)src + spans[i].pos, spans[i].len, nb.p, nb.len,
-                          sb.p, sb.len);
+            o = put_value(o, (const uint8_t *)src + spans[i].pos, spans[i].len, nl, nlen, sep,
+                          slen);
         Py_END_ALLOW_THREADS
     }
 done:
