@@ -58,19 +58,19 @@ enum {
 };
 
 typedef struct {
-    int code;
     Py_ssize_t index;          /* record index (0-based) */
     Py_ssize_t count;          /* records expected */
     long long a, b;            /* numbers for the message */
     unsigned long long hex;    /* Kafka's "converted value" of an overlong varint */
 } perr;
 
+/* Raise the error `code` (details in *e): CorruptRecordError with Kafka's message. */
 static void
-raise_perr(const perr *e)
+raise_perr(int code, const perr *e)
 {
     char msg[400];
 
-    switch (e->code) {
+    switch (code) {
     case E_PYERR:
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_SystemError, "kafkafs._speedups: error without exception");
@@ -135,6 +135,19 @@ raise_perr(const perr *e)
         return;
     }
     PyErr_SetString(CorruptRecordError, msg);
+}
+
+/* Note the expected record count in *e; -1 with CorruptRecordError when it is negative. */
+static int
+check_count(Py_ssize_t count, perr *e)
+{
+    e->count = count;
+    if (count < 0) {
+        e->a = count;
+        raise_perr(E_COUNT_NEG, e);
+        return -1;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -207,6 +220,32 @@ rd_varlong(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, int64_t *out, p
     return E_VARLONG_LONG;
 }
 
+/* A nullable bytes field at *ppos: varint length (-1 null; below it the error `neg_code`,
+ * e->a the length) and that many bytes before `end`. *fpos: where they start (set for a
+ * null too); *ppos moves past the field. */
+static inline int
+rd_field(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, int32_t *len,
+         Py_ssize_t *fpos, int neg_code, perr *e)
+{
+    Py_ssize_t pos = *ppos;
+    int rc;
+
+    if ((rc = rd_varint(buf, end, &pos, len, e)))
+        return rc;
+    *fpos = pos;
+    if (*len >= 0) {
+        if (end - pos < *len)
+            return E_TRUNC;
+        pos += *len;
+    }
+    else if (*len != -1) {
+        e->a = *len;
+        return neg_code;
+    }
+    *ppos = pos;
+    return E_OK;
+}
+
 /* Well-formed UTF-8 (Unicode table 3-7): exactly what Python's strict decoder accepts. */
 static int
 utf8_valid(const uint8_t *s, Py_ssize_t n)
@@ -262,6 +301,15 @@ utf8_valid(const uint8_t *s, Py_ssize_t n)
     return 1;
 }
 
+/* A new reference: the `len` bytes at `p` as bytes, or None when len < 0 (a null). */
+static inline PyObject *
+bytes_or_none(const uint8_t *p, Py_ssize_t len)
+{
+    if (len >= 0)
+        return PyBytes_FromStringAndSize((const char *)p, len);
+    Py_RETURN_NONE;
+}
+
 typedef struct {
     int64_t ts_delta;
     int32_t off_delta, key_len, val_len, hcount;
@@ -302,30 +350,9 @@ parse_one(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, rec_t *r,
         return rc;
     if ((rc = rd_varint(buf, end, &pos, &r->off_delta, e)))
         return rc;
-    if ((rc = rd_varint(buf, end, &pos, &r->key_len, e)))
+    if ((rc = rd_field(buf, end, &pos, &r->key_len, &r->key_pos, E_KEY_NEG, e)) ||
+            (rc = rd_field(buf, end, &pos, &r->val_len, &r->val_pos, E_VAL_NEG, e)))
         return rc;
-    if (r->key_len >= 0) {
-        if (end - pos < r->key_len)
-            return E_TRUNC;
-        r->key_pos = pos;
-        pos += r->key_len;
-    }
-    else if (r->key_len != -1) {
-        e->a = r->key_len;
-        return E_KEY_NEG;
-    }
-    if ((rc = rd_varint(buf, end, &pos, &r->val_len, e)))
-        return rc;
-    r->val_pos = pos;  /* where the value starts (set for a null value too) */
-    if (r->val_len >= 0) {
-        if (end - pos < r->val_len)
-            return E_TRUNC;
-        pos += r->val_len;
-    }
-    else if (r->val_len != -1) {
-        e->a = r->val_len;
-        return E_VAL_NEG;
-    }
     if ((rc = rd_varint(buf, end, &pos, &r->hcount, e)))
         return rc;
     if (r->hcount < 0) {
@@ -344,7 +371,7 @@ parse_one(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, rec_t *r,
     }
     for (h = 0; h < r->hcount; h++) {
         int32_t kl, vl;
-        Py_ssize_t kp, vp = 0;
+        Py_ssize_t kp, vp;
         if ((rc = rd_varint(buf, end, &pos, &kl, e)))
             goto fail;
         if (kl < 0) {
@@ -362,21 +389,8 @@ parse_one(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, rec_t *r,
             rc = E_HKEY_UTF8;
             goto fail;
         }
-        if ((rc = rd_varint(buf, end, &pos, &vl, e)))
+        if ((rc = rd_field(buf, end, &pos, &vl, &vp, E_HVAL_NEG, e)))
             goto fail;
-        if (vl >= 0) {
-            if (end - pos < vl) {
-                rc = E_TRUNC;
-                goto fail;
-            }
-            vp = pos;
-            pos += vl;
-        }
-        else if (vl != -1) {
-            e->a = vl;
-            rc = E_HVAL_NEG;
-            goto fail;
-        }
         if (headers != NULL) {
             PyObject *k, *v, *pair;
             k = PyUnicode_DecodeUTF8((const char *)buf + kp, kl, "strict");
@@ -390,17 +404,11 @@ parse_one(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, rec_t *r,
                     rc = E_PYERR;
                 goto fail;
             }
-            if (vl >= 0) {
-                v = PyBytes_FromStringAndSize((const char *)buf + vp, vl);
-                if (v == NULL) {
-                    Py_DECREF(k);
-                    rc = E_PYERR;
-                    goto fail;
-                }
-            }
-            else {
-                v = Py_None;
-                Py_INCREF(v);
+            v = bytes_or_none(buf + vp, vl);
+            if (v == NULL) {
+                Py_DECREF(k);
+                rc = E_PYERR;
+                goto fail;
             }
             pair = PyTuple_New(2);
             if (pair == NULL) {
@@ -436,7 +444,7 @@ typedef struct {
 /* Scan `count` records: validate, optionally note each value's span, optionally total the
  * rendered size (value or null_len, plus sep_len, per record). No Python objects: callable
  * without the GIL. `cap` is the room in `spans` (never exceeded). */
-static int
+static inline int
 scan_values(const uint8_t *buf, Py_ssize_t len, Py_ssize_t count, int exact,
             span_t *spans, Py_ssize_t cap, Py_ssize_t null_len, Py_ssize_t sep_len,
             Py_ssize_t *total_out, perr *e)
@@ -482,11 +490,88 @@ get_buffer(PyObject *obj, Py_buffer *view)
     return PyObject_GetBuffer(obj, view, PyBUF_SIMPLE);
 }
 
+/* The room for the records of a payload of `len` bytes: at most `count`, and no more than
+ * one per MIN_RECORD_SIZE bytes. */
 static Py_ssize_t
 span_capacity(Py_ssize_t count, Py_ssize_t len)
 {
     Py_ssize_t cap = len / MIN_RECORD_SIZE;
     return count < cap ? count : cap;
+}
+
+/* A bytes-like object (or str when allow_str) as a pointer and length; release with
+ * bv_release. A bytes object is read directly. */
+typedef struct {
+    const char *p;
+    Py_ssize_t len;
+    int has_view;
+    Py_buffer view;
+} bview;
+
+static int
+bv_get(PyObject *obj, bview *b, int allow_str)
+{
+    b->has_view = 0;
+    if (PyBytes_Check(obj)) {
+        b->p = PyBytes_AS_STRING(obj);
+        b->len = PyBytes_GET_SIZE(obj);
+        return 0;
+    }
+    if (allow_str && PyUnicode_Check(obj)) {
+        b->p = PyUnicode_AsUTF8AndSize(obj, &b->len);
+        return b->p == NULL ? -1 : 0;
+    }
+    if (PyObject_GetBuffer(obj, &b->view, PyBUF_SIMPLE) < 0)
+        return -1;
+    b->has_view = 1;
+    b->p = b->view.buf;
+    b->len = b->view.len;
+    return 0;
+}
+
+/* bv_get (no str) of an optional argument; `dflt` of `dlen` bytes when obj is NULL. */
+static int
+bv_get_or(PyObject *obj, bview *b, const char *dflt, Py_ssize_t dlen)
+{
+    if (obj != NULL)
+        return bv_get(obj, b, 0);
+    b->p = dflt;
+    b->len = dlen;
+    b->has_view = 0;
+    return 0;
+}
+
+static void
+bv_release(bview *b)
+{
+    if (b->has_view) {
+        PyBuffer_Release(&b->view);
+        b->has_view = 0;
+    }
+}
+
+/* Run `stmt` (which touches no Python object) with the GIL released when `big`: how the
+ * wrappers work on large inputs. */
+#define NOGIL_IF(big, stmt)          \
+    do {                             \
+        if (big) {                   \
+            Py_BEGIN_ALLOW_THREADS   \
+            stmt;                    \
+            Py_END_ALLOW_THREADS     \
+        }                            \
+        else {                       \
+            stmt;                    \
+        }                            \
+    } while (0)
+
+/* An optional int argument: 0 when it is None, else 1 with its value in *out; -1 on error. */
+static int
+optional_ll(PyObject *obj, long long *out)
+{
+    if (obj == Py_None)
+        return 0;
+    *out = PyLong_AsLongLong(obj);
+    return *out == -1 && PyErr_Occurred() ? -1 : 1;
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -516,6 +601,41 @@ put_value(char *o, const uint8_t *src, Py_ssize_t len, const char *nl, Py_ssize_
     return o;
 }
 
+/* scan_values over the `count` records of `view` for a wrapper: checks the count, scans
+ * with the GIL released when the payload is large and raises what it finds. With `spans`,
+ * *spans gets each value's span (PyMem_RawFree it). 0, or -1 with an exception set. */
+static inline int
+scan_payload(const Py_buffer *view, Py_ssize_t count, int exact, span_t **spans,
+             Py_ssize_t null_len, Py_ssize_t sep_len, Py_ssize_t *total_out)
+{
+    perr e = {0};
+    span_t *sp = NULL;
+    Py_ssize_t cap = 0;
+    int rc;
+
+    if (check_count(count, &e) < 0)
+        return -1;
+    if (spans != NULL) {
+        cap = span_capacity(count, view->len);
+        sp = PyMem_RawMalloc((size_t)(cap > 0 ? cap : 1) * sizeof(span_t));
+        if (sp == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    NOGIL_IF(view->len >= NOGIL_THRESHOLD,
+             rc = scan_values(view->buf, view->len, count, exact, sp, cap, null_len, sep_len,
+                              total_out, &e));
+    if (rc) {
+        PyMem_RawFree(sp);
+        raise_perr(rc, &e);
+        return -1;
+    }
+    if (spans != NULL)
+        *spans = sp;
+    return 0;
+}
+
 PyDoc_STRVAR(values_doc,
 "values(payload, count, *, exact=True) -> list[bytes | None]\n\n"
 "The value of each of the `count` records in `payload` (the uncompressed records section\n"
@@ -526,57 +646,26 @@ sp_values(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"payload", "count", "exact", NULL};
     PyObject *payload, *list = NULL;
-    Py_ssize_t count, cap, i;
-    int exact = 1, rc;
+    Py_ssize_t count, i;
+    int exact = 1;
     Py_buffer view;
     span_t *spans = NULL;
-    perr e = {0};
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "On|$p:values", kwlist,
                                      &payload, &count, &exact))
         return NULL;
     if (get_buffer(payload, &view) < 0)
         return NULL;
-    e.count = count;
-    if (count < 0) {
-        e.code = E_COUNT_NEG;
-        e.a = count;
-        raise_perr(&e);
+    if (scan_payload(&view, count, exact, &spans, 0, 0, NULL) < 0)
         goto done;
-    }
-    cap = span_capacity(count, view.len);
-    spans = PyMem_RawMalloc((size_t)(cap > 0 ? cap : 1) * sizeof(span_t));
-    if (spans == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (view.len >= NOGIL_THRESHOLD) {
-        Py_BEGIN_ALLOW_THREADS
-        rc = scan_values(view.buf, view.len, count, exact, spans, cap, 0, 0, NULL, &e);
-        Py_END_ALLOW_THREADS
-    }
-    else
-        rc = scan_values(view.buf, view.len, count, exact, spans, cap, 0, 0, NULL, &e);
-    if (rc) {
-        e.code = rc;
-        raise_perr(&e);
-        goto done;
-    }
     list = PyList_New(count);
     if (list == NULL)
         goto done;
     for (i = 0; i < count; i++) {
-        PyObject *v;
-        if (spans[i].len >= 0) {
-            v = PyBytes_FromStringAndSize((const char *)view.buf + spans[i].pos, spans[i].len);
-            if (v == NULL) {
-                Py_CLEAR(list);
-                goto done;
-            }
-        }
-        else {
-            v = Py_None;
-            Py_INCREF(v);
+        PyObject *v = bytes_or_none((const uint8_t *)view.buf + spans[i].pos, spans[i].len);
+        if (v == NULL) {
+            Py_CLEAR(list);
+            goto done;
         }
         PyList_SET_ITEM(list, i, v);
     }
@@ -596,76 +685,40 @@ sp_render_values(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"payload", "count", "null_literal", "separator", "exact", NULL};
     PyObject *payload, *null_obj = NULL, *sep_obj = NULL, *out = NULL;
-    Py_ssize_t count, cap, total = 0, i;
-    int exact = 1, rc, have_null = 0, have_sep = 0;
-    Py_buffer view, nview, sview;
-    const char *nl = "null", *sep = "\n";
-    Py_ssize_t nlen = 4, slen = 1;
+    Py_ssize_t count, total = 0, i;
+    int exact = 1;
+    Py_buffer view;
+    bview nb, sb;
     span_t *spans = NULL;
-    perr e = {0};
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "On|OO$p:render_values", kwlist,
                                      &payload, &count, &null_obj, &sep_obj, &exact))
         return NULL;
     if (get_buffer(payload, &view) < 0)
         return NULL;
-    if (null_obj != NULL) {
-        if (get_buffer(null_obj, &nview) < 0)
-            goto done;
-        have_null = 1;
-        nl = nview.buf;
-        nlen = nview.len;
-    }
-    if (sep_obj != NULL) {
-        if (get_buffer(sep_obj, &sview) < 0)
-            goto done;
-        have_sep = 1;
-        sep = sview.buf;
-        slen = sview.len;
-    }
-    e.count = count;
-    if (count < 0) {
-        e.code = E_COUNT_NEG;
-        e.a = count;
-        raise_perr(&e);
+    sb.has_view = 0;  /* released at done even when nb fails */
+    if (bv_get_or(null_obj, &nb, "null", 4) < 0 || bv_get_or(sep_obj, &sb, "\n", 1) < 0)
         goto done;
-    }
-    cap = span_capacity(count, view.len);
-    spans = PyMem_RawMalloc((size_t)(cap > 0 ? cap : 1) * sizeof(span_t));
-    if (spans == NULL) {
-        PyErr_NoMemory();
+    if (scan_payload(&view, count, exact, &spans, nb.len, sb.len, &total) < 0)
         goto done;
-    }
-    if (view.len >= NOGIL_THRESHOLD) {
-        Py_BEGIN_ALLOW_THREADS
-        rc = scan_values(view.buf, view.len, count, exact, spans, cap, nlen, slen, &total, &e);
-        Py_END_ALLOW_THREADS
-    }
-    else
-        rc = scan_values(view.buf, view.len, count, exact, spans, cap, nlen, slen, &total, &e);
-    if (rc) {
-        e.code = rc;
-        raise_perr(&e);
-        goto done;
-    }
     out = PyBytes_FromStringAndSize(NULL, total);
     if (out == NULL)
         goto done;
     {
         char *o = PyBytes_AS_STRING(out);
-        const char *src = view.buf;
+        /* locals stay in registers; the bview fields would be reloaded after every copy */
+        const char *src = view.buf, *nl = nb.p, *sep = sb.p;
+        Py_ssize_t nlen = nb.len, slen = sb.len;
         Py_BEGIN_ALLOW_THREADS
         for (i = 0; i < count; i++)
-            o = put_value(o, (const uint8_t *)src + spans[i].pos, spans[i].len, nl, nlen,
-                          sep, slen);
+            o = put_value(o, (const uint8_t *)src + spans[i].pos, spans[i].len, nl, nlen, sep,
+                          slen);
         Py_END_ALLOW_THREADS
     }
 done:
     PyMem_RawFree(spans);
-    if (have_sep)
-        PyBuffer_Release(&sview);
-    if (have_null)
-        PyBuffer_Release(&nview);
+    bv_release(&sb);
+    bv_release(&nb);
     PyBuffer_Release(&view);
     return out;
 }
@@ -683,7 +736,6 @@ sp_rendered_size(PyObject *self, PyObject *args, PyObject *kwds)
     Py_ssize_t count, nlen = 4, slen = 1, total = 0;
     int exact = 1, rc;
     Py_buffer view;
-    perr e = {0};
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "On|nn$p:rendered_size", kwlist,
                                      &payload, &count, &nlen, &slen, &exact))
@@ -694,27 +746,10 @@ sp_rendered_size(PyObject *self, PyObject *args, PyObject *kwds)
     }
     if (get_buffer(payload, &view) < 0)
         return NULL;
-    e.count = count;
-    if (count < 0) {
-        PyBuffer_Release(&view);
-        e.code = E_COUNT_NEG;
-        e.a = count;
-        raise_perr(&e);
-        return NULL;
-    }
-    if (view.len >= NOGIL_THRESHOLD) {
-        Py_BEGIN_ALLOW_THREADS
-        rc = scan_values(view.buf, view.len, count, exact, NULL, 0, nlen, slen, &total, &e);
-        Py_END_ALLOW_THREADS
-    }
-    else
-        rc = scan_values(view.buf, view.len, count, exact, NULL, 0, nlen, slen, &total, &e);
+    rc = scan_payload(&view, count, exact, NULL, nlen, slen, &total);
     PyBuffer_Release(&view);
-    if (rc) {
-        e.code = rc;
-        raise_perr(&e);
+    if (rc < 0)
         return NULL;
-    }
     return PyLong_FromSsize_t(total);
 }
 
@@ -763,28 +798,14 @@ sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
         }
         cls = (PyTypeObject *)cls_obj;
     }
-    one = only_obj != Py_None;
-    if (one) {
-        only = PyLong_AsLongLong(only_obj);
-        if (only == -1 && PyErr_Occurred())
-            return NULL;
-    }
-    fixed = fixed_obj != Py_None;
-    if (fixed) {
-        fixed_ts = PyLong_AsLongLong(fixed_obj);
-        if (fixed_ts == -1 && PyErr_Occurred())
-            return NULL;
-    }
+    if ((one = optional_ll(only_obj, &only)) < 0 ||
+            (fixed = optional_ll(fixed_obj, &fixed_ts)) < 0)
+        return NULL;
     if (get_buffer(payload, &view) < 0)
         return NULL;
     buf = view.buf;
-    e.count = count;
-    if (count < 0) {
-        e.code = E_COUNT_NEG;
-        e.a = count;
-        raise_perr(&e);
+    if (check_count(count, &e) < 0)
         goto done;
-    }
     empty = PyTuple_New(0);
     if (empty == NULL)
         goto done;
@@ -804,31 +825,19 @@ sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
         if (one) {  /* validate; build only the record asked for */
             Py_ssize_t start = pos;
             rc = parse_one(buf, view.len, &pos, &r, NULL, &e);
-            if (rc) {
-                e.code = rc;
-                e.index = i;
-                raise_perr(&e);
-                Py_CLEAR(list);
-                goto done;
-            }
+            if (rc)
+                goto bad_record;
             if (wrap_add(base_offset, r.off_delta) != only)
                 continue;
             pos = start;
         }
         rc = parse_one(buf, view.len, &pos, &r, &headers, &e);
-        if (rc) {
-            e.code = rc;
-            e.index = i;
-            raise_perr(&e);
-            Py_CLEAR(list);
-            goto done;
-        }
+        if (rc)
+            goto bad_record;
         if (i >= cap) {  /* impossible: a record takes >= MIN_RECORD_SIZE bytes */
             Py_XDECREF(headers);
-            e.code = E_INTERNAL;
-            raise_perr(&e);
-            Py_CLEAR(list);
-            goto done;
+            rc = E_INTERNAL;
+            goto bad_record;
         }
         if (headers == NULL) {
             headers = empty;
@@ -889,12 +898,15 @@ sp_decode(PyObject *self, PyObject *args, PyObject *kwds)
             PyList_SET_ITEM(list, i, tup);
     }
     if (exact && pos != view.len) {
-        e.code = E_LEFTOVER;
         e.a = view.len - pos;
-        raise_perr(&e);
-        Py_CLEAR(list);
-        goto done;
+        rc = E_LEFTOVER;
+        goto bad_record;
     }
+    goto done;
+bad_record:  /* raise rc, the error of record i (E_LEFTOVER: after the last) */
+    e.index = i;
+    raise_perr(rc, &e);
+    Py_CLEAR(list);
 done:
     Py_XDECREF(ts_obj);
     Py_XDECREF(empty);
@@ -933,6 +945,42 @@ put_varint(char *p, int64_t v)
     }
     *p++ = (char)z;
     return p;
+}
+
+/* Write a bytes field: varint length (-1: null) and the bytes. Returns the end. */
+static inline char *
+put_bytes(char *p, const char *src, Py_ssize_t len)
+{
+    p = put_varint(p, len);
+    if (len > 0) {
+        memcpy(p, src, (size_t)len);
+        p += len;
+    }
+    return p;
+}
+
+/* A record's size without its length varint (DefaultRecord.sizeOfBodyInBytes): key and
+ * value length -1 for null, `hlen` bytes of `hcount` encoded headers. */
+static inline Py_ssize_t
+record_body_size(int64_t ts_delta, int64_t od, Py_ssize_t klen, Py_ssize_t vlen,
+                 Py_ssize_t hcount, Py_ssize_t hlen)
+{
+    return 1 + varint_size(ts_delta) + varint_size(od)
+           + (klen >= 0 ? varint_size(klen) + klen : 1)
+           + (vlen >= 0 ? varint_size(vlen) + vlen : 1)
+           + varint_size(hcount) + hlen;
+}
+
+/* Write the start of a record of `body` bytes (record_body_size) as DefaultRecord.writeTo
+ * does: its length, attributes 0, the timestamp and offset deltas; the key, value and
+ * headers follow. Returns the end. */
+static inline char *
+put_record_start(char *p, Py_ssize_t body, int64_t ts_delta, int64_t od)
+{
+    p = put_varint(p, body);
+    *p++ = 0;  /* attributes */
+    p = put_varint(p, ts_delta);
+    return put_varint(p, od);
 }
 
 /* The output: a bytes object grown in place, shrunk to size at the end. */
@@ -976,12 +1024,29 @@ wb_reserve(wbuf *w, Py_ssize_t need)
     return PyBytes_AS_STRING(w->obj) + w->used;
 }
 
+/* Room for a record of `body` bytes: the write pointer, or NULL with ValueError when the
+ * body is over INT32_MAX (or with wb_reserve's exception). */
+static char *
+wb_reserve_record(wbuf *w, Py_ssize_t body)
+{
+    if (body > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "record of %zd bytes is too large", body);
+        return NULL;
+    }
+    return wb_reserve(w, 5 + body);
+}
+
+/* The output shrunk to size and handed over (w->obj is NULL after); NULL on error. */
 static PyObject *
 wb_finish(wbuf *w)
 {
+    PyObject *obj;
+
     if (w->used != w->cap && _PyBytes_Resize(&w->obj, w->used) < 0)
-        return NULL;
-    return w->obj;
+        return NULL;  /* w->obj is NULL now */
+    obj = w->obj;
+    w->obj = NULL;
+    return obj;
 }
 
 /* Scratch memory for one record's encoded headers. */
@@ -1027,45 +1092,6 @@ sc_reserve(scratch *s, Py_ssize_t need)
         return NULL;
     }
     return s->p + s->used;
-}
-
-/* A bytes-like object (or str when allow_str) as a pointer and length; release with
- * bv_release. A bytes object is read directly. */
-typedef struct {
-    const char *p;
-    Py_ssize_t len;
-    int has_view;
-    Py_buffer view;
-} bview;
-
-static int
-bv_get(PyObject *obj, bview *b, int allow_str)
-{
-    b->has_view = 0;
-    if (PyBytes_Check(obj)) {
-        b->p = PyBytes_AS_STRING(obj);
-        b->len = PyBytes_GET_SIZE(obj);
-        return 0;
-    }
-    if (allow_str && PyUnicode_Check(obj)) {
-        b->p = PyUnicode_AsUTF8AndSize(obj, &b->len);
-        return b->p == NULL ? -1 : 0;
-    }
-    if (PyObject_GetBuffer(obj, &b->view, PyBUF_SIMPLE) < 0)
-        return -1;
-    b->has_view = 1;
-    b->p = b->view.buf;
-    b->len = b->view.len;
-    return 0;
-}
-
-static void
-bv_release(bview *b)
-{
-    if (b->has_view) {
-        PyBuffer_Release(&b->view);
-        b->has_view = 0;
-    }
 }
 
 static int
@@ -1311,33 +1337,18 @@ sp_encode(PyObject *self, PyObject *args, PyObject *kwds)
             if (truth && encode_headers(h, &s, &hcount) < 0)
                 goto rec_done;
         }
-        body = 1 + varint_size(ts_delta) + varint_size(od)
-               + (kb.len >= 0 ? varint_size(kb.len) + kb.len : 1)
-               + (vb.len >= 0 ? varint_size(vb.len) + vb.len : 1)
-               + varint_size(hcount) + s.used;
-        if (body > INT32_MAX) {
-            PyErr_Format(PyExc_ValueError, "record of %zd bytes is too large", body);
-            goto rec_done;
-        }
-        p = wb_reserve(&w, 5 + body);
+        body = record_body_size(ts_delta, od, kb.len, vb.len, hcount, s.used);
+        p = wb_reserve_record(&w, body);
         if (p == NULL)
             goto rec_done;
-        {
+        {  /* put_record_start written out: through it GCC's code for this loop is ~4% slower */
             char *start = p;
             p = put_varint(p, body);
             *p++ = 0;  /* attributes */
             p = put_varint(p, ts_delta);
             p = put_varint(p, od);
-            p = put_varint(p, kb.len);
-            if (kb.len > 0) {
-                memcpy(p, kb.p, (size_t)kb.len);
-                p += kb.len;
-            }
-            p = put_varint(p, vb.len);
-            if (vb.len > 0) {
-                memcpy(p, vb.p, (size_t)vb.len);
-                p += vb.len;
-            }
+            p = put_bytes(p, kb.p, kb.len);
+            p = put_bytes(p, vb.p, vb.len);
             p = put_varint(p, hcount);
             if (s.used > 0) {
                 memcpy(p, s.p, (size_t)s.used);
@@ -1357,7 +1368,6 @@ sp_encode(PyObject *self, PyObject *args, PyObject *kwds)
             goto done;
     }
     result = wb_finish(&w);
-    w.obj = NULL;
 done:
     Py_XDECREF(w.obj);
     PyMem_RawFree(s.p);
@@ -1406,25 +1416,17 @@ sp_encode_lines(PyObject *self, PyObject *args, PyObject *kwds)
             Py_DECREF(item);
             goto done;
         }
-        /* attributes, timestampDelta 0, offsetDelta, key -1, value, header count 0 */
+        /* timestampDelta 0, offsetDelta i, null key, the value, no headers */
         body = 4 + varint_size(i) + varint_size(vb.len) + vb.len;
-        if (body > INT32_MAX) {
-            PyErr_Format(PyExc_ValueError, "record of %zd bytes is too large", body);
-            p = NULL;
-        }
-        else
-            p = wb_reserve(&w, 5 + body);
+        p = wb_reserve_record(&w, body);
         if (p != NULL) {
             char *start = p;
-            p = put_varint(p, body);
-            *p++ = 0;     /* attributes */
-            *p++ = 0;     /* timestampDelta 0 */
-            p = put_varint(p, i);
-            *p++ = 1;     /* key length -1 */
+            p = put_record_start(p, body, 0, i);
+            *p++ = 1;  /* null key */
             p = put_varint(p, vb.len);
             memcpy(p, vb.p, (size_t)vb.len);
             p += vb.len;
-            *p++ = 0;     /* no headers */
+            *p++ = 0;  /* no headers */
             w.used += p - start;
         }
         bv_release(&vb);
@@ -1433,7 +1435,6 @@ sp_encode_lines(PyObject *self, PyObject *args, PyObject *kwds)
             goto done;
     }
     result = wb_finish(&w);
-    w.obj = NULL;
 done:
     Py_XDECREF(w.obj);
     Py_DECREF(seq);
@@ -1509,9 +1510,8 @@ sp_encode_text(PyObject *self, PyObject *args, PyObject *kwds)
             klen = at - line;
         }
         vlen = klen < 0 ? len : len - klen - sv.len;
-        /* attributes, timestampDelta 0, offsetDelta, key, value, header count 0 */
-        body = 3 + varint_size(count) + varint_size(klen) + (klen > 0 ? klen : 0)
-               + varint_size(vlen) + vlen;
+        /* timestampDelta 0, offsetDelta count, the key, the value, no headers */
+        body = record_body_size(0, count, klen, vlen, 0, 0);
         need = varint_size(body) + body;
         if (count > 0 && (ratio == 1.0 ? w.used : (Py_ssize_t)((double)w.used * ratio))
                          + need > budget)
@@ -1521,19 +1521,10 @@ sp_encode_text(PyObject *self, PyObject *args, PyObject *kwds)
             goto done;
         {
             char *start = p;
-            p = put_varint(p, body);
-            *p++ = 0;     /* attributes */
-            *p++ = 0;     /* timestampDelta 0 */
-            p = put_varint(p, count);
-            p = put_varint(p, klen);
-            if (klen > 0) {
-                memcpy(p, line, (size_t)klen);
-                p += klen;
-            }
-            p = put_varint(p, vlen);
-            memcpy(p, line + len - vlen, (size_t)vlen);
-            p += vlen;
-            *p++ = 0;     /* no headers */
+            p = put_record_start(p, body, 0, count);
+            p = put_bytes(p, line, klen);
+            p = put_bytes(p, line + len - vlen, vlen);
+            *p++ = 0;  /* no headers */
             w.used += p - start;
         }
         count++;
@@ -1541,7 +1532,6 @@ sp_encode_text(PyObject *self, PyObject *args, PyObject *kwds)
     }
     (void)ts;
     payload = wb_finish(&w);
-    w.obj = NULL;
     if (payload != NULL)
         result = Py_BuildValue("(Nnn)", payload, count, pos);
 done:
@@ -1560,8 +1550,13 @@ done:
 #define RB_MAGIC_OFFSET 16
 #define RB_CRC_OFFSET 17
 #define RB_ATTRIBUTES_OFFSET 21
+#define RB_LAST_OFFSET_DELTA_OFFSET 23
+#define RB_BASE_TIMESTAMP_OFFSET 27
+#define RB_MAX_TIMESTAMP_OFFSET 35
+#define RB_PRODUCER_ID_OFFSET 43
 #define RB_COUNT_OFFSET 57
 #define RB_OVERHEAD 61
+#define HEADER_PEEK_BYTES 17  /* what every format's framing needs: offset, length, magic */
 #define RB_LOG_OVERHEAD 12
 /* attribute bits that take a batch off the plain path: codec, transactional, control */
 #define RB_NOT_PLAIN 0x37
@@ -1576,6 +1571,20 @@ static inline int64_t
 be64(const uint8_t *p)
 {
     return (int64_t)(((uint64_t)be32(p) << 32) | be32(p + 4));
+}
+
+/* The attributes (int16) of the v2 batch header at b. */
+static inline int
+rb_attributes(const uint8_t *b)
+{
+    return (b[RB_ATTRIBUTES_OFFSET] << 8) | b[RB_ATTRIBUTES_OFFSET + 1];
+}
+
+/* The last offset of the v2 batch header at b: base offset + last offset delta (wrapping). */
+static inline int64_t
+rb_last_offset(const uint8_t *b)
+{
+    return wrap_add(be64(b), (int32_t)be32(b + RB_LAST_OFFSET_DELTA_OFFSET));
 }
 
 #ifdef KAFKAFS_HAVE_ISAL
@@ -1597,8 +1606,8 @@ static inline int
 skip_record(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, Py_ssize_t *vpos,
             int32_t *vlen)
 {
-    Py_ssize_t pos = *ppos, rend;
-    int32_t length, n;
+    Py_ssize_t pos = *ppos, rend, kpos, vp;
+    int32_t length, n, vl;
     int64_t ts;
     perr e;
 
@@ -1608,33 +1617,19 @@ skip_record(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, Py_ssize_t *vp
     if (pos >= rend)
         return -1;
     pos++;  /* attributes */
+    /* timestampDelta, offsetDelta, key, value, header count */
     if (rd_varlong(buf, rend, &pos, &ts, &e) || rd_varint(buf, rend, &pos, &n, &e) ||
+            rd_field(buf, rend, &pos, &n, &kpos, E_KEY_NEG, &e) ||
+            rd_field(buf, rend, &pos, &vl, &vp, E_VAL_NEG, &e) ||
             rd_varint(buf, rend, &pos, &n, &e))
-        return -1;
-    if (n >= 0) {  /* the key */
-        if (rend - pos < n)
-            return -1;
-        pos += n;
-    }
-    else if (n != -1)
-        return -1;
-    if (rd_varint(buf, rend, &pos, vlen, &e))
-        return -1;
-    *vpos = pos;
-    if (*vlen >= 0) {
-        if (rend - pos < *vlen)
-            return -1;
-        pos += *vlen;
-    }
-    else if (*vlen != -1)
-        return -1;
-    if (rd_varint(buf, rend, &pos, &n, &e))
         return -1;
     if (n != 0)
         return 1;
     if (pos != rend)
         return -1;
     *ppos = pos;
+    *vpos = vp;
+    *vlen = vl;
     return 0;
 }
 
@@ -1694,7 +1689,7 @@ render_plain_run(uint8_t *buf, Py_ssize_t len, int64_t stop_offset,
         size = (Py_ssize_t)length + RB_LOG_OVERHEAD;
         if (size > len - pos)
             break;  /* runs past what was read */
-        if (((b[RB_ATTRIBUTES_OFFSET] << 8) | b[RB_ATTRIBUTES_OFFSET + 1]) & RB_NOT_PLAIN)
+        if (rb_attributes(b) & RB_NOT_PLAIN)
             break;
         count = (int32_t)be32(b + RB_COUNT_OFFSET);
         if (count < 0)
@@ -1720,7 +1715,7 @@ first_is_plain(const uint8_t *b, int64_t stop_offset)
 {
     return be64(b) < stop_offset && b[RB_MAGIC_OFFSET] == 2 &&
         (int32_t)be32(b + RB_LENGTH_OFFSET) >= RB_OVERHEAD - RB_LOG_OVERHEAD &&
-        !(((b[RB_ATTRIBUTES_OFFSET] << 8) | b[RB_ATTRIBUTES_OFFSET + 1]) & RB_NOT_PLAIN);
+        !(rb_attributes(b) & RB_NOT_PLAIN);
 }
 
 /* pread until `len` bytes or end of file; -1 with errno set on an error */
@@ -2082,6 +2077,15 @@ cl_fmix(uint64_t k)
     return k;
 }
 
+/* MurmurHash3's scrambling of a 64-bit key block (k1: c1, 31, c2; k2: c2, 33, c1). */
+static inline uint64_t
+cl_mix_k(uint64_t k, uint64_t ca, int r, uint64_t cb)
+{
+    k *= ca;
+    k = cl_rotl(k, r);
+    return k * cb;
+}
+
 static void
 cl_murmur3(const uint8_t *data, Py_ssize_t len, uint32_t seed, uint8_t out[CL_HASH])
 {
@@ -2092,19 +2096,11 @@ cl_murmur3(const uint8_t *data, Py_ssize_t len, uint32_t seed, uint8_t out[CL_HA
     int t, b;
 
     for (i = 0; i < nblocks; i++) {
-        k1 = cl_le64(data + i * 16);
-        k2 = cl_le64(data + i * 16 + 8);
-        k1 *= c1;
-        k1 = cl_rotl(k1, 31);
-        k1 *= c2;
-        h1 ^= k1;
+        h1 ^= cl_mix_k(cl_le64(data + i * 16), c1, 31, c2);
         h1 = cl_rotl(h1, 27);
         h1 += h2;
         h1 = h1 * 5 + 0x52dce729;
-        k2 *= c2;
-        k2 = cl_rotl(k2, 33);
-        k2 *= c1;
-        h2 ^= k2;
+        h2 ^= cl_mix_k(cl_le64(data + i * 16 + 8), c2, 33, c1);
         h2 = cl_rotl(h2, 31);
         h2 += h1;
         h2 = h2 * 5 + 0x38495ab5;
@@ -2116,18 +2112,12 @@ cl_murmur3(const uint8_t *data, Py_ssize_t len, uint32_t seed, uint8_t out[CL_HA
     if (t > 8) {
         for (b = t - 1; b >= 8; b--)
             k2 = (k2 << 8) | tail[b];
-        k2 *= c2;
-        k2 = cl_rotl(k2, 33);
-        k2 *= c1;
-        h2 ^= k2;
+        h2 ^= cl_mix_k(k2, c2, 33, c1);
     }
     if (t > 0) {
         for (b = (t < 8 ? t : 8) - 1; b >= 0; b--)
             k1 = (k1 << 8) | tail[b];
-        k1 *= c1;
-        k1 = cl_rotl(k1, 31);
-        k1 *= c2;
-        h1 ^= k1;
+        h1 ^= cl_mix_k(k1, c1, 31, c2);
     }
     h1 ^= (uint64_t)len;
     h2 ^= (uint64_t)len;
@@ -2192,14 +2182,12 @@ cl_find(const clmap *m, const uint8_t *h, int *found)
     return -1;
 }
 
+/* The offset stored for hash h, or -1. */
 static inline int64_t
-cl_lookup(const clmap *m, const uint8_t *key, Py_ssize_t klen)
+cl_lookup(const clmap *m, const uint8_t *h)
 {
-    uint8_t h[CL_HASH];
     int found;
-    Py_ssize_t pos;
-    cl_murmur3(key, klen, 0, h);
-    pos = cl_find(m, h, &found);
+    Py_ssize_t pos = cl_find(m, h, &found);
     return found ? be64(m->buf + pos + CL_HASH) : -1;
 }
 
@@ -2328,7 +2316,7 @@ cl_window(const uint8_t *buf, Py_ssize_t len, Py_ssize_t *ppos, Py_ssize_t *pi,
         clwin *e = &w[n++];
         cl_next_record(buf, len, ppos, &e->r);
         (*pi)++;
-        e->offset = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)e->r.off_delta);
+        e->offset = wrap_add(base_offset, e->r.off_delta);
         if (m != NULL && e->r.key_len >= 0 && e->offset >= min_offset &&
                 e->offset <= max_offset) {
             cl_murmur3(buf + e->r.key_pos, e->r.key_len, 0, e->h);
@@ -2372,20 +2360,21 @@ cl_plain_batch(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end)
     int32_t length, count;
     Py_ssize_t size;
     perr e;
-    if (end - pos < 17)
+    if (end - pos < HEADER_PEEK_BYTES)
         return CL_NOT_TAKEN(CL_STATUS_END);
-    if (b[16] != 2)
+    if (b[RB_MAGIC_OFFSET] != 2)
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
-    length = (int32_t)be32(b + 8);
+    length = (int32_t)be32(b + RB_LENGTH_OFFSET);
     if (length < RB_OVERHEAD - RB_LOG_OVERHEAD)
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
     size = (Py_ssize_t)length + RB_LOG_OVERHEAD;
     if (size > end - pos)
         return CL_NOT_TAKEN(CL_STATUS_END);
-    count = (int32_t)be32(b + 57);
-    if ((((b[21] << 8) | b[22]) & RB_NOT_PLAIN) || count < 0)
+    count = (int32_t)be32(b + RB_COUNT_OFFSET);
+    if ((rb_attributes(b) & RB_NOT_PLAIN) || count < 0)
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
-    if (cl_crc32c(b + 21, size - 21) != be32(b + 17))
+    if (cl_crc32c(b + RB_ATTRIBUTES_OFFSET, size - RB_ATTRIBUTES_OFFSET) !=
+            be32(b + RB_CRC_OFFSET))
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
     if (cl_validate(b + RB_OVERHEAD, size - RB_OVERHEAD, count, &e))
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
@@ -2488,7 +2477,7 @@ cl_filter_core(const uint8_t *buf, Py_ssize_t len, Py_ssize_t count, int64_t bas
         return 0;
     }
     horizon = batch_horizon >= 0 ? batch_horizon : (need_horizon ? new_horizon : -1);
-#define CL_TS(d) (has_fixed ? fixed_ts : (int64_t)((uint64_t)base_ts + (uint64_t)(d)))
+#define CL_TS(d) (has_fixed ? fixed_ts : wrap_add(base_ts, (d)))
     new_base = horizon >= 0 ? horizon : CL_TS(keep[0].ts_delta);
     max_ts = -1;
     for (i = 0; i < n; i++) {
@@ -2525,13 +2514,14 @@ cl_write_header(uint8_t *p, Py_ssize_t size, const uint8_t *orig, int attributes
 {
     memcpy(p, orig, RB_OVERHEAD);  /* base offset, leader epoch, magic, last offset delta,
                                     * producer id, epoch, base sequence */
-    cl_put_be32(p + 8, (uint32_t)(size - RB_LOG_OVERHEAD));
-    p[21] = (uint8_t)(attributes >> 8);
-    p[22] = (uint8_t)attributes;
-    cl_put_be64(p + 27, base_ts);
-    cl_put_be64(p + 35, max_ts);
-    cl_put_be32(p + 57, (uint32_t)count);
-    cl_put_be32(p + 17, cl_crc32c(p + 21, size - 21));
+    cl_put_be32(p + RB_LENGTH_OFFSET, (uint32_t)(size - RB_LOG_OVERHEAD));
+    p[RB_ATTRIBUTES_OFFSET] = (uint8_t)(attributes >> 8);
+    p[RB_ATTRIBUTES_OFFSET + 1] = (uint8_t)attributes;
+    cl_put_be64(p + RB_BASE_TIMESTAMP_OFFSET, base_ts);
+    cl_put_be64(p + RB_MAX_TIMESTAMP_OFFSET, max_ts);
+    cl_put_be32(p + RB_COUNT_OFFSET, (uint32_t)count);
+    cl_put_be32(p + RB_CRC_OFFSET, cl_crc32c(p + RB_ATTRIBUTES_OFFSET,
+                                             size - RB_ATTRIBUTES_OFFSET));
 }
 
 static int
@@ -2566,7 +2556,7 @@ cl_filter_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap
     for (;;) {
         Py_ssize_t size = cl_plain_batch(buf, pos, end), start;
         const uint8_t *b;
-        int32_t count, lod;
+        int32_t count;
         int attributes;
         int64_t base, last, base_ts, max_ts, pid, horizon;
         clres res;
@@ -2577,18 +2567,16 @@ cl_filter_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap
         }
         b = buf + pos;
         base = be64(b);
-        lod = (int32_t)be32(b + 23);
-        last = (int64_t)((uint64_t)base + (uint64_t)(int64_t)lod);
-        pid = be64(b + 43);
-        if ((pid >= 0 && cl_in_sorted(prot, nprot, last)) ||
-                (int64_t)((uint64_t)last + 1) == upper_bound) {
+        last = rb_last_offset(b);
+        pid = be64(b + RB_PRODUCER_ID_OFFSET);
+        if ((pid >= 0 && cl_in_sorted(prot, nprot, last)) || wrap_add(last, 1) == upper_bound) {
             status = CL_STATUS_OTHER;
             break;
         }
-        attributes = (b[21] << 8) | b[22];
-        count = (int32_t)be32(b + 57);
-        base_ts = be64(b + 27);
-        max_ts = be64(b + 35);
+        attributes = rb_attributes(b);
+        count = (int32_t)be32(b + RB_COUNT_OFFSET);
+        base_ts = be64(b + RB_BASE_TIMESTAMP_OFFSET);
+        max_ts = be64(b + RB_MAX_TIMESTAMP_OFFSET);
         horizon = (attributes & CL_HORIZON) ? base_ts : -1;
         if (count > keep_cap) {
             clkeep *nk = PyMem_RawRealloc(keep, (size_t)count * sizeof(clkeep));
@@ -2609,7 +2597,7 @@ cl_filter_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap
         if (cl_filter_core(b + RB_OVERHEAD, size - RB_OVERHEAD, count, base, base_ts,
                            attributes & CL_TS_TYPE, max_ts, m, latest,
                            horizon < 0 || now < horizon, CL_MODE_FILTER, horizon,
-                           (int64_t)((uint64_t)now + (uint64_t)retention), 0, keep, o,
+                           wrap_add(now, retention), 0, keep, o,
                            &res) < 0) {
             PyMem_RawFree(keep);
             return -1;
@@ -2666,7 +2654,7 @@ cl_map_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap *m
         }
         b = buf + pos;
         base = be64(b);
-        count = (int32_t)be32(b + 57);
+        count = (int32_t)be32(b + RB_COUNT_OFFSET);
         rc = cl_map_core(b + RB_OVERHEAD, bsize - RB_OVERHEAD, count, base, m, size, max_size,
                          start_offset, &put);
         if (put >= 0)
@@ -2677,7 +2665,7 @@ cl_map_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap *m
             status = CL_STATUS_FULL;
             break;
         }
-        last = (int64_t)((uint64_t)base + (uint64_t)(int64_t)(int32_t)be32(b + 23));
+        last = rb_last_offset(b);
         if (last >= start_offset)
             *latest = last;
         pos += bsize;
@@ -2688,21 +2676,82 @@ cl_map_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap *m
 
 /* -- Python entry points ----------------------------------------------------------------- */
 
+/* The buffer of a payload of `count` records, validated (cl_validate, GIL held); -1 with
+ * the exception set (the view released). */
+static inline int
+cl_get_payload(PyObject *obj, Py_ssize_t count, Py_buffer *view)
+{
+    perr e = {0};
+    int rc;
+
+    if (get_buffer(obj, view) < 0)
+        return -1;
+    rc = cl_validate(view->buf, view->len, count, &e);
+    if (rc) {
+        raise_perr(rc, &e);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* The buffer of a run of batches, *end clamped to it; -1 with the exception set (the view
+ * released) when it fails or pos is outside [0, *end]. */
+static int
+cl_get_range(PyObject *obj, Py_ssize_t pos, Py_ssize_t *end, Py_buffer *view)
+{
+    if (get_buffer(obj, view) < 0)
+        return -1;
+    if (*end > view->len)
+        *end = view->len;
+    if (pos < 0 || pos > *end) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "position out of range");
+        return -1;
+    }
+    return 0;
+}
+
+/* The MurmurHash3 of the bytes of `key` into h; -1 with the exception set. */
+static int
+cl_hash_key(PyObject *key, uint32_t seed, uint8_t h[CL_HASH])
+{
+    Py_buffer v;
+
+    if (get_buffer(key, &v) < 0)
+        return -1;
+    cl_murmur3(v.buf, v.len, seed, h);
+    PyBuffer_Release(&v);
+    return 0;
+}
+
+/* The offset map (cl_get_map, its view to release) and the hash of `key`; -1 with the
+ * exception set (nothing held). */
+static int
+cl_get_map_key(PyObject *mobj, Py_ssize_t slots, PyObject *key, Py_buffer *mv, clmap *m,
+               uint8_t h[CL_HASH])
+{
+    if (cl_get_map(mobj, slots, mv, m) < 0)
+        return -1;
+    if (cl_hash_key(key, 0, h) < 0) {
+        PyBuffer_Release(mv);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *
 cl_key_hash(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"key", "seed", NULL};
     PyObject *key;
     unsigned int seed = 0;
-    Py_buffer v;
     uint8_t h[CL_HASH];
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|I:key_hash", kwlist, &key, &seed))
         return NULL;
-    if (get_buffer(key, &v) < 0)
+    if (cl_hash_key(key, seed, h) < 0)
         return NULL;
-    cl_murmur3(v.buf, v.len, seed, h);
-    PyBuffer_Release(&v);
     return PyBytes_FromStringAndSize((const char *)h, CL_HASH);
 }
 
@@ -2711,20 +2760,16 @@ cl_map_get(PyObject *self, PyObject *args)
 {
     PyObject *mobj, *key;
     Py_ssize_t slots;
-    Py_buffer mv, kv;
+    Py_buffer mv;
     clmap m;
+    uint8_t h[CL_HASH];
     int64_t off;
 
     if (!PyArg_ParseTuple(args, "OnO:map_get", &mobj, &slots, &key))
         return NULL;
-    if (cl_get_map(mobj, slots, &mv, &m) < 0)
+    if (cl_get_map_key(mobj, slots, key, &mv, &m, h) < 0)
         return NULL;
-    if (get_buffer(key, &kv) < 0) {
-        PyBuffer_Release(&mv);
-        return NULL;
-    }
-    off = cl_lookup(&m, kv.buf, kv.len);
-    PyBuffer_Release(&kv);
+    off = cl_lookup(&m, h);
     PyBuffer_Release(&mv);
     return PyLong_FromLongLong(off);
 }
@@ -2735,20 +2780,14 @@ cl_map_put(PyObject *self, PyObject *args)
     PyObject *mobj, *key;
     Py_ssize_t slots, size;
     long long offset;
-    Py_buffer mv, kv;
+    Py_buffer mv;
     clmap m;
     uint8_t h[CL_HASH];
 
     if (!PyArg_ParseTuple(args, "OnnOL:map_put", &mobj, &slots, &size, &key, &offset))
         return NULL;
-    if (cl_get_map(mobj, slots, &mv, &m) < 0)
+    if (cl_get_map_key(mobj, slots, key, &mv, &m, h) < 0)
         return NULL;
-    if (get_buffer(key, &kv) < 0) {
-        PyBuffer_Release(&mv);
-        return NULL;
-    }
-    cl_murmur3(kv.buf, kv.len, 0, h);
-    PyBuffer_Release(&kv);
     if (cl_store(&m, &size, h, offset) < 0) {
         PyBuffer_Release(&mv);
         cl_full_error(size, slots);
@@ -2780,21 +2819,13 @@ cl_map_records(PyObject *self, PyObject *args)
     int64_t last = -1;
     Py_buffer pv, mv;
     clmap m;
-    perr e = {0};
     int rc;
 
     if (!PyArg_ParseTuple(args, "OnLOnnnL:map_records", &payload, &count, &base_offset,
                           &mobj, &slots, &size, &max_size, &start_offset))
         return NULL;
-    if (get_buffer(payload, &pv) < 0)
+    if (cl_get_payload(payload, count, &pv) < 0)
         return NULL;
-    rc = cl_validate(pv.buf, pv.len, count, &e);
-    if (rc) {
-        e.code = rc;
-        raise_perr(&e);
-        PyBuffer_Release(&pv);
-        return NULL;
-    }
     if (cl_get_map(mobj, slots, &mv, &m) < 0) {
         PyBuffer_Release(&pv);
         return NULL;
@@ -2826,15 +2857,8 @@ cl_map_batches(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OnnOnnnL:map_batches", &bobj, &pos, &end, &mobj, &slots,
                           &size, &max_size, &start_offset))
         return NULL;
-    if (get_buffer(bobj, &bv) < 0)
+    if (cl_get_range(bobj, pos, &end, &bv) < 0)
         return NULL;
-    if (end > bv.len)
-        end = bv.len;
-    if (pos < 0 || pos > end) {
-        PyBuffer_Release(&bv);
-        PyErr_SetString(PyExc_ValueError, "position out of range");
-        return NULL;
-    }
     if (cl_get_map(mobj, slots, &mv, &m) < 0) {
         PyBuffer_Release(&bv);
         return NULL;
@@ -2863,31 +2887,19 @@ cl_filter_records(PyObject *self, PyObject *args)
     clkeep *keep = NULL;
     clout o = {NULL, 0, 0};
     clres res;
-    perr e = {0};
 
     if (!PyArg_ParseTuple(args, "OnLLOOnLpiLLp:filter_records", &payload, &count,
                           &base_offset, &base_ts, &fixed_obj, &mobj, &slots, &latest,
                           &retain_deletes, &mode, &batch_horizon, &new_horizon, &marker))
         return NULL;
-    has_fixed = fixed_obj != Py_None;
-    if (has_fixed) {
-        fixed = PyLong_AsLongLong(fixed_obj);
-        if (fixed == -1 && PyErr_Occurred())
-            return NULL;
-    }
+    if ((has_fixed = optional_ll(fixed_obj, &fixed)) < 0)
+        return NULL;
     if (mode != CL_MODE_FILTER && mode != CL_MODE_KEEP && mode != CL_MODE_DROP) {
         PyErr_Format(PyExc_ValueError, "bad filter mode %d", mode);
         return NULL;
     }
-    if (get_buffer(payload, &pv) < 0)
+    if (cl_get_payload(payload, count, &pv) < 0)
         return NULL;
-    rc = cl_validate(pv.buf, pv.len, count, &e);
-    if (rc) {
-        e.code = rc;
-        raise_perr(&e);
-        PyBuffer_Release(&pv);
-        return NULL;
-    }
     if (mode == CL_MODE_FILTER && cl_get_map(mobj, slots, &mv, &m) < 0) {
         PyBuffer_Release(&pv);
         return NULL;
@@ -2939,15 +2951,8 @@ cl_filter_batches(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OnnOnLLLOL:filter_batches", &bobj, &pos, &end, &mobj,
                           &slots, &latest, &now, &retention, &pobj, &upper))
         return NULL;
-    if (get_buffer(bobj, &bv) < 0)
+    if (cl_get_range(bobj, pos, &end, &bv) < 0)
         return NULL;
-    if (end > bv.len)
-        end = bv.len;
-    if (pos < 0 || pos > end) {
-        PyBuffer_Release(&bv);
-        PyErr_SetString(PyExc_ValueError, "position out of range");
-        return NULL;
-    }
     if (get_buffer(pobj, &prv) < 0) {
         PyBuffer_Release(&bv);
         return NULL;
@@ -3030,19 +3035,19 @@ cl_index_entries(PyObject *self, PyObject *args)
         int32_t length;
         Py_ssize_t size;
         int magic;
-        if (end - pos < 17)
+        if (end - pos < HEADER_PEEK_BYTES)
             goto not_whole;
         base = be64(d + pos);
-        length = (int32_t)be32(d + pos + 8);
+        length = (int32_t)be32(d + pos + RB_LENGTH_OFFSET);
         size = (Py_ssize_t)length + RB_LOG_OVERHEAD;
-        magic = d[pos + 16];
+        magic = d[pos + RB_MAGIC_OFFSET];
         if (length < 14 || size > end - pos)
             goto not_whole;
         if (magic == 2) {
             if (size < RB_OVERHEAD)
                 goto not_whole;
-            last = (int64_t)((uint64_t)base + (uint64_t)(int64_t)(int32_t)be32(d + pos + 23));
-            bmax = be64(d + pos + 35);
+            last = rb_last_offset(d + pos);
+            bmax = be64(d + pos + RB_MAX_TIMESTAMP_OFFSET);
         }
         else {
             last = base;
@@ -3083,21 +3088,12 @@ cl_null_key_index(PyObject *self, PyObject *args)
     PyObject *payload;
     Py_ssize_t count, i, pos = 0, found = -1;
     Py_buffer pv;
-    perr e = {0};
     clrec r;
-    int rc;
 
     if (!PyArg_ParseTuple(args, "On:null_key_index", &payload, &count))
         return NULL;
-    if (get_buffer(payload, &pv) < 0)
+    if (cl_get_payload(payload, count, &pv) < 0)
         return NULL;
-    rc = cl_validate(pv.buf, pv.len, count, &e);
-    if (rc) {
-        e.code = rc;
-        raise_perr(&e);
-        PyBuffer_Release(&pv);
-        return NULL;
-    }
     for (i = 0; i < count; i++) {
         cl_next_record(pv.buf, pv.len, &pos, &r);
         if (r.key_len < 0) {
@@ -3152,7 +3148,6 @@ cl_add_functions(PyObject *m)
 /* the first batch it does not take, for the caller's general path.                      */
 
 #define CB_NBUF 15
-#define HEADER_PEEK_BYTES 17  /* what every format's framing needs: offset, length, magic */
 enum { B_OFF, B_TS, B_TT, B_KVALID, B_KOFF, B_KDATA, B_VVALID, B_VOFF, B_VDATA,
        B_LOFF, B_HKOFF, B_HKDATA, B_HVVALID, B_HVOFF, B_HVDATA };
 static const char *cb_names[CB_NBUF] = {
@@ -3387,10 +3382,10 @@ cb_section(CBObject *c, const uint8_t *buf, Py_ssize_t len, Py_ssize_t count,
             e->count = count;
             return rc;
         }
-        off = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)r.off_delta);
+        off = wrap_add(base_offset, r.off_delta);
         if (off < start || off >= end)
             continue;
-        ts = has_fixed ? fixed_ts : (int64_t)((uint64_t)base_ts + (uint64_t)r.ts_delta);
+        ts = has_fixed ? fixed_ts : wrap_add(base_ts, r.ts_delta);
         if ((rc = cb_record(c, off, ts, ts_type, buf, len, &r)))
             return rc;
     }
@@ -3442,12 +3437,12 @@ cb_walk(CBObject *c, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, cb_walk_a
             status = CB_PAST;
             break;
         }
-        attrs = (int)(((uint32_t)h[RB_ATTRIBUTES_OFFSET] << 8) | h[RB_ATTRIBUTES_OFFSET + 1]);
-        lod = (int32_t)be32(h + 23);
-        base_ts = be64(h + 27);
-        max_ts = be64(h + 35);
+        attrs = rb_attributes(h);
+        lod = (int32_t)be32(h + RB_LAST_OFFSET_DELTA_OFFSET);
+        base_ts = be64(h + RB_BASE_TIMESTAMP_OFFSET);
+        max_ts = be64(h + RB_MAX_TIMESTAMP_OFFSET);
         count = (int32_t)be32(h + RB_COUNT_OFFSET);
-        last = (int64_t)((uint64_t)base + (uint64_t)(int64_t)lod);
+        last = wrap_add(base, lod);
         if ((attrs & (CB_ATTR_CODEC | CB_ATTR_CONTROL)) ||
             ((attrs & CB_ATTR_TRANSACTIONAL) && w->skip_transactional) ||
             lod < 0 || count < 0 || last < base || base < w->segment_base ||
@@ -3492,7 +3487,7 @@ cb_raise(CBObject *c, int rc, const perr *e)
         PyErr_Format(PyExc_ValueError, "timestamp %lld ms is out of the range of Spark's "
                      "timestamps (microseconds in a long)", (long long)c->ts_bad);
     else
-        raise_perr(e);
+        raise_perr(rc, e);
     return -1;
 }
 
@@ -3538,7 +3533,7 @@ CB_add_batches(CBObject *self, PyObject *args, PyObject *kwds)
     Py_ssize_t pos, end, out_pos = 0;
     cb_walk_args w = {0, 0, -1, 0, -1, 0};
     int status, fatal = 0;
-    perr e;
+    perr e = {0};
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*nnLL|LLLp:add_batches", kwlist, &view,
                                      &pos, &end, &w.start, &w.end, &w.expected,
@@ -3549,16 +3544,10 @@ CB_add_batches(CBObject *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_ValueError, "need 0 <= pos <= end <= len(buf)");
         return NULL;
     }
-    if (end - pos >= NOGIL_THRESHOLD) {
-        Py_BEGIN_ALLOW_THREADS
-        status = cb_walk(self, (const uint8_t *)view.buf, pos, end, &w, &out_pos, &fatal);
-        Py_END_ALLOW_THREADS
-    }
-    else
-        status = cb_walk(self, (const uint8_t *)view.buf, pos, end, &w, &out_pos, &fatal);
+    NOGIL_IF(end - pos >= NOGIL_THRESHOLD,
+             status = cb_walk(self, (const uint8_t *)view.buf, pos, end, &w, &out_pos, &fatal));
     PyBuffer_Release(&view);
     if (fatal) {
-        memset(&e, 0, sizeof e);
         cb_raise(self, fatal, &e);
         return NULL;
     }
@@ -3580,38 +3569,25 @@ CB_add_section(CBObject *self, PyObject *args, PyObject *kwds)
     Py_buffer view;
     Py_ssize_t count, before = self->n;
     long long base_offset, base_ts, start, end, fixed = 0;
-    int ts_type, rc;
+    int ts_type, rc, has_fixed;
     PyObject *fixed_obj;
     cb_mark mark;
-    perr e;
+    perr e = {0};
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*nLLOiLL:add_section", kwlist, &view,
                                      &count, &base_offset, &base_ts, &fixed_obj, &ts_type,
                                      &start, &end))
         return NULL;
-    if (fixed_obj != Py_None) {
-        fixed = PyLong_AsLongLong(fixed_obj);
-        if (fixed == -1 && PyErr_Occurred()) {
-            PyBuffer_Release(&view);
-            return NULL;
-        }
-    }
-    if (count < 0) {
+    if ((has_fixed = optional_ll(fixed_obj, &fixed)) < 0 || check_count(count, &e) < 0) {
         PyBuffer_Release(&view);
-        memset(&e, 0, sizeof e);
-        e.a = count;
-        e.code = E_COUNT_NEG;
-        raise_perr(&e);
         return NULL;
     }
-    memset(&e, 0, sizeof e);
     cb_save(self, &mark);
     rc = cb_section(self, (const uint8_t *)view.buf, view.len, count, base_offset, base_ts,
-                    fixed, fixed_obj != Py_None, ts_type, start, end, &e);
+                    fixed, has_fixed, ts_type, start, end, &e);
     PyBuffer_Release(&view);
     if (rc) {
         cb_restore(self, &mark);
-        e.code = rc;
         cb_raise(self, rc, &e);
         return NULL;
     }
