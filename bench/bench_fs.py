@@ -312,7 +312,8 @@ def main():
                                  stderr=subprocess.DEVNULL))
             codec = f", compression.type={args.compression}" if args.compression else ""
             results["append"] = line(f"append, durable (dd conv=fsync){codec}", mbps(size, t),
-                                     mbps(size, t_ref), "MB/s", 0.5)
+                                     mbps(size, t_ref), "MB/s",
+                                     None if args.compression else 0.5)
             print(f"#   daemon peak RSS while appending: {d.hwm_kb() / 1024:.0f} MB", flush=True)
         else:
             subprocess.run(["dd", f"if={lines_path}", f"of={mnt}/bench/0/append",
