@@ -45,8 +45,6 @@ from ..record import compression as codecs
 from .encode import TopicLayout
 from .mountlink import daemon_defaults, holder_mount, topic_counts
 
-_PRODUCER_CODECS = {"none": codecs.NONE, "gzip": codecs.GZIP, "snappy": codecs.SNAPPY,
-                    "lz4": codecs.LZ4, "zstd": codecs.ZSTD}
 DEFAULT_LOCK_TIMEOUT_MS = 60000
 
 
@@ -229,10 +227,10 @@ def plan_write(options, schema, overwrite: bool) -> WritePlan:
     compression = None
     if options.get("kafka.compression.type") is not None:
         name = str(options["kafka.compression.type"]).strip().lower()
-        if name not in _PRODUCER_CODECS:
+        if name not in codecs.CODEC_IDS:
             raise ValueError(f"kafka.compression.type must be one of "
-                             f"{', '.join(_PRODUCER_CODECS)}, not {name!r}")
-        compression = _PRODUCER_CODECS[name]
+                             f"{', '.join(codecs.CODEC_IDS)}, not {name!r}")
+        compression = codecs.CODEC_IDS[name]
     overrides = validate_topic_overrides(
         {k[len("config."):]: str(v) for k, v in options.items() if k.startswith("config.")})
     server_config = options.get("serverConfig")
