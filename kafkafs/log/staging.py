@@ -42,7 +42,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..record.batch import LOG_OVERHEAD, RecordBatch, iter_batches
+from ..record.batch import LOG_OVERHEAD, RECORDS_COUNT_OFFSET, RecordBatch, iter_batches
 from ..record.errors import CorruptRecordError
 from . import safeio
 from .config import LogConfig
@@ -156,6 +156,14 @@ class RunStats:
     batches: int = 0
     bytes: int = 0
 
+    def add(self, batches) -> None:
+        """Count encoded v2 batches (bytes-like each) in."""
+        for view in batches:
+            self.batches += 1
+            self.bytes += len(view)
+            self.records += int.from_bytes(
+                view[RECORDS_COUNT_OFFSET:RECORDS_COUNT_OFFSET + 4], "big", signed=True)
+
 
 def _check_bulk_batch(batch) -> None:
     """Refuse what a bulk run never holds: legacy entries, producer ids (idempotent or
@@ -227,10 +235,7 @@ def scan_run(path: str) -> RunStats:
     Raises like :func:`iter_run`."""
     stats = RunStats()
     for chunk in iter_run(path, validate=True):
-        for view in chunk:
-            stats.batches += 1
-            stats.bytes += len(view)
-            stats.records += int.from_bytes(view[57:61], "big", signed=True)
+        stats.add(chunk)
     return stats
 
 
@@ -265,10 +270,7 @@ def append_batches(lg: Log, batches: list, stats: RunStats | None = None) -> Run
     rest = batches
     while rest:
         done = lg.append_encoded_run(rest)
-        for view in rest[:done]:
-            stats.batches += 1
-            stats.bytes += len(view)
-            stats.records += int.from_bytes(view[57:61], "big", signed=True)
+        stats.add(rest[:done])
         rest = rest[done:]
     return stats
 
