@@ -7,7 +7,13 @@ from __future__ import annotations
 import os
 
 FSTYPE = "fuse.kafkafs"  # the type /proc/self/mounts shows for a kafkafs mount
-LOG_DIRS_XATTR = "user.kafkafs.log_dirs"  # (kafkafs.fs.operations serves it on the root)
+# the daemon's requests and answers as extended attributes (kafkafs.fs.operations serves
+# them; the CLI and kafkafs.spark.mountlink ask): on the root, the log dirs it serves; set on
+# the root (or a topic's dir), adopt staged partition dirs as a topic; set on a partition
+# dir, append a staged run
+LOG_DIRS_XATTR = "user.kafkafs.log_dirs"
+ADOPT_XATTR = "user.kafkafs.adopt"
+APPEND_STAGED_XATTR = "user.kafkafs.append_staged"
 
 
 def kafkafs_mount_points() -> list[str]:
@@ -29,10 +35,15 @@ def find_mount(log_dirs, *, exact: bool = True) -> str | None:
     want = {os.path.realpath(d) for d in log_dirs}
     for mnt in kafkafs_mount_points():
         try:
-            dirs = os.getxattr(mnt, LOG_DIRS_XATTR).decode()
+            served = {os.path.realpath(d) for d in served_log_dirs(mnt)}
         except OSError:
             continue
-        served = {os.path.realpath(d) for d in dirs.split(",") if d}
         if served == want or (not exact and want <= served):
             return mnt
     return None
+
+
+def served_log_dirs(mount: str) -> list[str]:
+    """The log dirs the daemon mounted at ``mount`` serves, as it spells them (its root's
+    :data:`LOG_DIRS_XATTR`). Raises OSError when the mount does not tell."""
+    return [d for d in os.getxattr(mount, LOG_DIRS_XATTR).decode().split(",") if d]

@@ -67,6 +67,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..daemon.options import OWN_OPTIONS
+from ..mounttable import served_log_dirs
 from .mount import FSTYPE, is_mounted, kafkafs_mount_state, lazy_unmount
 
 PROG = "mount.fuse.kafkafs"
@@ -264,11 +265,11 @@ def already_mounted(req: MountRequest) -> int | None:
     if not is_mounted(req.mountpoint):
         return None
     try:
-        dirs = os.getxattr(req.mountpoint, "user.kafkafs.log_dirs").decode()
+        dirs = served_log_dirs(req.mountpoint)
         pid = int(os.getxattr(req.mountpoint, "user.kafkafs.pid"))
     except (OSError, ValueError):
         return None
-    served = {os.path.realpath(d) for d in dirs.split(",") if d}
+    served = {os.path.realpath(d) for d in dirs}
     return pid if served == {os.path.realpath(d) for d in req.log_dirs} else None
 
 

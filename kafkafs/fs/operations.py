@@ -39,6 +39,7 @@ from ..log.isolation import DEFAULT_ISOLATION_LEVEL
 from ..log.log import Log
 from ..log.manager import LogManager
 from ..log.names import parse_segment_filename
+from ..mounttable import ADOPT_XATTR, APPEND_STAGED_XATTR, LOG_DIRS_XATTR
 from ..record import plain
 from ..record.batch import TIMESTAMP_TYPE_NAMES, Record
 from ..record.errors import CorruptRecordError
@@ -68,10 +69,6 @@ BLOCK_SIZE = 128 * 1024
 
 XATTR_PREFIX = "user.kafka."
 COMPACT_XATTR = "user.kafkafs.compact"  # set on a topic/partition dir: clean it now
-# bulk loads (kafkafs.spark.publish): set on the root, a new topic from staged partition dirs;
-# on a partition dir, append a staged run (kafkafs.log.staging)
-ADOPT_XATTR = "user.kafkafs.adopt"
-APPEND_STAGED_XATTR = "user.kafkafs.append_staged"
 
 
 @dataclass
@@ -828,7 +825,7 @@ class KafkaFS(pyfuse3.Operations):
         if node.kind == T.ROOT:
             config = self.manager.config
             return {"user.kafkafs.pid": str(os.getpid()).encode(),
-                    "user.kafkafs.log_dirs": ",".join(self.manager.log_dirs).encode(),
+                    LOG_DIRS_XATTR: ",".join(self.manager.log_dirs).encode(),
                     # what a bulk writer needs to lay out a new topic as this daemon would
                     "user.kafkafs.num_partitions": str(config.num_partitions).encode(),
                     "user.kafkafs.topic_defaults": format_properties(

@@ -19,10 +19,7 @@ import time
 from ..log.config import LogConfig, parse_properties
 from ..log.errors import LogDirLockedError
 from ..log.manager import is_locked
-from ..mounttable import find_mount
-
-ADOPT_XATTR = "user.kafkafs.adopt"  # (kafkafs.fs.operations serves both)
-APPEND_STAGED_XATTR = "user.kafkafs.append_staged"
+from ..mounttable import ADOPT_XATTR, APPEND_STAGED_XATTR, find_mount, served_log_dirs
 
 
 class DaemonRefusedError(RuntimeError):
@@ -84,11 +81,11 @@ def daemon_log_dir(mount: str, log_dir: str) -> str:
     """``log_dir`` as the daemon mounted at ``mount`` spells it (the same directory, maybe
     named through a link)."""
     try:
-        dirs = os.getxattr(mount, "user.kafkafs.log_dirs").decode().split(",")
+        dirs = served_log_dirs(mount)
     except OSError:
         return log_dir
     want = os.path.realpath(log_dir)
-    return next((d for d in dirs if d and os.path.realpath(d) == want), log_dir)
+    return next((d for d in dirs if os.path.realpath(d) == want), log_dir)
 
 
 def topic_partitions(mount: str, topic: str) -> list[int]:
