@@ -24,7 +24,6 @@ import fcntl
 import json
 import logging
 import os
-import shutil
 import stat
 import threading
 import time
@@ -427,7 +426,7 @@ class LogManager:
             for (tp, _lg, _points, doomed) in old:
                 if self.cleaner is not None:
                     self.cleaner.manager.remove_partition(tp)
-                shutil.rmtree(doomed, ignore_errors=True)
+                safeio.remove_tree(doomed)
             if overrides:
                 self._overrides[topic] = dict(overrides)
             else:
@@ -485,10 +484,7 @@ class LogManager:
                     self.cleaner.manager.remove_partition((topic, p))
                 doomed = f"{lg.dir}.{uuid.uuid4().hex}-delete"
                 os.replace(lg.dir, doomed)  # renames the entry: a link swapped in is not followed
-                if os.path.islink(doomed):
-                    os.unlink(doomed)
-                else:  # fd-based on Linux: never follows a link inside (avoids_symlink_attacks)
-                    shutil.rmtree(doomed, ignore_errors=True)
+                safeio.remove_tree(doomed)
             if self._overrides.pop(topic, None) is not None:
                 self._save_topic_overrides()
 

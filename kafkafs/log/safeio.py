@@ -38,6 +38,7 @@ import errno
 import fcntl
 import logging
 import os
+import shutil
 import stat
 import threading
 
@@ -141,6 +142,17 @@ def is_file(path, dir: Dir | None = None) -> bool:
     component not followed; anything else there is warned about once."""
     with parent(path, dir) as (d, name):
         return d.is_file(name)
+
+
+def remove_tree(path: str) -> None:
+    """Remove the entry ``path`` and, when it is a directory, everything in it, never
+    following a link: a link there is unlinked itself (``shutil.rmtree`` walks by
+    descriptors, so no link inside is followed either). Missing is fine; other errors are
+    ignored, as a leftover ``-delete`` dir is harmless."""
+    if os.path.islink(path):
+        os.unlink(path)
+        return
+    shutil.rmtree(path, ignore_errors=True)
 
 
 class Dir:

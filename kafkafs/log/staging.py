@@ -36,7 +36,6 @@ import ctypes
 import errno
 import os
 import re
-import shutil
 import stat
 import uuid
 from collections.abc import Iterable, Iterator
@@ -97,15 +96,11 @@ def job_stage_dirs(log_dir: str, job_id: str) -> list[str]:
 
 
 def remove_stage_dir(log_dir: str, name: str) -> None:
-    """Remove the staged dir ``name`` of ``log_dir`` and everything in it (never following a
-    link: ``shutil.rmtree`` works on descriptors). Missing is fine."""
+    """Remove the staged dir ``name`` of ``log_dir`` and everything in it, never following a
+    link (:func:`~kafkafs.log.safeio.remove_tree`). Missing is fine."""
     if parse_stage_dir(name) is None:
         raise ValueError(f"not a staged dir: {name!r}")
-    path = os.path.join(log_dir, name)
-    if os.path.islink(path):
-        os.unlink(path)
-        return
-    shutil.rmtree(path, ignore_errors=True)
+    safeio.remove_tree(os.path.join(log_dir, name))
 
 
 def remove_job_stage_dirs(log_dir: str, job_id: str) -> int:
