@@ -41,6 +41,7 @@ __all__ = [
     "C",
     "decode",
     "encode",
+    "encode_headers",
     "encode_lines",
     "render_values",
     "rendered_size",
@@ -388,8 +389,11 @@ def _blob(obj, what: str) -> bytes:
     return obj
 
 
-def _encode_headers(headers) -> tuple[int, bytes]:
-    """``(count, encoded headers without the count)``."""
+def encode_headers(headers) -> tuple[int, bytes]:
+    """``(count, the headers as DefaultRecord.writeTo writes them, without the count
+    varint)`` of ``(key, value)`` pairs: key str (UTF-8) or bytes-like, value bytes-like or
+    None. Raises TypeError for a None key, ValueError for a malformed pair or a field over
+    2^31 - 1 bytes."""
     parts = []
     n = 0
     for header in headers:
@@ -473,7 +477,7 @@ def _py_encode(records, base_timestamp, offset_deltas=None, log_append_time=Fals
             vl = len(value)
             vv = small[vl] if vl < _SMALL else _enc(vl)
         if headers:
-            hc, hb = _encode_headers(headers)
+            hc, hb = encode_headers(headers)
             hb = _enc(hc) + hb
         else:
             hb = _ZERO

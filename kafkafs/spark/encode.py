@@ -124,9 +124,10 @@ def _binary_parts(arr):
 
 
 def _header_tails(arr) -> list[bytes]:
-    """The headers part of each row's record: the header count varint, then per header its
-    key (UTF-8) and value with their length varints (``DefaultRecord.writeTo``). Raises
-    ValueError for a null header key (``RecordHeader``)."""
+    """The headers part of each row's record: the header count varint, then the headers
+    (:func:`kafkafs.record.fast.encode_headers`). Raises ValueError for a null header key
+    (``RecordHeader``)."""
+    from ..record.fast import encode_headers
     from ..record.varint import encode_varint
 
     out = []
@@ -134,15 +135,11 @@ def _header_tails(arr) -> list[bytes]:
         if not hs:
             out.append(b"\x00")
             continue
-        parts = [encode_varint(len(hs))]
-        for h in hs:
-            k, v = h["key"], h["value"]
-            if k is None:
-                raise ValueError("Null header keys are not permitted")
-            kb = k.encode("utf-8")
-            parts += [encode_varint(len(kb)), kb]
-            parts += [encode_varint(-1)] if v is None else [encode_varint(len(v)), v]
-        out.append(b"".join(parts))
+        pairs = [(h["key"], h["value"]) for h in hs]
+        if any(k is None for k, _v in pairs):
+            raise ValueError("Null header keys are not permitted")
+        n, body = encode_headers(pairs)
+        out.append(encode_varint(n) + body)
     return out
 
 
