@@ -16,13 +16,19 @@ ADOPT_XATTR = "user.kafkafs.adopt"
 APPEND_STAGED_XATTR = "user.kafkafs.append_staged"
 
 
+def mount_entries() -> list[tuple[str, str]]:
+    """``(mount point, type)`` of every line of ``/proc/self/mounts``, in table order (the
+    last one at a point is the topmost). Raises OSError when the table cannot be read."""
+    with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
+        return [(fl[1].replace("\\040", " "), fl[2]) for fl in map(str.split, f)
+                if len(fl) > 2]
+
+
 def kafkafs_mount_points() -> list[str]:
     """The mount points of type :data:`FSTYPE`, in mount-table order; [] when the table
     cannot be read."""
     try:
-        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
-            return [fl[1].replace("\\040", " ") for fl in map(str.split, f)
-                    if len(fl) > 2 and fl[2] == FSTYPE]
+        return [point for point, fstype in mount_entries() if fstype == FSTYPE]
     except OSError:
         return []
 

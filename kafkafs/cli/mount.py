@@ -12,7 +12,7 @@ import time
 
 from ..daemon.options import split_options
 from ..log.errors import LogDirLockedError
-from ..mounttable import FSTYPE, find_mount
+from ..mounttable import FSTYPE, find_mount, mount_entries
 from .common import CliError, add_log_dir_args, broker_config
 
 DEFAULT_LOCK_TIMEOUT = 10.0  # seconds kafkafs mount waits for a log dir's lock
@@ -99,11 +99,9 @@ def mount_fstype(mountpoint: str) -> str | None:
     as for root on a FUSE mount without allow_other. Raises OSError when the table cannot be
     read."""
     fstype = None
-    with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
-        for line in f:
-            fields = line.split()
-            if len(fields) > 2 and fields[1].replace("\\040", " ") == mountpoint:
-                fstype = fields[2]  # the last one listed is the topmost
+    for point, kind in mount_entries():
+        if point == mountpoint:
+            fstype = kind  # the last one listed is the topmost
     return fstype
 
 
