@@ -56,7 +56,7 @@ def test_broker_dir_leftovers_and_kraft_metadata(mount_factory, tmp_path, read_o
     assert len(before) == 3
     m = mount_factory(extra_args=["--read-only"] if read_only else [])
     assert sorted(os.listdir(m.mnt)) == ["__cluster_metadata", "t"]
-    assert sorted(os.listdir(m.path("t"))) == ["0", "config", "key"]  # -future/-stray: no 1, 2
+    assert sorted(os.listdir(m.path("t"))) == ["0", "config"]  # -future/-stray: no 1, 2
     assert open(m.path("t", "0", "messages"), "rb").read() == b"kept-0\nkept-1\n"
     meta = m.path("__cluster_metadata", "0")
     # the control record is left out; metadata records read as (binary) values

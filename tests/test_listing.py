@@ -135,11 +135,11 @@ def test_a_damaged_batch_never_fails_the_listing(manager_factory, mount_factory)
     r = sh(f"ls -lR {offsets}", timeout=120)
     assert r.returncode == 0, r.stderr
     assert len(r.stdout.decode().splitlines()) == 2 + len(expected)  # "DIR:", "total", names
-    # the partition's own listing names its files even where a size cannot be had
+    # the partition's own listing names its files even where a size cannot be had (the
+    # entries reached by name only are not listed: docs/tree.md "Walking the mount")
     r = sh(f"ls -f {m.path('t', '0')}")
     assert (r.returncode, sorted(r.stdout.decode().split())) == \
-        (0, ["append", "by-time", "key", "messages", "offset", "records.jsonl",
-             "segments"]), r.stderr
+        (0, ["append", "by-time", "messages", "segments"]), r.stderr
     for _ in range(2):
         with pytest.raises(OSError) as e:
             os.stat(os.path.join(offsets, str(bad + 5)))

@@ -24,9 +24,11 @@ from conftest import Mount, fuse_available, kafkafs, sh, wait_for
 
 def test_topic_mkdir_append_and_read_back(mount):
     os.mkdir(mount.path("orders"))
-    assert sorted(os.listdir(mount.path("orders"))) == ["0", "config", "key"]
+    assert sorted(os.listdir(mount.path("orders"))) == ["0", "config"]
     assert sorted(os.listdir(mount.path("orders", "0"))) == \
-        ["append", "by-time", "key", "messages", "offset", "records.jsonl", "segments"]
+        ["append", "by-time", "messages", "segments"]
+    for name in ("offset", "key", "records.jsonl"):  # there by name, not listed
+        assert os.path.exists(mount.path("orders", "0", name))
     p = mount.path("orders", "0")
     for i in range(5):
         r = sh(f"echo 'order {i}' >> {p}/append")
@@ -132,12 +134,10 @@ def test_errors_are_errno(mount):
         with pytest.raises(OSError) as e:
             os.open(path, os.O_WRONLY)
         assert e.value.errno in (errno.EACCES, errno.EROFS)
-    # append is write-only
-    with pytest.raises(OSError) as e:
-        open(f"{p}/append", "rb")
-    assert e.value.errno == errno.EACCES
+    # append reads as an empty file (recursive readers pass it without an error)
+    assert open(f"{p}/append", "rb").read() == b""
     # offsets outside the log
-    for n in ("1", "999", "-1", "01", "abc"):
+    for n in ("1", "999", "-1", "01", "+0", "abc"):
         assert not os.path.exists(f"{p}/offset/{n}")
     with pytest.raises(FileNotFoundError):
         open(f"{p}/offset/5", "rb")
@@ -207,7 +207,7 @@ def test_config_file_read_and_write(mount):
 def test_mkdir_partition_and_rmdir_topic(mount):
     os.mkdir(mount.path("t"))
     os.mkdir(mount.path("t", "2"))
-    assert sorted(os.listdir(mount.path("t"))) == ["0", "1", "2", "config", "key"]
+    assert sorted(os.listdir(mount.path("t"))) == ["0", "1", "2", "config"]
     log_dir = mount.log_dirs[0]
     assert {"t-0", "t-1", "t-2"} <= set(os.listdir(log_dir))
     os.rmdir(mount.path("t"))
@@ -568,12 +568,13 @@ def ls_l(path) -> list[tuple]:
 
 
 def test_ls_l_shows_names_modes_and_sizes(mount):
-    """``ls -l`` shows what docs/tree.md promises: a partition dir holds ``append``
-    (write-only for the owner, 0200), ``messages`` and ``records.jsonl`` (0444, their exact
-    sizes), and the read-only directories ``by-time``, ``offset``, ``segments`` (0555); a topic
-    dir holds ``config`` (0644) and its partitions; the root, topics and ``key`` dirs are 0755
-    (keys are written there); offset files
-    are 0444 with the value's size; every node belongs to the user who mounted."""
+    """``ls -l`` shows what docs/tree.md promises: a partition dir lists ``append``
+    (written by the owner, read by anyone as an empty file: 0644), ``messages`` (0444, its
+    exact size) and the read-only directories ``by-time``, ``segments`` (0555); ``offset``
+    (0555), ``key`` (0755) and ``records.jsonl`` (0444, its exact size) are there by name
+    only; a topic dir lists ``config`` (0644) and its partitions; the root, topics and ``key``
+    dirs are 0755 (keys are written there); offset files are 0444 with the value's size, given
+    by the listing itself; every node belongs to the user who mounted."""
     os.mkdir(mount.path("t"))
     p = mount.path("t", "0")
     assert sh(f"printf 'one\\ntwo22\\n' >> {p}/append").returncode == 0
@@ -582,19 +583,20 @@ def test_ls_l_shows_names_modes_and_sizes(mount):
     jsize = len(open(f"{p}/records.jsonl", "rb").read())
     assert jsize > 0
     assert ls_l(p) == [
-        ("--w-------", 1, uid, gid, 0, "append"),
+        ("-rw-r--r--", 1, uid, gid, 0, "append"),
         ("dr-xr-xr-x", 2, uid, gid, 0, "by-time"),
-        ("drwxr-xr-x", 2, uid, gid, 0, "key"),
         ("-r--r--r--", 1, uid, gid, msize, "messages"),
-        ("dr-xr-xr-x", 2, uid, gid, 0, "offset"),
-        ("-r--r--r--", 1, uid, gid, jsize, "records.jsonl"),
         ("dr-xr-xr-x", 2, uid, gid, 0, "segments"),
     ]
+    env = dict(os.environ, LC_ALL="C")
+    by_name = sh(f"cd {p} && ls -ld offset key records.jsonl", env=env).stdout.decode()
+    assert [(f[0], int(f[4]), f[-1]) for f in map(str.split, by_name.splitlines())] == [
+        ("drwxr-xr-x", 0, "key"), ("dr-xr-xr-x", 0, "offset"),
+        ("-r--r--r--", jsize, "records.jsonl")]
     csize = len(open(mount.path("t", "config"), "rb").read())
     assert ls_l(mount.path("t")) == [
         ("dr-xr-xr-x", 2, uid, gid, 0, "0"),
         ("-rw-r--r--", 1, uid, gid, csize, "config"),
-        ("drwxr-xr-x", 2, uid, gid, 0, "key"),
     ]
     assert ls_l(mount.mnt) == [("drwxr-xr-x", 2, uid, gid, 0, "t")]
     assert ls_l(f"{p}/offset") == [("-r--r--r--", 1, uid, gid, 3, "0"),
@@ -618,10 +620,10 @@ def test_mkdir_and_rmdir_commands(mount):
     r = sh(f"mkdir {mount.path('orders')} {mount.path('audit')}", env=env)
     assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
     assert sh(f"ls {mount.mnt}", env=env).stdout == b"audit\norders\n"
-    assert sh(f"ls {mount.path('orders')}", env=env).stdout == b"0\nconfig\nkey\n"
+    assert sh(f"ls {mount.path('orders')}", env=env).stdout == b"0\nconfig\n"
     r = sh(f"mkdir {mount.path('orders', '2')}", env=env)
     assert (r.returncode, r.stderr) == (0, b"")
-    assert sh(f"ls {mount.path('orders')}", env=env).stdout == b"0\n1\n2\nconfig\nkey\n"
+    assert sh(f"ls {mount.path('orders')}", env=env).stdout == b"0\n1\n2\nconfig\n"
     assert sorted(n for n in os.listdir(log_dir) if n.startswith("orders-")) == \
         ["orders-0", "orders-1", "orders-2"]
     r = sh(f"mkdir {mount.path('orders')}", env=env)
@@ -723,11 +725,12 @@ def test_segments_are_read_only(mount):
     assert open(f"{p}/messages", "rb").read() == b"".join(b"%d\n" % i for i in range(1, 501))
 
 
-def test_segments_rename_and_new_names_fail_with_eacces(mount):
-    """Renaming a segment file (``mv``, rename(2)), or making a symlink or a FIFO under
-    ``segments/``, fails like every other change there (docs/tree.md, Errors: EACCES for
-    creating or removing files) — not with ENOSYS ("Function not implemented"), which tells
-    a user the operation exists nowhere. The files stay as they were."""
+def test_segments_rename_and_new_names_are_refused(mount):
+    """Renaming a segment file (``mv``, rename(2)) fails with EPERM, as every rename in the
+    tree (docs/tree.md, Errors), and making a symlink or a FIFO under ``segments/`` with
+    EACCES, as creating or removing files there — never with ENOSYS ("Function not
+    implemented"), which tells a user the operation exists nowhere. The files stay as they
+    were."""
     _p, seg, log_file, real, before = _topic_with_segments(mount, 50)
     results = {
         "rename": errno_of(lambda: os.rename(log_file, f"{seg}/00000000000000000050.log")),
@@ -739,9 +742,9 @@ def test_segments_rename_and_new_names_fail_with_eacces(mount):
     results["mv"] = r.stderr.decode().rsplit(": ", 1)[-1].strip()
     assert segment_files(real) == before
     assert sorted(os.listdir(seg)) == sorted(before)
-    assert results == {"rename": errno.EACCES, "rename over": errno.EACCES,
+    assert results == {"rename": errno.EPERM, "rename over": errno.EPERM,
                        "symlink": errno.EACCES, "mkfifo": errno.EACCES,
-                       "mv": "Permission denied"}
+                       "mv": "Operation not permitted"}
 
 
 # -- SIGINT, --config --------------------------------------------------------------------------
@@ -810,7 +813,7 @@ def test_mount_with_config_file(tmp_path):
         assert m.mnt == str(tmp_path / "mnt")
         assert os.getxattr(m.mnt, "user.kafkafs.log_dirs") == str(logs).encode()
         os.mkdir(m.path("c"))
-        assert sorted(os.listdir(m.path("c"))) == ["0", "1", "config", "key"]
+        assert sorted(os.listdir(m.path("c"))) == ["0", "1", "config"]
         assert sorted(n for n in os.listdir(logs) if not n.startswith(".")) == \
             ["c-0", "c-1", "meta.properties"]
         assert not os.path.exists(tmp_path / "logs")

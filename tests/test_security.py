@@ -81,6 +81,11 @@ def test_allow_other_enforces_modes(public_tmp):
         # ... but change nothing: no append, no topic, no config, no delete
         r = as_nobody(f"echo intruder >> {m.mnt}/t/0/append")
         assert r.returncode != 0 and b"Permission denied" in r.stderr
+        # append reads as an empty file, for them too: a recursive grep passes it quietly
+        assert as_nobody(f"cat {m.mnt}/t/0/append").returncode == 0
+        r = as_nobody(f"grep -rI secret {m.mnt}/t")  # -I: not the segment files' bytes
+        assert (r.returncode, r.stderr) == (0, b""), r.stderr
+        assert r.stdout == f"{m.mnt}/t/0/messages:secret-free line\n".encode()
         assert as_nobody(f"mkdir {m.mnt}/evil").returncode != 0
         assert as_nobody(f"echo retention.ms=1 > {m.mnt}/t/config").returncode != 0
         assert as_nobody(f"rmdir {m.mnt}/t").returncode != 0
@@ -88,7 +93,7 @@ def test_allow_other_enforces_modes(public_tmp):
         assert "t" in os.listdir(m.mnt)
         modes = {n: oct(os.stat(m.path("t", "0", n)).st_mode & 0o777)
                  for n in ("append", "messages", "records.jsonl")}
-        assert modes == {"append": "0o200", "messages": "0o444", "records.jsonl": "0o444"}
+        assert modes == {"append": "0o644", "messages": "0o444", "records.jsonl": "0o444"}
     finally:
         m.stop()
 

@@ -424,7 +424,7 @@ def test_writes_beside_a_running_mount_go_through_the_daemon(spark, mount):
     df = spark.createDataFrame(rows, "key binary, value binary")
     # a new topic: whole partition dirs, adopted by the daemon, visible at once
     save(df, logs, topic="fresh", partitions=3, config__retention__ms=-1)
-    assert sorted(os.listdir(os.path.join(mnt, "fresh"))) == ["0", "1", "2", "config", "key"]
+    assert sorted(os.listdir(os.path.join(mnt, "fresh"))) == ["0", "1", "2", "config"]
     for p in range(3):
         want = [v for k, v in rows if part_of(k, 3) == p]
         got = open(os.path.join(mnt, "fresh", str(p), "messages"), "rb").read()
@@ -433,7 +433,7 @@ def test_writes_beside_a_running_mount_go_through_the_daemon(spark, mount):
     assert b"retention.ms=-1" in open(os.path.join(mnt, "fresh", "config"), "rb").read()
     # no partitions option: the daemon's num.partitions (1)
     save(df, logs, topic="dflt")
-    assert sorted(os.listdir(os.path.join(mnt, "dflt"))) == ["0", "config", "key"]
+    assert sorted(os.listdir(os.path.join(mnt, "dflt"))) == ["0", "config"]
     # an existing topic: its runs appended by the daemon, after what came through the mount
     os.mkdir(os.path.join(mnt, "ex"))
     sh(f"echo through-the-mount >> {mnt}/ex/0/append")
@@ -444,7 +444,7 @@ def test_writes_beside_a_running_mount_go_through_the_daemon(spark, mount):
     # overwrite through the daemon
     few = spark.createDataFrame(rows[:5], "key binary, value binary")
     save(few, logs, mode="overwrite", topic="ex", partitions=2)
-    assert sorted(os.listdir(os.path.join(mnt, "ex"))) == ["0", "1", "config", "key"]
+    assert sorted(os.listdir(os.path.join(mnt, "ex"))) == ["0", "1", "config"]
     for p in range(2):
         got = open(os.path.join(mnt, "ex", str(p), "messages"), "rb").read()
         assert got == b"".join(v + b"\n" for k, v in rows[:5] if part_of(k, 2) == p)

@@ -396,7 +396,7 @@ def test_daemon_adopts_and_appends_staged_dirs(mount):
     r = subprocess.run(["setfattr", "-n", "user.kafkafs.adopt", "-v", req, root],
                        capture_output=True)
     assert r.returncode == 0, r.stderr
-    assert sorted(os.listdir(os.path.join(root, "bulk"))) == ["0", "1", "config", "key"]
+    assert sorted(os.listdir(os.path.join(root, "bulk"))) == ["0", "1", "config"]
     assert open(os.path.join(root, "bulk", "1", "messages"), "rb").read() == b"p1-0\np1-1\np1-2\n"
     assert b"retention.ms=-1" in open(os.path.join(root, "bulk", "config"), "rb").read()
     # the same again: EEXIST, nothing changes

@@ -57,6 +57,7 @@ def fs_options(own: dict[str, str]) -> FsOptions:
         parse_key=own.get("parse.key", "false").lower() in ("true", "1", "yes", ""),
         key_separator=sep,
         read_only="read_only" in own or "ro" in own,
+        list_all="list_all" in own,
         isolation_level=isolation,
         batch_size=batch_size_option(own),
     )

@@ -11,7 +11,7 @@ BATCH_SIZE_KEY = "kafkafs.batch.size"
 
 # -o options kafkafs interprets itself; everything else goes to FUSE
 OWN_OPTIONS = {"parse.key", "key.separator", "read_only", "ro", "rw", "isolation.level",
-               "read_ahead_kb", "batch.size"}
+               "read_ahead_kb", "batch.size", "list_all"}
 
 
 def parse_batch_size(value: str) -> int:

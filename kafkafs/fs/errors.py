@@ -45,9 +45,15 @@ def errno_of(exc: BaseException) -> int:
 
 def fuse_errors(fn):
     """Decorate an async ``pyfuse3.Operations`` handler so that any exception leaves it as a
-    ``FUSEError`` with the matching errno (unexpected ones are logged, as EIO)."""
+    ``FUSEError`` with the matching errno (unexpected ones are logged, as EIO). With debug
+    logging on (``kafkafs mount --debug``) every request is logged: its handler's name and
+    arguments."""
+    name = fn.__name__
+
     @functools.wraps(fn)
     async def wrapper(*args, **kwargs):
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("request %s%r", name, args[1:])
         try:
             return await fn(*args, **kwargs)
         except pyfuse3.FUSEError:

@@ -1,10 +1,10 @@
 """The names of a partition's ``offset/`` directory, streamed (docs/tree.md "Reading").
 
-``ls -f offset`` of a partition of millions of records must not build a node or decode a
-record per name: the listing reads the batches in order (their CRC checked and their
-records walked without building objects, so only intact records are listed) and names every
-offset of a batch that holds one record per offset; only a batch with gaps (compacted) or a
-legacy wrapper is decoded for its offsets.
+``ls -l offset`` of a partition of millions of records must not cost a request per name:
+the listing reads the batches in order (their CRC checked), decodes each batch once in one
+native pass (so only intact records are listed) and gives every entry its real attributes
+-- the value's size and the record's timestamp -- which the kernel keeps (a record at an
+offset never changes), so ``ls -l`` and ``find -size`` need no ``getattr`` per name.
 A directory handle keeps its place between the kernel's readdir calls.
 
 A damaged batch (CRC mismatch, bad header) never fails the listing: the offsets before it
@@ -24,34 +24,35 @@ from .errors import report_damage
 
 
 class OffsetListing:
-    """The offsets ``offset/`` shows, from ``start`` on, in increasing order: every offset
+    """The entries ``offset/`` shows, from ``start`` on, in increasing order of offset:
+    ``(offset, value size in bytes, timestamp in ms)`` for every offset
     of [log start offset, end) holding a data record (``end``: the last stable offset under
     ``committed`` (read_committed), else the log end offset, as they stand when the
     listing starts); control records and, under ``committed``, aborted transactions are
-    left out. Iterate it; :meth:`push_back` returns the one offset the kernel had no room
+    left out. Iterate it; :meth:`push_back` returns the one entry the kernel had no room
     for; ``next_id`` is the readdir position the listing continues from."""
 
     def __init__(self, lg: Log, start: int, committed: bool):
         self.log = lg
         self.next_id = start
-        self._pushed: int | None = None
-        self._offsets = self._generate(lg, start, committed)
+        self._pushed: tuple[int, int, int] | None = None
+        self._entries = self._generate(lg, start, committed)
 
-    def __iter__(self) -> Iterator[int]:
+    def __iter__(self) -> Iterator[tuple[int, int, int]]:
         return self
 
-    def __next__(self) -> int:
+    def __next__(self) -> tuple[int, int, int]:
         if self._pushed is not None:
-            offset, self._pushed = self._pushed, None
-            return offset
-        return next(self._offsets)
+            entry, self._pushed = self._pushed, None
+            return entry
+        return next(self._entries)
 
-    def push_back(self, offset: int) -> None:
-        """Give back ``offset`` (not listed yet): the next iteration yields it first."""
-        self._pushed = offset
+    def push_back(self, entry: tuple[int, int, int]) -> None:
+        """Give back ``entry`` (not listed yet): the next iteration yields it first."""
+        self._pushed = entry
 
     @staticmethod
-    def _generate(lg: Log, start: int, committed: bool) -> Iterator[int]:
+    def _generate(lg: Log, start: int, committed: bool) -> Iterator[tuple[int, int, int]]:
         end = lg.last_stable_offset if committed else lg.log_end_offset
         start = max(start, lg.log_start_offset)
         aborted = lg.committed_filter(start, end) if committed else None
@@ -65,18 +66,14 @@ class OffsetListing:
                                             and aborted.is_aborted(batch)):
                         continue
                     last = min(batch.last_offset, end - 1)
-                    # a name listed is a record a stat can read: the records must decode
-                    # (a valid CRC over records that do not is rare, but ls -l would fail)
-                    batch.check_records()
-                    if batch.records_count == batch.last_offset_delta + 1:
-                        if last >= nxt:  # one record per offset: no need to decode
-                            yield from range(max(batch.base_offset, nxt), last + 1)
-                            nxt = last + 1
+                    if last < nxt:
                         continue
-                    for r in batch.records():  # gaps (compaction), legacy wrappers
-                        if nxt <= r.offset <= last:
-                            yield r.offset
-                            nxt = r.offset + 1
+                    # a name listed is a record a stat can read: the records must decode
+                    # (one native pass; a valid CRC over records that do not is rare)
+                    for offset, timestamp, _key, value, _headers in batch.record_tuples():
+                        if nxt <= offset <= last:
+                            yield offset, 0 if value is None else len(value), timestamp
+                            nxt = offset + 1
                 return
             except CorruptRecordError as exc:
                 at = _after_damage(lg, exc)

@@ -63,6 +63,9 @@ from .views import (
 log = logging.getLogger(__name__)
 
 INLINE_RENDER_BYTES = 4 * 1024 * 1024  # view chunks up to this much log render on the loop
+# log bytes a view is measured over before a stat or an open answers, the first time (views.py):
+# past them the view streams with its size shown as 0 until a read reaches its end
+MEASURE_FIRST_BYTES = {T.MESSAGES: 16 * 1024 * 1024, T.JSONL: 1024 * 1024}
 LONG_TIMEOUT = 3600.0  # seconds the kernel may cache names and attributes that never change
 SHORT_TIMEOUT = 1.0
 BLOCK_SIZE = 128 * 1024
@@ -81,13 +84,16 @@ class FsOptions:
     (Kafka's consumer setting): ``read_committed`` (default) shows records up to the last
     stable offset and hides aborted transactions; ``read_uncommitted`` shows every record.
     ``batch_size``: the producer's ``batch.size`` for lines written to ``append`` (bytes;
-    None: each topic's ``kafkafs.batch.size``).
+    None: each topic's ``kafkafs.batch.size``). ``list_all``: readdir lists the entries
+    reached by name only too (:data:`~kafkafs.fs.tree.BY_NAME_ONLY`: ``offset/``,
+    ``key/``, ``records.jsonl``), so that recursive tools walk every record.
     """
 
     parse_key: bool = False
     key_separator: bytes = b"\t"
     batch_size: int | None = None
     read_only: bool = False
+    list_all: bool = False
     isolation_level: str = DEFAULT_ISOLATION_LEVEL
     uid: int = field(default_factory=os.getuid)
     gid: int = field(default_factory=os.getgid)
@@ -108,6 +114,12 @@ class _Handle:
 
 def _err(code: int):
     return pyfuse3.FUSEError(code)
+
+
+def _canonical_number(name: bytes) -> bool:
+    """Whether ``name`` is a non-negative number written as Kafka writes one (digits, no
+    sign, no leading zero): the only names of partitions and offsets."""
+    return name.isdigit() and name.isascii() and (len(name) == 1 or name[:1] != b"0")
 
 
 def _forget_entry(parent_inode: int, name: bytes) -> None:
@@ -247,7 +259,12 @@ class KafkaFS(pyfuse3.Operations):
                 raise _err(errno.ENOENT)
         return found
 
-    def _attr(self, node: T.Node, size: int = 0, mtime_ns: int | None = None) -> pyfuse3.EntryAttributes:
+    def _attr(self, node: T.Node, size: int = 0, mtime_ns: int | None = None,
+              blocks: int = 0) -> pyfuse3.EntryAttributes:
+        """The attributes of ``node`` (``size`` in bytes, ``mtime_ns``: default the mount's
+        start). ``blocks``: 512-byte blocks the node takes on disk, 0 for everything but a
+        segment file (``segments/``): the rendered views are not stored, so ``du`` of the
+        mount adds up to what the log dirs hold, as it does for /proc and sysfs."""
         a = pyfuse3.EntryAttributes()
         a.st_ino = node.inode
         a.generation = 0
@@ -287,7 +304,9 @@ class KafkaFS(pyfuse3.Operations):
             a.st_nlink = 1
             entry = attr_to = 0.0
         elif kind == T.APPEND:
-            a.st_mode = stat.S_IFREG | (0o000 if ro else 0o200)  # only the owner appends
+            # only the owner appends; anyone may read it, as an empty file, so that grep -r
+            # and other recursive readers pass it without an error
+            a.st_mode = stat.S_IFREG | (0o444 if ro else 0o644)
             a.st_nlink = 1
         elif kind in (T.MESSAGES, T.JSONL, T.OFFSET):
             # messages/records.jsonl grow, but every change of the log invalidates their
@@ -303,7 +322,7 @@ class KafkaFS(pyfuse3.Operations):
             a.st_nlink = 1
             entry = attr_to = SHORT_TIMEOUT
         a.st_size = size
-        a.st_blocks = (size + 511) // 512
+        a.st_blocks = blocks
         a.entry_timeout = entry
         a.attr_timeout = attr_to
         return a
@@ -325,12 +344,17 @@ class KafkaFS(pyfuse3.Operations):
         lg = self._log(node)  # ENOENT for a deleted partition
         seg_mtime = None
         if kind in (T.MESSAGES, T.JSONL):
-            v = self.view(node.topic, node.partition, kind)
-            # the kernel asks before every read (attr timeout 0): answer at once when current
-            size = v.size if v.is_current() else await trio.to_thread.run_sync(v.refresh)
+            v = await self._sized_view(node)
+            seg_mtime = lg.active_segment.last_modified_ms() * 1_000_000
+            if not v.is_current():
+                # never measured and too large to measure before answering: size unknown,
+                # shown as 0 (as /proc does); cat, grep and tail read it to its end
+                attr = self._attr(node, 0, seg_mtime)
+                attr.attr_timeout = 0
+                return attr
+            size = v.size
             if v.damage is not None:
                 size += 1  # the byte at the damage: reading it is the EIO (see read)
-            seg_mtime = lg.active_segment.last_modified_ms() * 1_000_000
             return self._attr(node, size, seg_mtime)
         if kind in (T.OFFSET, T.KEY):
             rec = await self._record(node.topic, node.partition, node.name)
@@ -342,8 +366,19 @@ class KafkaFS(pyfuse3.Operations):
             st = lg.pdir.lstat(node.name)  # the entry itself, through the partition dir's fd
             if not stat.S_ISREG(st.st_mode):  # swapped for a link since the lookup
                 raise _err(errno.ENOENT)
-            return self._attr(node, st.st_size, st.st_mtime_ns)
+            return self._attr(node, st.st_size, st.st_mtime_ns, st.st_blocks)
         return self._attr(node)
+
+    async def _sized_view(self, node: T.Node) -> LineView:
+        """The ``messages``/``records.jsonl`` view of ``node``, brought up to the log end
+        (in a worker thread) unless it was never measured and the log is larger than
+        ``MEASURE_FIRST_BYTES``: a first stat or open of a large partition's view answers at
+        once and the reads measure it as they stream (views.py)."""
+        v = self.view(node.topic, node.partition, node.kind)
+        if not v.is_current() and \
+                (v.ever_sized or v.unmeasured_bytes() <= MEASURE_FIRST_BYTES[node.kind]):
+            await trio.to_thread.run_sync(v.refresh)
+        return v
 
     def _config_text(self, topic: str) -> bytes:
         cfg = self.manager.topic_config(topic)
@@ -387,7 +422,7 @@ class KafkaFS(pyfuse3.Operations):
                 return self.inodes.get(T.CONFIG, parent.topic)
             if name == b"key":
                 return self.inodes.get(T.KEYS, parent.topic)
-            if not name.isdigit() or (len(name) > 1 and name.startswith(b"0")):
+            if not _canonical_number(name):
                 raise _err(errno.ENOENT)
             p = int(name)
             self.manager.get_log(parent.topic, p)
@@ -398,7 +433,7 @@ class KafkaFS(pyfuse3.Operations):
                 raise _err(errno.ENOENT)
             return self.inodes.get(child, parent.topic, parent.partition)
         if kind == T.OFFSETS:
-            if not name.isdigit() or (len(name) > 1 and name.startswith(b"0")):
+            if not _canonical_number(name):
                 raise _err(errno.ENOENT)
             offset = int(name)
             # damage: EIO, logged once (fuse_errors)
@@ -447,7 +482,14 @@ class KafkaFS(pyfuse3.Operations):
 
     @fuse_errors
     async def setattr(self, inode, attr, fields, fh, ctx):
+        """Truncation of a key file (its value); ``O_TRUNC`` on ``append`` and ``config``
+        (accepted: nothing to truncate), and times set on the files one may write
+        (``append``, ``config``, ``key/<k>``: accepted and not kept, their times follow the
+        data, so ``touch`` works there). Every other change is refused with one errno per
+        kind (docs/tree.md "Errors"): the size of a read-only file EACCES, a mode or owner
+        EPERM, the times of a read-only file EPERM; EROFS on a read-only mount."""
         node = self._node(inode)
+        writable_kind = node.kind in (T.APPEND, T.CONFIG, T.KEY, T.NEW_KEY)
         if fields.update_size:
             h = self._handles.get(fh) if fh is not None else None
             if h is not None and node.kind in (T.KEY, T.NEW_KEY) and h.writer is not None:
@@ -456,8 +498,13 @@ class KafkaFS(pyfuse3.Operations):
             # O_TRUNC on append/config is accepted (nothing to truncate); elsewhere refused
             if node.kind not in (T.APPEND, T.CONFIG) or self.options.read_only:
                 raise _err(errno.EACCES if not self.options.read_only else errno.EROFS)
-        elif fields.update_mode or fields.update_uid or fields.update_gid:
-            raise _err(errno.EPERM)
+        if fields.update_mode or fields.update_uid or fields.update_gid:
+            raise _err(errno.EROFS if self.options.read_only else errno.EPERM)
+        if fields.update_atime or fields.update_mtime or fields.update_ctime:
+            if self.options.read_only:
+                raise _err(errno.EROFS)
+            if not writable_kind:
+                raise _err(errno.EPERM)
         return await self._node_attr(node)
 
     @fuse_errors
@@ -498,13 +545,15 @@ class KafkaFS(pyfuse3.Operations):
         if kind == T.ROOT:
             names = [(t.encode(), self.inodes.get(T.TOPIC, t)) for t in self.manager.topics()]
         elif kind == T.TOPIC:
-            names = [(b"config", self.inodes.get(T.CONFIG, node.topic)),
-                     (b"key", self.inodes.get(T.KEYS, node.topic))]
+            names = [(b"config", self.inodes.get(T.CONFIG, node.topic))]
+            if self.options.list_all:
+                names.append((b"key", self.inodes.get(T.KEYS, node.topic)))
             names += [(str(p).encode(), self.inodes.get(T.PARTITION, node.topic, p))
                       for p in self.manager.partitions(node.topic)]
         elif kind == T.PARTITION:
             names = [(n, self.inodes.get(k, node.topic, node.partition))
-                     for n, k in T.PARTITION_CHILDREN.items()]
+                     for n, k in T.PARTITION_CHILDREN.items()
+                     if self.options.list_all or n not in T.BY_NAME_ONLY]
         elif kind == T.SEGMENTS:
             lg = self._log(node)
             names = [(f.encode("utf-8", "surrogateescape"),
@@ -516,31 +565,31 @@ class KafkaFS(pyfuse3.Operations):
             yield name, child, i + 1
 
     def _readdir_offsets(self, h: _Handle, start_id: int, token) -> None:
-        """Stream ``offset/`` (fs.listing): names and computed inode numbers, no node and
-        no record per entry. The attributes given are a placeholder the kernel must not
-        keep (attr timeout 0): a stat asks for the real ones, a read past the placeholder's
-        size 0 does too. ``next_id`` of an entry is its offset + 1."""
+        """Stream ``offset/`` (fs.listing): names, computed inode numbers and each record's
+        real attributes (value size, timestamp as mtime), no node per entry. The kernel
+        keeps them as a lookup's (a record never changes), so ``ls -l`` asks nothing more
+        per name. ``next_id`` of an entry is its offset + 1."""
         node = h.node
         lg = self._log(node)
         listing = h.listing
         if listing is None or listing.next_id != start_id or listing.log is not lg:
             listing = h.listing = OffsetListing(lg, start_id, self.committed)
         base = self.inodes.offset_inodes(node.topic, node.partition)
-        attr = self._attr(node)
-        attr.st_mode = stat.S_IFREG | 0o444
-        attr.st_nlink = 1
-        attr.attr_timeout = 0
-        attr.entry_timeout = LONG_TIMEOUT
+        attr = self._attr(self.inodes.get(T.OFFSET, node.topic, node.partition, 0))
         reply = pyfuse3.readdir_reply
-        for offset in listing:
+        for entry in listing:
+            offset, size, timestamp = entry
             child = None
             if base is not None and offset < 1 << T.OFFSET_BITS:
                 attr.st_ino = base | offset
             else:  # past the computed numbers: a kept node, counted as a lookup
                 child = self.inodes.get(T.OFFSET, node.topic, node.partition, offset)
                 attr.st_ino = child.inode
+            attr.st_size = size
+            attr.st_atime_ns = attr.st_ctime_ns = attr.st_mtime_ns = \
+                timestamp * 1_000_000 if timestamp >= 0 else self.mount_time_ns
             if not reply(token, str(offset).encode(), attr, offset + 1):
-                listing.push_back(offset)
+                listing.push_back(entry)
                 return
             if child is not None:
                 child.lookups += 1
@@ -581,7 +630,7 @@ class KafkaFS(pyfuse3.Operations):
             await trio.to_thread.run_sync(self.manager.create_topic, sname)
             node = self.inodes.get(T.TOPIC, sname)
         elif parent.kind == T.TOPIC:
-            if not name.isdigit():
+            if not _canonical_number(name):  # "03", "+5", "-1": not a partition's name
                 raise _err(errno.EINVAL)
             p = int(name)
             if p in self.manager.partitions(parent.topic):
@@ -633,15 +682,16 @@ class KafkaFS(pyfuse3.Operations):
             return info, self._reply_entry(node, self._attr(node))
         raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
 
-    # names are Kafka's (topics, partitions, offsets, segment files): none can be renamed,
-    # linked or made by hand, so these fail as unlink and create do (not ENOSYS)
+    # names are Kafka's (topics, partitions, offsets, segment files): none can be renamed or
+    # linked (EPERM, as chmod: an operation this filesystem never allows, whoever asks), nor
+    # made by hand (EACCES, as create and unlink outside key/); never ENOSYS
     @fuse_errors
     async def rename(self, parent_inode_old, name_old, parent_inode_new, name_new, flags, ctx):
-        raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
+        raise _err(errno.EROFS if self.options.read_only else errno.EPERM)
 
     @fuse_errors
     async def link(self, inode, new_parent_inode, new_name, ctx):
-        raise _err(errno.EROFS if self.options.read_only else errno.EACCES)
+        raise _err(errno.EROFS if self.options.read_only else errno.EPERM)
 
     @fuse_errors
     async def symlink(self, parent_inode, name, target, ctx):
@@ -661,13 +711,13 @@ class KafkaFS(pyfuse3.Operations):
         h = _Handle(node)
         info = pyfuse3.FileInfo()
         if kind == T.APPEND:
-            if self.options.read_only:
-                raise _err(errno.EROFS)
-            if accmode != os.O_WRONLY:
-                raise _err(errno.EACCES)
             self._log(node)
-            h.writer = LineWriter(self.options.parse_key, self.options.key_separator,
-                                  self.options.batch_size)
+            if writing:
+                if self.options.read_only:
+                    raise _err(errno.EROFS)
+                h.writer = LineWriter(self.options.parse_key, self.options.key_separator,
+                                      self.options.batch_size)
+            h.record = b""  # reads see an empty file
             info.direct_io = True
         elif kind == T.CONFIG:
             if writing and self.options.read_only:
@@ -691,14 +741,13 @@ class KafkaFS(pyfuse3.Operations):
                 raise _err(errno.ENOENT)
             info.keep_cache = True
         elif kind in (T.MESSAGES, T.JSONL):
-            v = self.view(node.topic, node.partition, kind)
-            if not v.is_current():
-                await trio.to_thread.run_sync(v.refresh)
+            v = await self._sized_view(node)
             h.view = v
-            if v.damage is not None:
+            if v.damage is not None or not v.is_current():
                 # the view ends at damage: reads go past the size to the daemon, which
                 # answers the one at the end with EIO (the page cache would stop at the size
-                # and the reader would see a clean end of file)
+                # and the reader would see a clean end of file); an unmeasured view's size
+                # is not known yet: its reads stream to the end the same way
                 info.direct_io = h.direct = True
             else:
                 # the kernel keeps its pages across opens; when earlier bytes change
@@ -723,10 +772,10 @@ class KafkaFS(pyfuse3.Operations):
     async def read(self, fh, off, size):
         h = self._handles[fh]
         kind = h.node.kind
-        if kind in (T.OFFSET, T.CONFIG, T.KEY):
+        if kind in (T.OFFSET, T.CONFIG, T.KEY, T.APPEND):
             if h.record is None and kind == T.OFFSET:  # offset/N, first read
                 h.record = await self._record(h.node.topic, h.node.partition, h.node.name)
-            data = h.record if kind == T.CONFIG else h.record.value
+            data = h.record if kind in (T.CONFIG, T.APPEND) else h.record.value
             return (data or b"")[off:off + size]
         if h.view is not None:
             v = h.view
@@ -850,6 +899,11 @@ class KafkaFS(pyfuse3.Operations):
     @fuse_errors
     async def getxattr(self, inode, name, ctx):
         node = self._node(inode)
+        if not name.startswith(b"user."):
+            # no security labels or ACLs here: ENOTSUP, which ls -l and cp -a take as "not
+            # supported on this filesystem" and stop asking for (one request, not one per
+            # file); nothing is decoded for it
+            raise _err(errno.ENOTSUP)
         value = (await self._xattr_values(node)).get(name.decode("utf-8", "replace"))
         if value is None:
             raise _err(pyfuse3.ENOATTR)

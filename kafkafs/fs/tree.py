@@ -59,6 +59,12 @@ PARTITION_CHILDREN = {
     b"key": KEYS,
 }
 
+# children reached by name only: readdir does not list them (unless -o list_all), so that the
+# tools that walk a tree (ls -R, find, du, grep -r, tar, rsync) meet every record once, in
+# ``messages``, instead of once per offset/ and key/ file and again in records.jsonl, as ZFS
+# keeps its .zfs dir out of listings (docs/tree.md "Walking the mount")
+BY_NAME_ONLY = frozenset({b"offset", b"records.jsonl", b"key"})
+
 
 class Node:
     """One inode: ``kind`` (module constants), ``topic``, ``partition``, ``name`` (offset,

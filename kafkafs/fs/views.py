@@ -4,10 +4,14 @@ A view renders every record of a log as one line and shows the concatenation as 
 To read at any byte position without rendering the whole log, a :class:`LineView` keeps
 sparse *marks* — (view position, batch offset, segment base offset, file position) — at the
 first batch of every segment and then about every ``MARK_BYTES`` of output, much like Kafka's
-sparse offset index. A read renders from the mark at or before the position. Marks are built
-by one scan on first use and extended as the log grows; when retention removes the oldest
-segments the view drops the marks before the new log start and shifts (the file shrinks from
-the front, as ``messages`` then starts at the new log start offset).
+sparse offset index. A read renders from the mark at or before the position. Marks are
+*measured* from the log start on: all at once by :meth:`LineView.refresh`, or only as far
+as a read needs by :meth:`LineView.read`, so the first bytes of a large partition's view
+come before the rest is measured (the size is known once the marks reach the log end; the
+fs layer shows an unmeasured view's size as 0, as /proc does, and streams it). They are
+extended as the log grows; when retention removes the oldest segments the view drops the
+marks before the new log start and shifts (the file shrinks from the front, as
+``messages`` then starts at the new log start offset).
 
 Damage (DESIGN §4): a view ends where the first damaged batch begins. Everything before it
 is shown, :attr:`LineView.damage` holds the error, and a read at the view's end raises it
@@ -168,6 +172,7 @@ class LineView:
         self._render_run = render_run
         self.lock = threading.RLock()
         self.generation = 0
+        self.ever_sized = False  # the marks reached the log end once (kept across resets)
         self._reset()
 
     def _reset(self) -> None:
@@ -235,33 +240,54 @@ class LineView:
         return (self.end_offset is not None and lg.log_start_offset == self.start_offset
                 and (self.damage is not None or self._visible_end() == self.end_offset))
 
+    def unmeasured_bytes(self) -> int:
+        """Log bytes (segment file bytes) between where the marks end and the log end: the
+        work a :meth:`refresh` still has to do (an estimate when segments change meanwhile;
+        0 once the view is current)."""
+        if self.is_current():
+            return 0
+        segs = self.log.segments()
+        if self.end_offset is None or self._last_seg is None:
+            return sum(seg.size for seg in segs)
+        done = self._end_filepos or 0
+        return sum(seg.size - (done if seg.base_offset == self._last_seg else 0)
+                   for seg in segs if seg.base_offset >= self._last_seg)
+
     def refresh(self) -> int:
         """Bring the view up to the log's current end; returns ``size``. The first call
         scans the whole log (run it off the event loop)."""
         with self.lock:
-            lg = self.log
-            start = lg.log_start_offset
-            first = self.start_offset is None
-            if first:
-                self.start_offset = start
-                self.end_offset = start
-            elif start != self.start_offset:
-                self._drop_before(start)
-            if lg.log_end_offset < (self.end_offset or 0):  # truncated under us
-                self._reset()
-                self.generation += 1
-                self.start_offset = self.end_offset = start
-            end = self._visible_end()
-            # the first refresh looks even at an empty log: damage at its very start kept
-            # the log end offset from moving past it
-            if (end > self.end_offset or first) and self.damage is None:
-                try:
-                    self._extend(end)
-                except CorruptRecordError as exc:
-                    self.damage = exc
-                    if self.on_damage is not None:
-                        self.on_damage(exc)
+            self._measure_to(None)
             return self.size
+
+    def _measure_to(self, position: int | None) -> None:
+        """Extend the marks towards the log's current end: all the way, or (``position``)
+        until the view is at least that many bytes long. Damage met ends the view there
+        (:attr:`damage`). Call with the lock held."""
+        lg = self.log
+        start = lg.log_start_offset
+        first = self.start_offset is None
+        if first:
+            self.start_offset = start
+            self.end_offset = start
+        elif start != self.start_offset:
+            self._drop_before(start)
+        if lg.log_end_offset < (self.end_offset or 0):  # truncated under us
+            self._reset()
+            self.generation += 1
+            self.start_offset = self.end_offset = start
+        end = self._visible_end()
+        # the first refresh looks even at an empty log: damage at its very start kept
+        # the log end offset from moving past it
+        if (end > self.end_offset or first) and self.damage is None:
+            try:
+                self._extend(end, position)
+            except CorruptRecordError as exc:
+                self.damage = exc
+                if self.on_damage is not None:
+                    self.on_damage(exc)
+        if not self.ever_sized and self.is_current():
+            self.ever_sized = True
 
     # -- persistence (a remount skips the first scan) ------------------------------------
     def export_state(self) -> dict | None:
@@ -332,12 +358,16 @@ class LineView:
             self._learn_aborted(self.start_offset, self.end_offset)
         return True
 
-    def _extend(self, end: int) -> None:
+    def _extend(self, end: int, until: int | None = None) -> None:
+        """Measure the batches from :attr:`end_offset` up to offset ``end``, or (``until``)
+        only until the view is that many bytes long (then one mark further, so that a
+        reader streaming the view measures a chunk per mark, not per batch)."""
         self._learn_aborted(self.end_offset, end)
+        stop_at = None if until is None else until + MARK_BYTES
         for seg, batch in self.log.segment_batches(self.end_offset):
             if batch.last_offset < self.end_offset:
                 continue
-            if batch.base_offset >= end:
+            if batch.base_offset >= end or (stop_at is not None and self.size >= stop_at):
                 break
             if seg.base_offset != self._last_seg or self._since_mark >= MARK_BYTES:
                 self._pos.append(self.size)
@@ -462,6 +492,12 @@ class LineView:
         try:
             if size <= 0:
                 return b""
+            if off + size > self.size and not self.is_current():
+                # not measured that far yet (a stream from an unmeasured view): measure as
+                # far as this read needs, a bounded caller only a little way
+                if render is not True and off + size + MARK_BYTES - self.size > int(render):
+                    return None
+                self._measure_to(off + size)
             if off >= self.size:
                 if self.damage is not None:
                     raise self.damage
