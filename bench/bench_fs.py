@@ -83,14 +83,14 @@ def wait_mount(path: str, proc, timeout=30.0):
 
 
 class Daemon:
-    def __init__(self, mnt, logs, extra=()):
-        self.mnt, self.logs, self.extra = mnt, logs, list(extra)
+    def __init__(self, mnt, logs, extra=(), env=None):
+        self.mnt, self.logs, self.extra, self.env = mnt, logs, list(extra), env
         self.proc = None
 
     def start(self):
         self.proc = subprocess.Popen([sys.executable, "-m", "kafkafs", "mount", self.mnt,
                                       "--log-dirs", self.logs, *self.extra], cwd=ROOT,
-                                     stderr=subprocess.DEVNULL)
+                                     stderr=subprocess.DEVNULL, env=self.env)
         wait_mount(self.mnt, self.proc)
         return self
 

@@ -26,8 +26,8 @@ def test_topic_mkdir_append_and_read_back(mount):
     os.mkdir(mount.path("orders"))
     assert sorted(os.listdir(mount.path("orders"))) == ["0", "config"]
     assert sorted(os.listdir(mount.path("orders", "0"))) == \
-        ["append", "by-time", "messages", "segments"]
-    for name in ("offset", "key", "records.jsonl"):  # there by name, not listed
+        ["append", "by-time", "messages"]
+    for name in ("offset", "key", "records.jsonl", "segments"):  # there by name, not listed
         assert os.path.exists(mount.path("orders", "0", name))
     p = mount.path("orders", "0")
     for i in range(5):
@@ -570,9 +570,9 @@ def ls_l(path) -> list[tuple]:
 def test_ls_l_shows_names_modes_and_sizes(mount):
     """``ls -l`` shows what docs/tree.md promises: a partition dir lists ``append``
     (written by the owner, read by anyone as an empty file: 0644), ``messages`` (0444, its
-    exact size) and the read-only directories ``by-time``, ``segments`` (0555); ``offset``
-    (0555), ``key`` (0755) and ``records.jsonl`` (0444, its exact size) are there by name
-    only; a topic dir lists ``config`` (0644) and its partitions; the root, topics and ``key``
+    exact size) and the read-only directory ``by-time`` (0555); ``offset`` and
+    ``segments`` (0555), ``key`` (0755) and ``records.jsonl`` (0444, its exact size) are
+    there by name only; a topic dir lists ``config`` (0644) and its partitions; the root, topics and ``key``
     dirs are 0755 (keys are written there); offset files are 0444 with the value's size, given
     by the listing itself; every node belongs to the user who mounted."""
     os.mkdir(mount.path("t"))
@@ -586,13 +586,12 @@ def test_ls_l_shows_names_modes_and_sizes(mount):
         ("-rw-r--r--", 1, uid, gid, 0, "append"),
         ("dr-xr-xr-x", 2, uid, gid, 0, "by-time"),
         ("-r--r--r--", 1, uid, gid, msize, "messages"),
-        ("dr-xr-xr-x", 2, uid, gid, 0, "segments"),
     ]
     env = dict(os.environ, LC_ALL="C")
-    by_name = sh(f"cd {p} && ls -ld offset key records.jsonl", env=env).stdout.decode()
-    assert [(f[0], int(f[4]), f[-1]) for f in map(str.split, by_name.splitlines())] == [
-        ("drwxr-xr-x", 0, "key"), ("dr-xr-xr-x", 0, "offset"),
-        ("-r--r--r--", jsize, "records.jsonl")]
+    by_name = sh(f"cd {p} && ls -ld offset key records.jsonl segments", env=env)
+    assert [(f[0], int(f[4]), f[-1]) for f in map(str.split, by_name.stdout.decode().splitlines())] \
+        == [("drwxr-xr-x", 0, "key"), ("dr-xr-xr-x", 0, "offset"),
+            ("-r--r--r--", jsize, "records.jsonl"), ("dr-xr-xr-x", 0, "segments")]
     csize = len(open(mount.path("t", "config"), "rb").read())
     assert ls_l(mount.path("t")) == [
         ("dr-xr-xr-x", 2, uid, gid, 0, "0"),

@@ -83,7 +83,7 @@ def test_allow_other_enforces_modes(public_tmp):
         assert r.returncode != 0 and b"Permission denied" in r.stderr
         # append reads as an empty file, for them too: a recursive grep passes it quietly
         assert as_nobody(f"cat {m.mnt}/t/0/append").returncode == 0
-        r = as_nobody(f"grep -rI secret {m.mnt}/t")  # -I: not the segment files' bytes
+        r = as_nobody(f"grep -r secret {m.mnt}/t")
         assert (r.returncode, r.stderr) == (0, b""), r.stderr
         assert r.stdout == f"{m.mnt}/t/0/messages:secret-free line\n".encode()
         assert as_nobody(f"mkdir {m.mnt}/evil").returncode != 0

@@ -42,11 +42,12 @@ def _value(n: int, value_bytes: int = 40) -> bytes:
 
 
 def test_recursive_tools_walk_each_record_once(manager_factory, mount_factory, tmp_path):
-    """On a mount of two topics: ``ls -lR`` and ``find`` list no per-record file (offset/,
-    key/ and records.jsonl are there by name only), ``grep -r`` finds a record once, in
-    ``messages``, and exits 0 (1 for no match) without an error on ``append``; ``du`` adds
-    up to the segment files' blocks, which the log dir holds; ``tar`` and ``rsync -a`` of a
-    topic exit 0 and copy its segment files byte for byte; the by-name entries answer."""
+    """On a mount of two topics: ``ls -lR`` and ``find`` list no per-record file and no
+    segment file (offset/, key/, records.jsonl and segments/ are there by name only),
+    ``grep -r`` finds a record once, in ``messages``, and exits 0 (1 for no match) without
+    a word on stderr (``append`` reads as empty); ``du`` of the mount adds up to what the
+    log dir holds for the partitions; ``tar`` and ``rsync -a`` of a topic exit 0 and copy
+    its text, of ``segments/`` its files byte for byte; the by-name entries answer."""
     log_dir = _fill(manager_factory, "big", 20000, partitions=2, log_segment_bytes=200_000)
     m = mount_factory(log_dirs=[log_dir])
     os.mkdir(m.path("small"))
@@ -55,7 +56,8 @@ def test_recursive_tools_walk_each_record_once(manager_factory, mount_factory, t
     r = sh(f"ls -lR {m.mnt}", env=C, timeout=60)
     assert (r.returncode, r.stderr) == (0, b"")
     out = r.stdout.decode()
-    assert "records.jsonl" not in out and "/offset" not in out and "/key" not in out
+    for hidden in ("records.jsonl", "offset", "key", "segments", ".log"):
+        assert hidden not in out, hidden
     assert out.count(" messages\n") == 3
     found = sh(f"find {m.mnt}", env=C).stdout.decode().splitlines()
     assert len(found) < 100, len(found)  # no name per record
@@ -64,14 +66,13 @@ def test_recursive_tools_walk_each_record_once(manager_factory, mount_factory, t
             "small/0/append", "small/0/messages"]
 
     r = sh(f"grep -r needle {m.mnt}", env=C)
-    assert (r.returncode, r.stdout) == (0, f"{m.mnt}/small/0/messages:needle one\n".encode())
-    assert all(line.endswith(b"binary file matches") for line in r.stderr.splitlines()), \
-        r.stderr
-    r = sh(f"grep -rI {_value(12345).decode()} {m.mnt}/big", env=C)
+    assert (r.returncode, r.stdout, r.stderr) == \
+        (0, f"{m.mnt}/small/0/messages:needle one\n".encode(), b"")
+    r = sh(f"grep -r {_value(12345).decode()} {m.mnt}/big", env=C)
     assert (r.returncode, r.stderr) == (0, b"")
     assert r.stdout.decode().splitlines() == [f"{m.mnt}/big/{p}/messages:{_value(12345).decode()}"
                                               for p in (0, 1)]
-    r = sh(f"grep -rI no-such-thing {m.mnt}", env=C)
+    r = sh(f"grep -r no-such-thing {m.mnt}", env=C)
     assert (r.returncode, r.stdout, r.stderr) == (1, b"", b"")
 
     du_mount = int(sh(f"du -sk {m.mnt}", env=C).stdout.split()[0])
@@ -81,21 +82,30 @@ def test_recursive_tools_walk_each_record_once(manager_factory, mount_factory, t
     r = sh(f"du -sk --apparent-size {m.path('big', '0', 'messages')}", env=C)
     assert r.returncode == 0
 
+    text = b"".join(_value(i) + b"\n" for i in range(20000))
     tar = str(tmp_path / "big.tar")
     r = sh(f"tar -C {m.mnt} -cf {tar} big", env=C, timeout=60)
     assert (r.returncode, r.stderr) == (0, b""), r.stderr
     with tarfile.open(tar) as tf:
-        names = set(tf.getnames())
-        seg = "big/0/segments/00000000000000000000.log"
-        assert seg in names and not any("/offset" in n or "records.jsonl" in n for n in names)
-        assert tf.extractfile(seg).read() == open(f"{log_dir}/big-0/00000000000000000000.log",
-                                                  "rb").read()
+        assert sorted(tf.getnames()) == ["big", "big/0", "big/0/append", "big/0/by-time",
+                                         "big/0/messages", "big/1", "big/1/append",
+                                         "big/1/by-time", "big/1/messages", "big/config"]
+        assert tf.extractfile("big/1/messages").read() == text  # measured by grep above
+    seg_tar = str(tmp_path / "seg.tar")
+    r = sh(f"tar -C {m.path('big', '0', 'segments')} -cf {seg_tar} .", env=C, timeout=60)
+    assert (r.returncode, r.stderr) == (0, b""), r.stderr
+    with tarfile.open(seg_tar) as tf:
+        assert tf.extractfile("./00000000000000000000.log").read() == \
+            open(f"{log_dir}/big-0/00000000000000000000.log", "rb").read()
     dest = tmp_path / "copy"
     r = sh(f"rsync -a {m.path('big')}/ {dest}/", env=C, timeout=60)
     assert (r.returncode, r.stderr) == (0, b""), r.stderr
+    assert open(dest / "1" / "messages", "rb").read() == text
+    r = sh(f"rsync -a {m.path('big', '1', 'segments')}/ {dest}/seg/", env=C, timeout=60)
+    assert (r.returncode, r.stderr) == (0, b""), r.stderr
     for name in os.listdir(f"{log_dir}/big-1"):
         if os.path.isfile(f"{log_dir}/big-1/{name}"):
-            assert open(dest / "1" / "segments" / name, "rb").read() == \
+            assert open(dest / "seg" / name, "rb").read() == \
                 open(f"{log_dir}/big-1/{name}", "rb").read(), name
 
     # reached by name
@@ -112,6 +122,7 @@ def test_list_all_lists_every_entry(mount_factory):
     assert sorted(os.listdir(m.path("t"))) == ["0", "config", "key"]
     assert sorted(os.listdir(m.path("t", "0"))) == \
         ["append", "by-time", "key", "messages", "offset", "records.jsonl", "segments"]
+    assert "segments" in sh(f"ls -R {m.mnt}").stdout.decode()
 
 
 def test_ls_l_offset_needs_no_request_per_name(manager_factory, mount_factory):

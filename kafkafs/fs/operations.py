@@ -122,6 +122,20 @@ def _canonical_number(name: bytes) -> bool:
     return name.isdigit() and name.isascii() and (len(name) == 1 or name[:1] != b"0")
 
 
+def _stored_blocks(lg: Log) -> int:
+    """512-byte blocks the partition's files take in its log dir (``du`` of the dir)."""
+    total = 0
+    try:
+        for name in lg.pdir.files():
+            try:
+                total += lg.pdir.lstat(name).st_blocks
+            except OSError:
+                pass  # removed meanwhile (retention)
+    except OSError:
+        return 0
+    return total
+
+
 def _forget_entry(parent_inode: int, name: bytes) -> None:
     """Have the kernel drop its cached entry ``name`` of ``parent_inode`` (waits for it;
     never call it while the request being answered holds the parent's lock)."""
@@ -262,9 +276,11 @@ class KafkaFS(pyfuse3.Operations):
     def _attr(self, node: T.Node, size: int = 0, mtime_ns: int | None = None,
               blocks: int = 0) -> pyfuse3.EntryAttributes:
         """The attributes of ``node`` (``size`` in bytes, ``mtime_ns``: default the mount's
-        start). ``blocks``: 512-byte blocks the node takes on disk, 0 for everything but a
-        segment file (``segments/``): the rendered views are not stored, so ``du`` of the
-        mount adds up to what the log dirs hold, as it does for /proc and sysfs."""
+        start). ``blocks``: 512-byte blocks the node takes on disk: those of its files in
+        the log dir for a partition dir and a segment file, 0 for everything else (the
+        rendered views are not stored, as /proc's files are not), so that ``du`` of the
+        mount, which walks the partition dirs but not ``segments/``, adds up to what the
+        log dirs hold."""
         a = pyfuse3.EntryAttributes()
         a.st_ino = node.inode
         a.generation = 0
@@ -342,6 +358,8 @@ class KafkaFS(pyfuse3.Operations):
                 raise _err(errno.ENOENT)
             return self._attr(node)
         lg = self._log(node)  # ENOENT for a deleted partition
+        if kind == T.PARTITION:
+            return self._attr(node, blocks=_stored_blocks(lg))
         seg_mtime = None
         if kind in (T.MESSAGES, T.JSONL):
             v = await self._sized_view(node)

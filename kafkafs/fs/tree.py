@@ -61,9 +61,10 @@ PARTITION_CHILDREN = {
 
 # children reached by name only: readdir does not list them (unless -o list_all), so that the
 # tools that walk a tree (ls -R, find, du, grep -r, tar, rsync) meet every record once, in
-# ``messages``, instead of once per offset/ and key/ file and again in records.jsonl, as ZFS
-# keeps its .zfs dir out of listings (docs/tree.md "Walking the mount")
-BY_NAME_ONLY = frozenset({b"offset", b"records.jsonl", b"key"})
+# ``messages``, instead of once per offset/ and key/ file, again in records.jsonl and again
+# as the bytes of segments/ (with the active segment's 20 MiB of preallocated indexes), as
+# ZFS keeps its .zfs dir out of listings (docs/tree.md "Walking the mount")
+BY_NAME_ONLY = frozenset({b"offset", b"records.jsonl", b"key", b"segments"})
 
 
 class Node:
