@@ -147,6 +147,26 @@ def _grep_line(label: str, ours: float, ref: float) -> None:
           f"the time (target <= 3x)  {verdict}", flush=True)
 
 
+def walks(work: str, logs: str) -> None:
+    """``ls -lR``, ``find``, ``du -sh`` of the whole mount on a fresh mount (no reference:
+    the issue measured minutes), and du's sum against du of the log dir."""
+    mnt = os.path.join(work, "mnt-walk")
+    os.makedirs(mnt, exist_ok=True)
+    d = fresh_daemon(mnt, logs, work)
+    try:
+        for cmd in (f"ls -lR {mnt}", f"find {mnt}", f"du -sh {mnt}"):
+            t, rc = time_shell(cmd)
+            print(f"{cmd.replace(mnt, 'MOUNT'):<14} exit {rc} in {t:.2f} s", flush=True)
+        du = subprocess.run(["du", "-sk", mnt], capture_output=True, text=True).stdout.split()[0]
+        parts = [os.path.join(logs, n) for n in os.listdir(logs)
+                 if os.path.isdir(os.path.join(logs, n))]
+        ref = subprocess.run(["du", "-skc", *parts], capture_output=True,
+                             text=True).stdout.split()[-2]
+        print(f"#   du -sk MOUNT {du} KiB, du -skc of the partition dirs {ref} KiB", flush=True)
+    finally:
+        d.stop()
+
+
 def first_byte(work: str, logs: str, sizes: list[int], repeat: int) -> None:
     """Open + read(1) of ``messages`` and ``records.jsonl`` on a fresh mount (no marks)."""
     mnt = os.path.join(work, "mnt-first")
@@ -206,6 +226,7 @@ def main():
               f"{time.perf_counter() - t:.1f} s", flush=True)
         ls_l(work, logs, [mid, big], args.repeat)
         grep_r(work, logs, f"w{big}", 1, args.repeat)
+        walks(work, logs)
         first_byte(work, logs, [small, big], args.repeat)
         mkdir_partitions(work, args.partitions)
     finally:

@@ -264,3 +264,26 @@ def test_partition_names_are_canonical(mount):
         assert not os.path.exists(mount.path("t", bad))
     st = os.stat(mount.path("t", "3"))
     assert stat.S_ISDIR(st.st_mode)
+
+
+def test_too_many_partitions_are_refused_at_once(mount):
+    """``mkdir MOUNT/orders/99999999`` (issue 18: it made the daemon create 4,985 partition
+    dirs in 2 min 15 s and run out of descriptors) fails at once with EINVAL: nothing is
+    created, the daemon holds no more descriptors than before, other topics work, and the
+    topic still has its one partition after a restart."""
+    os.mkdir(mount.path("orders"))
+    log_dir = mount.log_dirs[0]
+    fds = len(os.listdir(f"/proc/{mount.proc.pid}/fd"))
+    t0 = time.monotonic()
+    with pytest.raises(OSError) as e:
+        os.mkdir(mount.path("orders", "99999999"))
+    assert e.value.errno == errno.EINVAL
+    assert time.monotonic() - t0 < 2.0
+    assert sorted(n for n in os.listdir(log_dir) if n.startswith("orders")) == ["orders-0"]
+    assert len(os.listdir(f"/proc/{mount.proc.pid}/fd")) <= fds
+    os.mkdir(mount.path("audit"))
+    assert sh(f"echo ok >> {mount.path('audit', '0', 'append')}").returncode == 0
+    assert mount.umount() == 0
+    mount.start()
+    assert sorted(os.listdir(mount.path("orders"))) == ["0", "config"]
+    assert open(mount.path("audit", "0", "messages"), "rb").read() == b"ok\n"
