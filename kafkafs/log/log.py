@@ -1104,6 +1104,12 @@ class Log:
                     self._bases.remove(b)
                     self._segments.pop(b).close()
             for b in bases:
+                known = self._segments.get(b)
+                if known is not None and known.closed:
+                    # found gone when reopened (kafkafs.log.handles): another file took its
+                    # name (a broker's cleaner swapped it), the one there now is read
+                    del self._segments[b]
+                    self._bases.remove(b)
                 if b not in self._segments:
                     try:
                         seg = LogSegment(self.pdir, b, self.config, writable=False)

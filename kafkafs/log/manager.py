@@ -398,18 +398,20 @@ class LogManager:
             if collides:
                 raise InvalidConfigError(
                     f"Topic '{topic}' collides with existing topic: {collides[0]}")
-            if overrides:
+            if overrides:  # (in memory first: the new logs take their config from it)
                 self._overrides[topic] = dict(overrides)
-                self._save_topic_overrides()
             try:
-                return self._create_partitions(topic, range(n), ckpt.new_topic_id())
-            except BaseException:
-                if overrides and self._overrides.pop(topic, None) is not None:
+                logs = self._create_partitions(topic, range(n), ckpt.new_topic_id())
+                if overrides:
                     try:
                         self._save_topic_overrides()
-                    except OSError as exc:
-                        log.error("Cannot drop the config of topic %s that could not be "
-                                  "created: %s", topic, exc)
+                    except BaseException as exc:
+                        self._remove_created([((topic, lg.partition), lg.dir) for lg in logs],
+                                             exc)
+                        raise
+                return logs
+            except BaseException:
+                self._overrides.pop(topic, None)
                 raise
 
     def _topic_id(self, topic: str) -> str | None:
@@ -457,8 +459,8 @@ class LogManager:
         removal cannot finish now) and remove it."""
         if not made:
             return
-        log.error("Creating %d partition(s) of topic %s failed at %s: %s; removing the %d "
-                  "made", len(made), made[0][0][0], made[-1][1], exc, len(made))
+        log.error("Creating partitions of topic %s failed after %d of them (the last %s): "
+                  "%s; removing them", made[0][0][0], len(made), made[-1][1], exc)
         for tp, path in reversed(made):
             lg = self.logs.pop(tp, None)
             if lg is not None:
@@ -834,14 +836,18 @@ def _read_ckpt(path: str) -> dict:
 
 
 def is_locked(log_dirs: Iterable[str]) -> str | None:
-    """The first of ``log_dirs`` whose ``.lock`` another process holds, else None.
-    Never call it in a process that holds the lock: closing any descriptor of the file
+    """The first of ``log_dirs`` whose ``.lock`` another process holds, else None (a log
+    dir on a read-only filesystem counts as free). Never call it in a process that holds the lock: closing any descriptor of the file
     drops that process's POSIX lock."""
     for d in log_dirs:
         try:
             fd = open_lock_file(d, create=False)
         except (FileNotFoundError, UnsafeLogDirError):
             continue
+        except OSError as exc:
+            if exc.errno == errno.EROFS:
+                continue  # nobody writes there: a writable open says why (startup)
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
