@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import random
+import shutil
 import struct
 import subprocess
 import sys
@@ -202,6 +203,83 @@ def _index_maps(pid, under: str) -> int:
     with open(f"/proc/{pid}/maps") as f:
         return sum(1 for line in f if under in line and
                    line.rstrip().endswith((".index", ".timeindex")))
+
+
+# -- what a reopen finds ------------------------------------------------------------------------
+def test_a_partition_dir_swapped_while_its_descriptor_was_closed_is_gone(tmp_path):
+    """Once its descriptor was evicted, a partition dir replaced by a link to a directory
+    outside (holding files of the same names), or by another directory, is gone for
+    kafkafs: appends fail with ENOENT, nothing outside changes, nothing is followed."""
+    d = str(tmp_path / "logs")
+    m = _manager(d)
+    lgs = m.create_topic("v", 2)
+    for lg in lgs:
+        lg.append([(TS, None, b"a", ())])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for p, replace in ((0, "link"), (1, "dir")):
+        pdir = os.path.join(d, f"v-{p}")
+        lure = str(outside / f"v-{p}")
+        shutil.copytree(pdir, lure)
+        handles.CACHE.shrink(0)  # every idle descriptor closed: the next use reopens
+        os.rename(pdir, str(tmp_path / f"moved-{p}"))
+        if replace == "link":
+            os.symlink(lure, pdir)
+        else:
+            shutil.copytree(lure, pdir)
+    before = tree_state(str(outside)), tree_state(os.path.join(d, "v-1"))
+    for lg in lgs:
+        with pytest.raises(FileNotFoundError, match="partition dir gone"):
+            lg.append([(TS, None, b"b", ())])
+        assert not lg.pdir.at_path()
+    assert (tree_state(str(outside)), tree_state(os.path.join(d, "v-1"))) == before
+    m.shutdown()
+
+
+def test_a_segment_file_replaced_while_closed_is_gone_not_read(tmp_path):
+    """A segment whose ``.log`` another file replaced while its descriptor was evicted is
+    gone (ESTALE): its reads fail, none returns the other file's bytes."""
+    d = str(tmp_path / "logs")
+    m = _manager(d, **{"log.segment.bytes": 500})
+    lg = m.create_topic("t", 1)[0]
+    for i in range(6):
+        lg.append([(TS + i, None, b"x" * 100, ())])
+    seg = lg.segments()[0]
+    handles.CACHE.shrink(0)
+    other = os.path.join(d, "t-0", "other")
+    with open(other, "wb") as f:
+        f.write(b"\xff" * seg.size)
+    os.replace(other, seg.log_path)
+    with pytest.raises(FileNotFoundError) as exc:
+        seg.read_at(0, 10)
+    assert exc.value.errno == errno.ESTALE and seg.closed
+    m.shutdown()
+
+
+def test_an_index_replaced_while_unmapped_becomes_an_empty_one(tmp_path):
+    """A writable index whose file was replaced while unmapped is not mapped: a new empty
+    file takes its place (said once) and lookups, which then scan the log, stay right."""
+    d = str(tmp_path / "logs")
+    m = _manager(d, **{"log.index.interval.bytes": 100})
+    lg = m.create_topic("t", 1)[0]
+    for i in range(50):
+        lg.append([(TS + i, None, b"record-%02d-%s" % (i, b"x" * 60), ())])
+    seg = lg.active_segment
+    assert seg.index.entries > 5
+    handles.CACHE.shrink(0)
+    path = seg.index.path
+    junk = path + ".junk"
+    with open(junk, "wb") as f:
+        f.write(b"\x7f" * seg.index.length)
+    os.replace(junk, path)
+    assert lg.read_record(37).value.startswith(b"record-37-")
+    assert seg.index.entries == 0 or seg.index.lookup(37)[0] <= 37
+    with open(path, "rb") as f:
+        assert b"\x7f" not in f.read()
+    for i in range(50, 60):
+        lg.append([(TS + i, None, b"record-%02d-%s" % (i, b"x" * 60), ())])
+    assert [r.value[:9] for r in lg.records()] == [b"record-%02d" % i for i in range(60)]
+    m.shutdown()
 
 
 # -- rolls that fail ----------------------------------------------------------------------------

@@ -523,9 +523,11 @@ class _Index:
         with self._lock:
             if self._closed:
                 return
-            if self._writable:
-                self.trim_to_valid_size()
-            self._close_handler()
+            try:
+                if self._writable:
+                    self.trim_to_valid_size()
+            finally:
+                self._close_handler()
 
     def _close_handler(self) -> None:
         self._handle.close()

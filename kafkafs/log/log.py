@@ -1161,7 +1161,10 @@ class Log:
                               self.name, self._log_end_offset, exc)
             self.closed = True
             for seg in self.segments():
-                seg.close()
+                try:
+                    seg.close()
+                except OSError as exc:  # (a partition dir gone): its files are closed anyway
+                    log.warning("Closing %r of %s: %s", seg, self.name, exc)
             # .deleted files wait file.delete.delay.ms for readers still in them; once the
             # log closes there are none: remove them now, so that a clean shutdown leaves no
             # leftovers for `kafkafs check` (Kafka leaves them to the next load)

@@ -273,7 +273,11 @@ class LogManager:
                                   step.__name__, exc)
                         break
             for lg in list(self.logs.values()):
-                lg.close()
+                try:
+                    lg.close()
+                except OSError as exc:  # every other log still closes, every lock goes
+                    clean = False
+                    log.error("Shutdown: closing %s failed: %s", lg.name, exc)
             if writable and clean:
                 marker = json.dumps({"version": 0, "brokerEpoch": -1},
                                     separators=(",", ":")).encode()

@@ -70,6 +70,10 @@ _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 # no driver (ENODEV)
 _NOT_REGULAR_ERRNOS = (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.ENODEV)
 
+# what reopening a cached partition dir by its path says when it is no longer there
+_GONE = {errno.ENOENT: "moved or removed", errno.ELOOP: "a link in its place",
+         errno.ENOTDIR: "a link or file in its place"}
+
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
@@ -272,8 +276,8 @@ class Dir:
         try:
             fd = handles.call(os.open, self.path, _OPEN_DIR | os.O_NOFOLLOW)
         except OSError as exc:
-            if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
-                raise self._gone(os.strerror(exc.errno).lower()) from None
+            if exc.errno in _GONE:
+                raise self._gone(_GONE[exc.errno]) from None
             raise
         st = os.fstat(fd)
         if (st.st_dev, st.st_ino) != self._ident:

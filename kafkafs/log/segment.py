@@ -1065,11 +1065,16 @@ class LogSegment:
             except Exception as exc:  # noqa: BLE001 - closing must go on
                 log.warning("cannot write the final time index entry of %s: %s",
                             self.log_path, exc)
-        for idx in (self._index, self._time_index, self._txn_index):
-            if idx is not None:
-                idx.close()
-        self._index = self._time_index = self._txn_index = None
-        self._file.close()
+        try:
+            for idx in (self._index, self._time_index, self._txn_index):
+                if idx is not None:
+                    try:
+                        idx.close()
+                    except OSError as exc:  # (trimming it): closed anyway
+                        log.warning("closing %s: %s", idx.path, exc)
+        finally:
+            self._index = self._time_index = self._txn_index = None
+            self._file.close()
 
     def delete(self) -> None:
         """Close and remove all files of the segment (whatever their suffix); a segment
