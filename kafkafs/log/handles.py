@@ -203,14 +203,19 @@ class Handle:
         """The resource, open, leased until :meth:`release`. Opens it when it is not (see
         :func:`call`). Raises what the opener raises; OSError (EBADF) once closed."""
         cache = self._cache
-        with cache._lock:
-            res = self._res
-            if res is not None:
-                self._refs += 1
-                cache._open.move_to_end(self)
-                return res
-            if self._closed:
-                raise self._closed_error()
+        lock = cache._lock
+        lock.acquire()  # (the fast path of every read and write: no context manager)
+        res = self._res
+        if res is not None:
+            self._refs += 1
+            cache._open.move_to_end(self)
+            lock.release()
+            return res
+        lock.release()
+        return self._open_and_acquire()
+
+    def _open_and_acquire(self):
+        cache = self._cache
         with self._open_lock:
             with cache._lock:  # opened by another thread meanwhile?
                 res = self._res
@@ -233,21 +238,25 @@ class Handle:
     def release(self) -> None:
         """End a lease taken by :meth:`acquire`."""
         cache = self._cache
-        victims = ()
-        with cache._lock:
-            self._refs -= 1
-            if self._refs == 0:
-                if self._closed and self._res is not None:
-                    cache._open.pop(self, None)
-                    victims = [(self, self._res)]
-                    self._res = None
-                elif len(cache._open) > cache._capacity:
-                    victims = cache._evict_locked(cache._capacity)
+        lock = cache._lock
+        lock.acquire()
+        self._refs -= 1
+        if self._refs or (not self._closed and len(cache._open) <= cache._capacity):
+            lock.release()
+            return
+        try:
+            if self._closed and self._res is not None:
+                cache._open.pop(self, None)
+                victims = [(self, self._res)]
+                self._res = None
+            else:
+                victims = cache._evict_locked(cache._capacity)
+        finally:
+            lock.release()
         if victims:
             _close_all(victims)
 
-    def __enter__(self):
-        return self.acquire()
+    __enter__ = acquire
 
     def __exit__(self, *exc) -> None:
         self.release()
