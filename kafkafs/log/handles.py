@@ -172,11 +172,6 @@ class Handle:
         """Closed for good (by :meth:`close`, or its file found gone)."""
         return self._closed
 
-    @property
-    def is_open(self) -> bool:
-        """Whether the resource is open now (in the cache)."""
-        return self._res is not None
-
     def _closed_error(self) -> BaseException:
         if self._gone is not None:
             return self._gone

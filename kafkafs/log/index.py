@@ -512,12 +512,6 @@ class _Index:
                     self._handle.release()
             self._dir.fsync_file(self._name)
 
-    def release(self) -> None:
-        """Unmap the file (drop the snapshot) now unless an operation uses it; the next one
-        maps it again. Nothing changes on disk."""
-        if self._pinned_buf is None:
-            self._handle.drop()
-
     def close(self) -> None:
         """Trim (writable) and release the mapping. Idempotent."""
         with self._lock:

@@ -5,10 +5,11 @@ Whoever can write into a log dir must not make kafkafs create, write, truncate, 
 delete or read anything elsewhere, by planting a symbolic link, a FIFO or a device node, or
 by swapping a partition dir for a link after it was looked at. So:
 
-* A partition dir is opened once as a directory descriptor (``O_DIRECTORY | O_NOFOLLOW``,
+* A partition dir is opened as a directory descriptor (``O_DIRECTORY | O_NOFOLLOW``,
   :meth:`Dir.open`), and every open, rename, unlink, stat and listing of its files is made
   relative to that descriptor (``dir_fd=``): a swap of the dir for a link later changes
-  nothing. Names are single path components (no ``/``).
+  nothing (reopened, it must be the same directory: see below). Names are single path
+  components (no ``/``).
 * A file is opened with ``O_NOFOLLOW | O_NONBLOCK`` (a planted FIFO cannot block the open)
   and checked with ``fstat`` on the opened descriptor, not with a racy ``lstat`` before the
   open. Anything but a regular file is closed again and raised as

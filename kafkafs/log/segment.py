@@ -372,14 +372,6 @@ class LogSegment:
         with self._file as fd:
             return first_data_at(fd, pos)
 
-    def release(self) -> None:
-        """Close the ``.log``'s descriptor and the index maps now unless in use (they reopen
-        on the next use); nothing changes on disk."""
-        self._file.drop()
-        for idx in (self._index, self._time_index):
-            if idx is not None:
-                idx.release()
-
     def reload_size(self) -> int:
         """Re-read the ``.log`` size (a file grown by another process); returns it."""
         with self._file as fd:
