@@ -226,7 +226,8 @@ def test_only_kafkafs_keys_are_prefixed(props):
     _text, active, commented = props
     keys = set(active) | set(commented)
     own = {k for k in keys if k.startswith("kafkafs.")}
-    assert own == {"kafkafs.mount.point", "kafkafs.mount.options", "kafkafs.batch.size"}
+    assert own == {"kafkafs.mount.point", "kafkafs.mount.options", "kafkafs.batch.size",
+                   "kafkafs.max.open.files", "kafkafs.max.partitions.per.topic"}
     assert keys - own <= set(BROKER_DEFAULTS), \
         f"unknown keys in the file: {sorted(keys - own - set(BROKER_DEFAULTS))}"
 
@@ -275,6 +276,7 @@ def test_agrees_with_kafkafs_config():
                  "log_flush_scheduler_interval_ms", "log_flush_offset_checkpoint_interval_ms",
                  "log_flush_start_offset_checkpoint_interval_ms", "log_cleaner_enable",
                  "log_cleaner_backoff_ms", "log_cleaner_dedupe_buffer_size",
-                 "num_recovery_threads_per_data_dir", "auto_create_topics_enable", "node_id"):
+                 "num_recovery_threads_per_data_dir", "auto_create_topics_enable", "node_id",
+                 "kafkafs_max_open_files", "kafkafs_max_partitions_per_topic"):
         assert getattr(loaded, attr) == getattr(default, attr), attr
     assert dict(loaded.extra) == {}

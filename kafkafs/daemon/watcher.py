@@ -130,7 +130,7 @@ def _fingerprint(lg) -> tuple | None:
     if not lg.pdir.at_path():
         return None
     try:
-        d = os.fstat(lg.pdir.fd)
+        d = lg.pdir.fstat()
         f = lg.pdir.lstat(os.path.basename(lg.active_segment.log_path))
     except OSError:
         return None

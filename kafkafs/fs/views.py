@@ -436,7 +436,8 @@ class LineView:
                 break
         while pos < end:
             if run is not None:
-                data, pos, stopped = run(seg.fileno(), pos, min(end - pos, window), stop)
+                with seg.reader() as fd:  # a lease: the descriptor stays ours meanwhile
+                    data, pos, stopped = run(fd, pos, min(end - pos, window), stop)
                 if data:
                     parts.append(data)
                 if stopped or pos >= end:

@@ -289,16 +289,21 @@ def new_topic_id() -> str:
             return text
 
 
-def write_partition_metadata(path, topic_id: str, *, dir=None) -> None:
-    """Atomically write ``partition.metadata``: ``version: 0\\ntopic_id: <id>`` with no
-    final newline, exactly as Kafka's ``PartitionMetadataFile`` (``dir``: the open
-    partition dir, see :func:`atomic_write`). Raises ValueError for an invalid or zero id,
-    OSError."""
+def partition_metadata_bytes(topic_id: str) -> bytes:
+    """The content of ``partition.metadata`` for ``topic_id``: ``version: 0\\ntopic_id:
+    <id>`` with no final newline, exactly as Kafka's ``PartitionMetadataFile``. Raises
+    ValueError for an invalid or zero id."""
     raw = parse_uuid(topic_id)
     if raw == _ZERO_UUID:
         raise ValueError("the zero Uuid is not a topic id")
-    text = f"version: {PARTITION_METADATA_VERSION}\ntopic_id: {uuid_to_string(raw)}"
-    atomic_write(path, text.encode("utf-8"), dir=dir)
+    return f"version: {PARTITION_METADATA_VERSION}\ntopic_id: {uuid_to_string(raw)}".encode()
+
+
+def write_partition_metadata(path, topic_id: str, *, dir=None) -> None:
+    """Atomically write ``partition.metadata`` (:func:`partition_metadata_bytes`; ``dir``:
+    the open partition dir, see :func:`atomic_write`). Raises ValueError for an invalid or
+    zero id, OSError."""
+    atomic_write(path, partition_metadata_bytes(topic_id), dir=dir)
 
 
 def read_partition_metadata(path, *, dir=None) -> str:

@@ -104,8 +104,7 @@ class CleanedSegmentWriter:
         seg.flush()
         ns = last_modified_ms * 1_000_000
         for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-            os.utime(self._prefix + kind + CLEANED_SUFFIX, ns=(ns, ns), dir_fd=self.pdir.fd,
-                     follow_symlinks=False)
+            self.pdir.utime(self._prefix + kind + CLEANED_SUFFIX, (ns, ns))
         seg.check_indexes = True
         return seg
 

@@ -86,7 +86,7 @@ from .config import DOUBLE_MAX, INT_MAX, BrokerConfig
 from .errors import LogCleaningAbortedError, ReadOnlyLogError
 from .log import Log
 from .offset_map import SkimpyOffsetMap
-from .segment import LogSegment, first_data_at, zeroed_range_error
+from .segment import LogSegment, zeroed_range_error
 from .throttler import Throttler
 
 log = logging.getLogger(__name__)
@@ -332,7 +332,7 @@ class Cleaner:
             if stop:
                 return
             if consumed == 0:
-                if not any(chunk[:12]) and first_data_at(seg.fileno(), pos) is None:
+                if not any(chunk[:12]) and seg.first_data_at(pos) is None:
                     return  # the zero tail of a preallocated file
                 if len(chunk) < HEADER_PEEK:
                     raise self._incomplete(seg, pos, end)
@@ -360,7 +360,7 @@ class Cleaner:
         if len(chunk) - p >= HEADER_PEEK:
             offset, length = _OFFSET_LEN.unpack_from(chunk, p)
             if offset == 0 and length == 0:
-                data_at = first_data_at(seg.fileno(), file_pos + p)
+                data_at = seg.first_data_at(file_pos + p)
                 if data_at is None:
                     return None, True
                 raise zeroed_range_error(seg.log_path, file_pos + p, data_at)

@@ -235,6 +235,11 @@ _BROKER_KEYS: dict[str, tuple[str, object, object]] = {
     "auto.create.topics.enable": ("auto_create_topics_enable", _parse_bool, True),
     "node.id": ("node_id", _INT, -1),
     "broker.id": ("broker_id", _INT, -1),
+    # kafkafs's own (not Kafka's): the descriptor budget (kafkafs.log.handles) and the
+    # largest partition count a topic may be given
+    "kafkafs.max.open.files": ("kafkafs_max_open_files", _int_at_least(1), 1000),
+    "kafkafs.max.partitions.per.topic": ("kafkafs_max_partitions_per_topic",
+                                         _int_at_least(1), 10000),
 }
 
 # kafkafs's own keys (not Kafka's): read by the CLI and the systemd unit
@@ -364,6 +369,8 @@ class BrokerConfig:
     num_recovery_threads_per_data_dir: int = 1
     auto_create_topics_enable: bool = True
     node_id: int = -1
+    kafkafs_max_open_files: int = 1000
+    kafkafs_max_partitions_per_topic: int = 10000
     mount_point: str | None = None
     mount_options: tuple[str, ...] = ()
     extra: Mapping[str, str] = field(default_factory=dict)

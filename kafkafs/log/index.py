@@ -9,7 +9,7 @@ byte for byte (KAFKA_FORMAT.md, ".index and .timeindex"):
 Offsets are stored relative to the segment's base offset; every public method takes and
 returns absolute offsets.
 
-A writable index is memory-mapped. A file created here is preallocated to ``max_index_size``
+A writable index is memory-mapped while in use. A file created here is preallocated to ``max_index_size``
 rounded down to a multiple of the entry size and zero filled (as ``AbstractIndex`` does);
 an existing file keeps its length until :meth:`~_Index.resize` (the loader resizes the
 active segment's indexes). :meth:`~_Index.trim_to_valid_size` (roll, close) cuts the file to
@@ -38,12 +38,21 @@ never through a link, and only as a regular file: a planted link, FIFO or device
 missing file (an empty index: lookups scan the ``.log``) and a writable index replaces it
 by a new empty file, as Kafka deletes and rebuilds a corrupt index.
 
-Synchronous and thread-safe: every operation holds the index's lock.
+The mapping (or snapshot) is a :class:`~kafkafs.log.handles.Handle` of the process-wide
+descriptor budget (``kafkafs.max.open.files``): leased by each operation, evicted when
+idle and the budget is full, made again on the next use -- the writable file reopened
+through its directory and checked to be the file first opened (the same inode and length),
+the read-only one read again. A writable index whose file was removed or replaced while
+unmapped gets a new empty file of the same length (its entries are lost: an index is a
+hint, lookups then scan the ``.log`` from the segment's start), said once in the log.
+
+Synchronous and thread-safe: every operation holds the index's lock (and its lease).
 """
 
 from __future__ import annotations
 
 import bisect
+import logging
 import mmap
 import operator
 import os
@@ -53,7 +62,7 @@ import threading
 from array import array
 from collections.abc import Callable, Sequence
 
-from . import safeio
+from . import handles, safeio
 from .errors import (
     CorruptIndexError,
     IndexFullError,
@@ -62,6 +71,8 @@ from .errors import (
 )
 
 __all__ = ["DEFAULT_MAX_INDEX_SIZE", "NO_TIMESTAMP", "OffsetIndex", "TimeIndex"]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024  # segment.index.bytes
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
@@ -90,11 +101,49 @@ def _used_bytes(read: Callable[[int, int], bytes], length: int) -> int:
     return 0
 
 
+class _Using:
+    """The lease of an index's buffer for one operation (the index's lock held): reentrant,
+    the buffer is :attr:`_Index._buf` inside, None outside."""
+
+    __slots__ = ("_idx",)
+
+    def __init__(self, idx: _Index):
+        self._idx = idx
+
+    def __enter__(self):
+        idx = self._idx
+        if idx._depth == 0:
+            idx._buf = idx._acquire_buf()
+        idx._depth += 1
+        return idx._buf
+
+    def __exit__(self, *exc) -> None:
+        idx = self._idx
+        idx._depth -= 1
+        if idx._depth == 0:
+            idx._buf = None
+            if idx._leased:
+                idx._leased = False
+                idx._handle.release()
+
+
+def _unmap(buf) -> None:
+    buf.close()
+
+
+def _forget(_buf) -> None:
+    pass
+
+
 class _Index:
     """Entry-layout-agnostic mechanics shared by the offset and time index
     (Kafka ``AbstractIndex``): the file, its mapping or snapshot, resizing, the entry count
     and binary search. Subclasses define ``ENTRY_SIZE``, how an entry is parsed and which
     field is its search key.
+
+    The entry count and the file's length are kept in memory; the entries themselves are in
+    the mapping (writable) or snapshot (read-only), used only inside ``with self._using:``
+    under ``self._lock`` (see the module).
     """
 
     ENTRY_SIZE = 0  # set by subclasses
@@ -111,19 +160,40 @@ class _Index:
         self._max_index_size = int(max_index_size)
         self._writable = bool(writable)
         self._lock = threading.RLock()
-        self._buf = None  # mmap (writable) or bytearray snapshot (read-only); None if empty
+        self._buf = None  # inside an operation: the mapping (writable) or snapshot
+        self._depth = 0  # nested ``with self._using`` blocks
+        self._leased = False  # whether the outermost block leased the handle
+        self._using = _Using(self)
         self._length = 0
         self._entries = 0
         self._closed = False
+        self._ident: tuple[int, int] | None = None  # (writable) (st_dev, st_ino) of the file
         self._snapshot_ino = None  # (read-only) inode the snapshot was read from
         self._pinned = False  # (read-only) entries rebuilt in memory: reload() keeps them
+        self._pinned_buf: bytearray | None = None
         if self._writable:
+            self._handle = handles.Handle(self._map, _unmap, name=self._path)
             self._open_writable()
         else:
-            self._load_snapshot()
+            self._handle = handles.Handle(self._load_snapshot, _forget, name=self._path,
+                                          resource=self._load_snapshot())
 
     # -- opening ---------------------------------------------------------------------
+    def _acquire_buf(self):
+        """The buffer for an operation: the pinned snapshot, None for an empty writable
+        file, else the handle's resource (leased)."""
+        if self._pinned_buf is not None:
+            return self._pinned_buf
+        if self._writable and self._length == 0:
+            return None
+        self._check_open()
+        buf = self._handle.acquire()
+        self._leased = True
+        return buf
+
     def _open_writable(self) -> None:
+        """Open (or create, preallocated) the file and count its entries; the mapping is
+        made by the first operation that needs it."""
         size = self.ENTRY_SIZE
         fd, created = self._dir.open_or_create(self._name)
         try:
@@ -134,29 +204,71 @@ class _Index:
                     self._dir.unlink(self._name)
                     raise ValueError(f"Invalid max index size: {self._max_index_size}")
                 os.ftruncate(fd, _round_down(self._max_index_size, size))
-            self._length = os.fstat(fd).st_size
-            self._buf = mmap.mmap(fd, self._length) if self._length else None
+            st = os.fstat(fd)
+            self._length = st.st_size
+            self._ident = (st.st_dev, st.st_ino)
+            self._entries = 0 if created else \
+                self._count_entries(lambda a, b: os.pread(fd, b - a, a), self._length)
         finally:
             if fd >= 0:
                 os.close(fd)
-        if created:
-            self._entries = 0
-        else:
-            self._entries = self._count_entries(
-                lambda a, b: self._buf[a:b] if self._buf is not None else b"", self._length)
+
+    def _map(self) -> mmap.mmap:
+        """(writable; the handle's opener, under the index's lock) Map the file again,
+        checking it is the one first opened at the length known; else (removed or replaced
+        since) a new empty file of that length takes its place."""
+        try:
+            fd = self._dir.open_file(self._name, os.O_RDWR)
+        except safeio.DirGoneError:
+            raise
+        except FileNotFoundError:  # (also a link or special file planted: warned once)
+            fd = -1
+        try:
+            if fd >= 0:
+                st = os.fstat(fd)
+                if (st.st_dev, st.st_ino) != self._ident or st.st_size != self._length:
+                    os.close(fd)
+                    fd = -1
+            if fd < 0:
+                fd = self._replace_file()
+            return handles.call(mmap.mmap, fd, self._length)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def _replace_file(self) -> int:
+        """(writable) A new empty file of the known length under the index's name, for a
+        file removed or replaced while unmapped; returns its descriptor."""
+        log.warning("%s %s was removed or replaced while kafkafs had it closed: a new empty "
+                    "one takes its place (lookups scan the log segment instead)",
+                    self._KIND, self._path)
+        self._dir.unlink(self._name)
+        fd = self._dir.create_file(self._name)
+        try:
+            os.ftruncate(fd, self._length)
+            st = os.fstat(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._ident = (st.st_dev, st.st_ino)
+        self._entries = 0
+        return fd
 
     def _count_entries(self, read, length: int) -> int:
         size = self.ENTRY_SIZE
         used = _used_bytes(read, length)
         return min(-(-used // size), length // size)
 
-    def _load_snapshot(self) -> None:
-        """(read-only) Read the file's length and entries into memory."""
+    def _load_snapshot(self) -> bytearray:
+        """(read-only; also the handle's opener) Read the file's length and entries into
+        memory; returns them (empty when the file is missing)."""
         try:
             fd = self._dir.open_file(self._name)
+        except safeio.DirGoneError:
+            raise
         except FileNotFoundError:  # also a link or special file (safeio.NotRegularFileError)
-            self._length, self._entries, self._buf = 0, 0, None
-            return
+            self._length, self._entries = 0, 0
+            return bytearray()
         try:
             st = os.fstat(fd)
             length = st.st_size
@@ -175,7 +287,7 @@ class _Index:
         data = bytearray().join(parts)  # a bytearray: _load_appended extends it in place
         self._length = length
         self._entries = len(data) // self.ENTRY_SIZE
-        self._buf = data or None
+        return data
 
     # -- properties ------------------------------------------------------------------
     @property
@@ -231,7 +343,8 @@ class _Index:
         with self._lock:
             if self._entries == 0:
                 return self._base_offset
-            return self._offset_at(self._entries - 1)
+            with self._using:
+                return self._offset_at(self._entries - 1)
 
     def is_full(self) -> bool:
         """True iff no slot is left for an append (``AbstractIndex.isFull``)."""
@@ -284,10 +397,12 @@ class _Index:
         """
         with self._lock:
             self._check_open()
-            if not 0 <= n < self._entries:
-                raise IndexError(f"Attempt to fetch the {n}th entry from {self._KIND} "
-                                 f"{os.path.abspath(self._path)}, which has size {self._entries}")
-            return self._parse(n)
+            with self._using:
+                if not 0 <= n < self._entries:
+                    raise IndexError(f"Attempt to fetch the {n}th entry from {self._KIND} "
+                                     f"{os.path.abspath(self._path)}, which has size "
+                                     f"{self._entries}")
+                return self._parse(n)
 
     def _truncate_to_entries(self, n: int) -> None:
         """Keep the first ``n`` entries; zero the dropped ones (keeps the zero-tail rule)."""
@@ -295,14 +410,15 @@ class _Index:
         if n >= old:
             return
         size = self.ENTRY_SIZE
-        self._buf[n * size:old * size] = bytes((old - n) * size)
+        with self._using as buf:
+            buf[n * size:old * size] = bytes((old - n) * size)
         self._entries = n
 
     # -- mutation --------------------------------------------------------------------
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset`` (``truncateTo``). Truncating to
         an offset above the last entry changes nothing. Raises ReadOnlyLogError."""
-        with self._lock:
+        with self._lock, self._using:
             self._check_writable()
             slot = self._largest_lower_bound(offset, self._offset_at)
             if slot < 0:
@@ -320,36 +436,54 @@ class _Index:
             self._truncate_to_entries(0)
 
     def resize(self, new_size: int) -> bool:
-        """Set the file (and mapping) length to ``new_size`` rounded down to a multiple of
+        """Set the file length to ``new_size`` rounded down to a multiple of
         ``ENTRY_SIZE`` (``AbstractIndex.resize``); growing zero-fills. Entries beyond the
-        new length are dropped. Returns whether the length changed.
-        Raises ReadOnlyLogError, ValueError on a negative size, OSError."""
+        new length are dropped; the mapping is made again at the next use. Returns whether
+        the length changed. Raises ReadOnlyLogError, ValueError on a negative size, OSError."""
         with self._lock:
             self._check_writable()
             if new_size < 0:
                 raise ValueError(f"Invalid index size: {new_size}")
+            if self._depth:
+                raise RuntimeError("an index is resized outside its operations' lease")
             rounded = _round_down(new_size, self.ENTRY_SIZE)
             if rounded == self._length:
                 return False
             # the file as named now: when something was planted in its place since (a link,
-            # a FIFO) or it was removed, a new file holding the entries replaces it
+            # a FIFO), it was removed or another file took its name, a new file holding the
+            # entries replaces it
             fd, created = self._dir.open_or_create(self._name)
             try:
-                if created and self._buf is not None:
-                    data = self._buf[:min(self._length, rounded)]  # a copy (bytes)
-                    written = 0
-                    while written < len(data):
-                        written += os.pwrite(fd, data[written:], written)
-                if self._buf is not None:
-                    self._buf.close()
-                    self._buf = None
+                st = os.fstat(fd)
+                if created or (st.st_dev, st.st_ino) != self._ident:
+                    os.ftruncate(fd, 0)
+                    self._write_entries_to(fd, min(self._length, rounded))
+                self._handle.drop()  # (no lease is held: every one is under the lock)
                 os.ftruncate(fd, rounded)
                 self._length = rounded
-                self._buf = mmap.mmap(fd, rounded) if rounded else None
+                self._ident = (st.st_dev, st.st_ino)
             finally:
                 os.close(fd)
             self._entries = min(self._entries, rounded // self.ENTRY_SIZE)
             return True
+
+    def _write_entries_to(self, fd: int, length: int) -> None:
+        """Copy the first ``length`` bytes of the mapping, when it is still open, into the
+        file ``fd``; when it is not, the entries are lost (the file they were in is gone)."""
+        buf = self._handle.leased_if_open() if self._length else None
+        if buf is None:
+            if self._entries:
+                log.warning("%s %s was removed or replaced: its entries are lost (lookups "
+                            "scan the log segment instead)", self._KIND, self._path)
+            self._entries = 0
+            return
+        try:
+            data = buf[:length]  # a copy (bytes)
+        finally:
+            self._handle.release()
+        written = 0
+        while written < len(data):
+            written += os.pwrite(fd, data[written:], written)
 
     def trim_to_valid_size(self) -> None:
         """Cut the file to its entries (``trimToValidSize``: on roll and close).
@@ -370,8 +504,12 @@ class _Index:
         with self._lock:
             if not self._writable or self._closed:
                 return
-            if self._buf is not None:
-                self._buf.flush()
+            buf = self._handle.leased_if_open()
+            if buf is not None:
+                try:
+                    buf.flush()
+                finally:
+                    self._handle.release()
             self._dir.fsync_file(self._name)
 
     def close(self) -> None:
@@ -379,14 +517,15 @@ class _Index:
         with self._lock:
             if self._closed:
                 return
-            if self._writable:
-                self.trim_to_valid_size()
-            self._close_handler()
+            try:
+                if self._writable:
+                    self.trim_to_valid_size()
+            finally:
+                self._close_handler()
 
     def _close_handler(self) -> None:
-        if isinstance(self._buf, mmap.mmap):
-            self._buf.close()
-        self._buf = None
+        self._handle.close()
+        self._pinned_buf = None
         self._entries = 0
         self._closed = True
 
@@ -417,8 +556,12 @@ class _Index:
             if self._writable or self._closed or self._pinned:
                 return False
             before = (self._entries, self._length)
-            if not self._load_appended():
-                self._load_snapshot()
+            with self._using:
+                appended = self._load_appended()
+            if not appended:
+                self._handle.drop()  # read again by the next lease: now
+                with self._using:
+                    pass
             return before != (self._entries, self._length)
 
     def _load_appended(self) -> bool:
@@ -431,7 +574,7 @@ class _Index:
         caller reads the whole file again, which also finds the zero tail by scanning it."""
         size = self.ENTRY_SIZE
         n = self._entries
-        if n == 0 or self._buf is None:
+        if n == 0 or not self._buf:
             return False
         try:
             fd = self._dir.open_file(self._name)
@@ -485,7 +628,8 @@ class _Index:
         per entry)."""
         with self._lock:
             self._check_open()
-            columns = self._columns()
+            with self._using:
+                columns = self._columns()
             if not columns[0]:
                 return None
             for find, describe in self._order_rules(*columns, log_size):
@@ -529,17 +673,19 @@ class _Index:
             self._check_open()
             data = self._pack(entries)
             if not self._writable:
-                self._buf = bytearray(data) or None
+                self._pinned_buf = bytearray(data)
                 self._entries = len(entries)
                 self._length = len(data)
                 self._pinned = True
+                self._handle.close()  # the file's snapshot is not used any more
                 return
             trimmed = self._length == self.size_in_bytes
             self._truncate_to_entries(0)
             if len(data) > self._length:
                 self.resize(len(data))
             if data:
-                self._buf[:len(data)] = data
+                with self._using as buf:
+                    buf[:len(data)] = data
             self._entries = len(entries)
             if trimmed:
                 self.trim_to_valid_size()
@@ -588,10 +734,13 @@ class OffsetIndex(_Index):
         ``(base_offset, 0)`` when there is none (``OffsetIndex.lookup``)."""
         with self._lock:
             self._check_open()
-            slot = self._largest_lower_bound(target_offset, self._offset_at)
-            if slot < 0:
+            if self._entries == 0:
                 return self._base_offset, 0
-            return self._parse(slot)
+            with self._using:
+                slot = self._largest_lower_bound(target_offset, self._offset_at)
+                if slot < 0:
+                    return self._base_offset, 0
+                return self._parse(slot)
 
     def append(self, offset: int, position: int) -> None:
         """Add ``(offset, position)`` (``OffsetIndex.append``).
@@ -601,7 +750,7 @@ class OffsetIndex(_Index):
         ``offset - base_offset`` does not fit an i32; ValueError for a position outside
         ``[0, 2**31 - 1]``; ReadOnlyLogError.
         """
-        with self._lock:
+        with self._lock, self._using:
             self._check_writable()
             n = self._entries
             if n >= self.max_entries:
@@ -621,7 +770,7 @@ class OffsetIndex(_Index):
 
     def _columns(self) -> tuple[list[int], list[int]]:
         words = array("i")
-        words.frombytes(bytes(self._buf[:self._entries * 8]) if self._buf is not None else b"")
+        words.frombytes(bytes(self._buf[:self._entries * 8]) if self._buf else b"")
         if sys.byteorder == "little":
             words.byteswap()
         return words[0::2].tolist(), words[1::2].tolist()
@@ -702,7 +851,8 @@ class TimeIndex(_Index):
         with self._lock:
             if self._entries == 0:
                 return NO_TIMESTAMP, self._base_offset
-            return self._parse(self._entries - 1)
+            with self._using:
+                return self._parse(self._entries - 1)
 
     def entry(self, n: int) -> tuple[int, int]:
         """The ``n``-th entry as ``(timestamp, absolute offset)``. Raises IndexError."""
@@ -713,10 +863,13 @@ class TimeIndex(_Index):
         ``(-1, base_offset)`` when there is none (``TimeIndex.lookup``)."""
         with self._lock:
             self._check_open()
-            slot = self._largest_lower_bound(target_timestamp, self._key_at)
-            if slot < 0:
+            if self._entries == 0:
                 return NO_TIMESTAMP, self._base_offset
-            return self._parse(slot)
+            with self._using:
+                slot = self._largest_lower_bound(target_timestamp, self._key_at)
+                if slot < 0:
+                    return NO_TIMESTAMP, self._base_offset
+                return self._parse(slot)
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         """Append ``(timestamp, offset)`` if ``timestamp`` is larger than the last entry's
@@ -730,7 +883,7 @@ class TimeIndex(_Index):
         IllegalStateException), or when ``offset - base_offset`` does not fit an i32;
         ReadOnlyLogError.
         """
-        with self._lock:
+        with self._lock, self._using:
             self._check_writable()
             n = self._entries
             if not skip_full_check and self.is_full():
@@ -752,7 +905,7 @@ class TimeIndex(_Index):
                 self._entries = n + 1
 
     def _columns(self) -> tuple[list[int], list[int]]:
-        data = bytes(self._buf[:self._entries * 12]) if self._buf is not None else b""
+        data = bytes(self._buf[:self._entries * 12]) if self._buf else b""
         pairs = list(self._ENTRY.iter_unpack(data))
         return [p[0] for p in pairs], [p[1] for p in pairs]
 
@@ -779,7 +932,8 @@ class TimeIndex(_Index):
             path = os.path.abspath(self._path)
             last_ts, last_off = self.last_entry
             if self._entries != 0:
-                first_ts = self._key_at(0)
+                with self._using:
+                    first_ts = self._key_at(0)
                 if last_ts < first_ts:
                     raise CorruptIndexError(
                         f"Corrupt time index found, time index file ({path}) has non-zero size "

@@ -785,6 +785,23 @@ def load_log(dir: str | safeio.Dir, topic: str, partition: int, config: LogConfi
     return log_obj
 
 
+def create_log(dir: safeio.Dir, topic: str, partition: int, config: LogConfig) -> Log:
+    """A new, empty :class:`Log` in ``dir``, a partition dir just made (what
+    ``LogManager.getOrCreateLog`` does for a partition that does not exist yet): one empty
+    segment at offset 0 with its indexes preallocated and an empty producer state. There is
+    nothing to load, recover or replay, no producer snapshot is written (an empty state
+    needs none) and nothing is fsynced: the caller makes the new dir durable. Raises
+    OSError (the files made so far are left to the caller, who removes the dir)."""
+    seg = LogSegment(dir, 0, config, create=True)
+    try:
+        seg.open_indexes()
+    except BaseException:
+        seg.close()
+        raise
+    return Log(dir, topic, partition, config, [seg], log_start_offset=0, recovery_point=0,
+               writable=True, producer_state=ProducerStateManager(dir))
+
+
 def plan_load(dir: str | safeio.Dir, config: LogConfig, *, recovery_point: int = 0,
               log_start_offset: int = 0, had_clean_shutdown: bool = False,
               thorough: bool = False, scans: dict | None = None) -> list[LoadAction]:

@@ -57,9 +57,11 @@ from .isolation import AbortedFilter
 from .names import (
     CLEANED_SUFFIX,
     INDEX_SUFFIX,
+    LOG_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
+    filename_prefix,
     parse_segment_filename,
 )
 from .producer_state import InvalidTxnStateError, ProducerStateManager, fsync_snapshot
@@ -71,6 +73,7 @@ log = logging.getLogger(__name__)
 
 EARLIEST_TIMESTAMP = -2  # ListOffsets sentinel: log start offset
 LATEST_TIMESTAMP = -1  # ListOffsets sentinel: log end offset
+MAX_TIMESTAMP = -3  # ListOffsets sentinel (KIP-734): the record with the largest timestamp
 
 
 def now_ms() -> int:
@@ -552,8 +555,14 @@ class Log:
         """Start a new active segment at the log end offset (``UnifiedLog.roll``); the old one
         gets its final time index entry and trimmed indexes, and a producer snapshot is
         written at the new base offset (fsynced by the next :meth:`flush`; a failure to write
-        it is logged, the roll goes on). Returns the new segment (or the current one when it
-        is empty and already at the log end offset)."""
+        it is logged, the roll goes on). Files already at the new base offset are deleted
+        first, as Kafka does ("Newly rolled segment file ... already exists; deleting it
+        first": they lie past the log end). Returns the new segment (or the current one when
+        it is empty and already at the log end offset).
+
+        A roll that fails (EMFILE, ENOSPC, ...) is undone before the error propagates: the
+        new segment's files are removed and the old segment stays active, its indexes grown
+        back, so the next append rolls again."""
         with self.lock:
             active = self.active_segment
             new_base = self._log_end_offset
@@ -561,9 +570,15 @@ class Log:
                 if active.size == 0:
                     return active
                 raise RuntimeError(f"cannot roll {self.name}: segment {new_base} exists")
-            active.on_become_inactive()
-            segment = LogSegment(self.pdir, new_base, self.config, create=True)
-            segment.open_indexes()
+            self._remove_segment_files(new_base, stale=True)
+            segment = None
+            try:
+                segment = LogSegment(self.pdir, new_base, self.config, create=True)
+                segment.open_indexes()
+                active.on_become_inactive()
+            except BaseException as exc:
+                self._undo_roll(active, segment, new_base, exc)
+                raise
             self._bases.append(new_base)
             self._segments[new_base] = segment
             # UnifiedLog.roll: a snapshot at the new segment's base offset, so that recovering
@@ -579,6 +594,43 @@ class Log:
                     self._unsynced_snapshots.append(path)
             self._notify()
             return segment
+
+    def _remove_segment_files(self, base: int, stale: bool = False) -> None:
+        """Remove the ``.log``, ``.index``, ``.timeindex`` and ``.txnindex`` named ``base``
+        (not part of the log: past its end); ``stale``: say so for each one found."""
+        prefix = filename_prefix(base)
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+            if self.pdir.unlink(prefix + suffix) and stale:
+                log.warning("Newly rolled segment file %s already exists; deleting it first",
+                            self.pdir.join(prefix + suffix))
+
+    def _undo_roll(self, active: LogSegment, segment: LogSegment | None, new_base: int,
+                   exc: BaseException) -> None:
+        """After a roll failed with ``exc``: remove what it created at ``new_base`` and give
+        ``active``, which stays the active segment, its preallocated indexes back. Best
+        effort: what cannot be undone now (a descriptor still missing) is met again, and
+        done, by the next roll (stale files are deleted first, a trimmed index makes the
+        next append roll)."""
+        log.error("Cannot roll %s to a new segment at offset %d: %s; segment %d stays the "
+                  "active one", self.name, new_base, exc, active.base_offset)
+        if segment is not None:
+            try:
+                segment.close()
+            except Exception as undo:  # noqa: BLE001 - its files go below anyway
+                log.debug("%s: closing the failed segment %d: %s", self.name, new_base, undo)
+        try:
+            self._remove_segment_files(new_base)
+        except OSError as undo:
+            log.warning("%s: cannot remove the files of the failed roll yet (%s): the next "
+                        "roll deletes them", self.name, undo)
+        size = self.config.segment_index_bytes
+        try:
+            for idx in (active.index, active.time_index):
+                if idx.length < size:
+                    idx.resize(size)
+        except (OSError, LogError) as undo:
+            log.warning("%s: cannot grow the indexes of segment %d back yet (%s): the next "
+                        "append rolls again", self.name, active.base_offset, undo)
 
     # -- flushing --------------------------------------------------------------------
     def flush(self, up_to: int | None = None) -> None:
@@ -770,12 +822,14 @@ class Log:
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """Kafka ListOffsets: ``-2`` → (log start offset, -1), ``-1`` → (log end offset, -1),
-        otherwise ``(offset, timestamp)`` of the first record with timestamp >= ``timestamp``,
+        ``-3`` → :meth:`max_timestamp_and_offset`, otherwise ``(offset, timestamp)`` of the first record with timestamp >= ``timestamp``,
         or None when there is none (``UnifiedLog.fetchOffsetByTimestamp``)."""
         if timestamp == EARLIEST_TIMESTAMP:
             return self.log_start_offset, -1
         if timestamp == LATEST_TIMESTAMP:
             return self._log_end_offset, -1
+        if timestamp == MAX_TIMESTAMP:
+            return self.max_timestamp_and_offset()
         with self.lock:
             segs = self.segments()
             start = self.log_start_offset
@@ -793,6 +847,35 @@ class Log:
             if found is not None:
                 return found
         return None
+
+    def max_timestamp_and_offset(self) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the record with the largest timestamp (ListOffsets
+        ``-3``, KIP-734; ``UnifiedLog.fetchOffsetByTimestamp`` with ``MAX_TIMESTAMP``): the
+        first segment holding the largest ``maxTimestampSoFar``, in it the first batch whose
+        max timestamp it is, in that batch the first record with that timestamp (Kafka
+        3.8's ``offsetOfMaxTimestamp``; a legacy batch: its last offset). None when no record
+        has a timestamp. Raises CorruptRecordError at damage met on the way."""
+        best = None
+        for seg in self.segments():
+            ts = seg.max_timestamp_so_far
+            if ts >= 0 and (best is None or ts > best[1]):
+                best = (seg, ts)
+        if best is None:
+            return None
+        seg, ts = best
+        offset = seg.offset_of_max_timestamp_so_far
+        first = seg.translate_offset(offset)
+        if first is None:
+            return offset, ts
+        for batch in seg.batches(first.position):
+            if batch.max_timestamp != ts:
+                continue
+            if batch.magic >= 2:
+                for record in batch.records():
+                    if record.timestamp == ts:
+                        return record.offset, ts
+            return batch.last_offset, ts
+        return offset, ts
 
     # -- retention -------------------------------------------------------------------
     def delete_old_segments(self, now: int | None = None) -> int:
@@ -1004,8 +1087,6 @@ class Log:
         the producer state refuses is logged and skipped: a reader must go on), so
         :attr:`last_stable_offset` follows the writer's transactions. Returns whether the log
         end, start or last stable offset moved."""
-        from .names import LOG_SUFFIX
-
         with self.lock:
             before = (self.log_start_offset, self._log_end_offset, self.last_stable_offset)
             try:
@@ -1023,6 +1104,12 @@ class Log:
                     self._bases.remove(b)
                     self._segments.pop(b).close()
             for b in bases:
+                known = self._segments.get(b)
+                if known is not None and known.closed:
+                    # found gone when reopened (kafkafs.log.handles): another file took its
+                    # name (a broker's cleaner swapped it), the one there now is read
+                    del self._segments[b]
+                    self._bases.remove(b)
                 if b not in self._segments:
                     try:
                         seg = LogSegment(self.pdir, b, self.config, writable=False)
@@ -1074,7 +1161,10 @@ class Log:
                               self.name, self._log_end_offset, exc)
             self.closed = True
             for seg in self.segments():
-                seg.close()
+                try:
+                    seg.close()
+                except OSError as exc:  # (a partition dir gone): its files are closed anyway
+                    log.warning("Closing %r of %s: %s", seg, self.name, exc)
             # .deleted files wait file.delete.delay.ms for readers still in them; once the
             # log closes there are none: remove them now, so that a clean shutdown leaves no
             # leftovers for `kafkafs check` (Kafka leaves them to the next load)
@@ -1086,6 +1176,7 @@ class Log:
                                 self.name, exc)
                     seg.close()
             self.pending_deletes = []
+            self.pdir.drop()  # (a later look at the dir, e.g. its files, reopens it)
 
     def load_producer_state(self, reload_from_clean_shutdown: bool) -> None:
         """Build the producer state of a freshly loaded log (what ``LogLoader.load`` does

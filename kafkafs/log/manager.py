@@ -7,7 +7,21 @@ missing ``.kafka_cleanshutdown``), creates and deletes topics, keeps topic confi
 in a regular file per log dir, writes checkpoints, and on shutdown flushes and writes the
 clean-shutdown marker.
 
-Read-only managers (``read_only=True``) take no lock and write nothing.
+Read-only managers (``read_only=True``) take no lock and write nothing. A log dir on a
+read-only filesystem is refused by a writable manager at once
+(:class:`ReadOnlyFilesystemError`), before anything is written.
+
+Descriptors: :meth:`LogManager.startup` applies the budget ``kafkafs.max.open.files``
+(:func:`kafkafs.log.handles.apply_budget`: the soft ``RLIMIT_NOFILE`` raised to the hard
+limit, a warning when the budget does not fit); every partition dir, segment and index is
+opened on demand within it, whatever the number of partitions and segments.
+
+Topics: a topic gets at most ``kafkafs.max.partitions.per.topic`` partitions (a larger
+count is refused at once with InvalidConfigError, nothing created), and a request that
+fails part-way (EMFILE, ENOSPC, anything) removes every partition dir it made: all or
+nothing. New partitions are made without an fsync each: one fsync of each log dir root ends
+the request, and their ``partition.metadata`` files are fsynced with the next
+recovery-point checkpoint (Kafka flushes that file asynchronously too).
 
 A log dir is untrusted input (:mod:`kafkafs.log.safeio`): a partition dir is loaded only when
 it is a directory itself (a link is skipped with a warning) and is then used through its
@@ -31,7 +45,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 
 from . import checkpoint as ckpt
-from . import safeio
+from . import handles, safeio
 from .config import BrokerConfig, LogConfig, validate_topic_overrides
 from .errors import (
     CorruptCheckpointError,
@@ -44,7 +58,7 @@ from .errors import (
     UnknownTopicOrPartitionError,
     UnsafeLogDirError,
 )
-from .loader import load_log
+from .loader import create_log, load_log
 from .log import Log
 from .names import (
     TOPIC_CONFIG_FILE,
@@ -64,6 +78,18 @@ REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 PARTITION_METADATA = "partition.metadata"
 
 TopicPartition = tuple  # (topic: str, partition: int)
+MAX_PARTITIONS_KEY = "kafkafs.max.partitions.per.topic"
+
+
+class ReadOnlyFilesystemError(ReadOnlyLogError):
+    """A log dir to be opened writable is on a read-only filesystem (EROFS)."""
+
+    def __init__(self, log_dir: str):
+        super().__init__(
+            f"the log dir {log_dir} is on a read-only filesystem: open it read-only with "
+            "`kafkafs mount --read-only` (or -o ro); the readers (consume, get-offsets, "
+            "topics --list/--describe, dump) work on it as it is")
+        self.log_dir = log_dir
 
 
 class LogManager:
@@ -88,20 +114,24 @@ class LogManager:
         # called with (topic, partition) after forget_partition, in the caller's thread
         self.on_forget: list = []
         self.cleaner = None  # a LogCleaner, set by whoever runs one over these logs
+        # logs made by create_topic/add_partitions whose partition.metadata is not fsynced
+        # yet (the next checkpoint_recovery_points does it)
+        self._unsynced_metadata: list[Log] = []
 
     # -- startup / shutdown ----------------------------------------------------------
     def startup(self) -> None:
-        """Lock and load every log dir; producer ids already expired are dropped (Kafka
-        skips them when it loads a snapshot). Raises LogDirLockedError, OSError
-        (NotADirectoryError when a log dir is some other file)."""
+        """Apply the descriptor budget (``kafkafs.max.open.files``), lock and load every log
+        dir; producer ids already expired are dropped (Kafka skips them when it loads a
+        snapshot). Raises LogDirLockedError, ReadOnlyFilesystemError (a writable manager on
+        a read-only filesystem: nothing is written), OSError (NotADirectoryError when a log
+        dir is some other file)."""
+        handles.apply_budget(self.config.kafkafs_max_open_files)
         try:
             for d in self.log_dirs:
                 if os.path.exists(d) and not os.path.isdir(d):
                     raise NotADirectoryError(errno.ENOTDIR, "log dir is not a directory", d)
                 if not self.read_only:
-                    os.makedirs(d, exist_ok=True)
-                    self._lock_dir(d)
-                    self._ensure_meta(d)
+                    self._prepare_writable(d)
                 elif not os.path.isdir(d):
                     raise FileNotFoundError(errno.ENOENT, "log dir does not exist", d)
             self._load_topic_overrides()
@@ -112,6 +142,21 @@ class LogManager:
             raise
         self.remove_expired_producers()
         self.started = True
+
+    def _prepare_writable(self, d: str) -> None:
+        """Create (when missing), lock and give ``meta.properties`` to the log dir ``d``.
+        Raises ReadOnlyFilesystemError -- before writing anything -- when it is on a
+        read-only filesystem."""
+        try:
+            if os.path.isdir(d) and os.statvfs(d).f_flag & os.ST_RDONLY:
+                raise ReadOnlyFilesystemError(d)
+            os.makedirs(d, exist_ok=True)
+            self._lock_dir(d)
+            self._ensure_meta(d)
+        except OSError as exc:
+            if exc.errno == errno.EROFS:
+                raise ReadOnlyFilesystemError(d) from None
+            raise
 
     def _lock_dir(self, d: str) -> None:
         fd = open_lock_file(d, create=True)
@@ -228,7 +273,11 @@ class LogManager:
                                   step.__name__, exc)
                         break
             for lg in list(self.logs.values()):
-                lg.close()
+                try:
+                    lg.close()
+                except OSError as exc:  # every other log still closes, every lock goes
+                    clean = False
+                    log.error("Shutdown: closing %s failed: %s", lg.name, exc)
             if writable and clean:
                 marker = json.dumps({"version": 0, "brokerEpoch": -1},
                                     separators=(",", ":")).encode()
@@ -254,9 +303,28 @@ class LogManager:
         """Write ``recovery-point-offset-checkpoint`` in every log dir."""
         if self.read_only:
             return
+        self.sync_new_partitions()
         for d, logs in self._by_dir().items():
             ckpt.write_offset_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT),
                                          {tp: lg.recovery_point for tp, lg in logs.items()})
+
+    def sync_new_partitions(self) -> None:
+        """fsync the ``partition.metadata`` (and directory) of every partition created since
+        the last call (Kafka's asynchronous ``maybeFlushMetadataFile``). Raises OSError;
+        the partitions not done are kept for the next call."""
+        with self.lock:
+            pending, self._unsynced_metadata = self._unsynced_metadata, []
+        try:
+            while pending:
+                lg = pending[-1]
+                if not lg.closed:
+                    lg.pdir.fsync_file(PARTITION_METADATA)
+                    lg.pdir.fsync()
+                pending.pop()
+        finally:
+            if pending:
+                with self.lock:
+                    self._unsynced_metadata.extend(pending)
 
     def checkpoint_log_start_offsets(self) -> None:
         """Write ``log-start-offset-checkpoint`` in every log dir (entries above 0 only, as
@@ -289,21 +357,43 @@ class LogManager:
         if self.read_only:
             raise ReadOnlyLogError("the log dirs are open read-only")
 
-    def _choose_dir(self) -> str:
+    def _assign_dirs(self, n: int) -> list[str]:
+        """The log dir of each of ``n`` new partitions: each goes to the dir with the fewest
+        partitions then (the first such dir on a tie), as Kafka's ``nextLogDirs``."""
         counts = {d: 0 for d in self.log_dirs}
         for lg in self.logs.values():
-            counts[os.path.dirname(lg.dir)] = counts.get(os.path.dirname(lg.dir), 0) + 1
-        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+            parent = os.path.dirname(lg.dir)
+            counts[parent] = counts.get(parent, 0) + 1
+        order = {d: i for i, d in enumerate(self.log_dirs)}
+        out = []
+        for _ in range(n):
+            d = min(self.log_dirs, key=lambda d: (counts[d], order[d]))
+            counts[d] += 1
+            out.append(d)
+        return out
+
+    def _check_partition_count(self, count: int) -> None:
+        """Refuse ``count`` partitions for one topic above ``kafkafs.max.partitions.per.topic``
+        (InvalidConfigError naming the bound and the key)."""
+        bound = self.config.kafkafs_max_partitions_per_topic
+        if count > bound:
+            raise InvalidConfigError(
+                f"A topic may have at most {bound} partitions ({MAX_PARTITIONS_KEY}={bound}), "
+                f"not {count}; nothing was created. Raise {MAX_PARTITIONS_KEY} in "
+                "server.properties to allow more.")
 
     def create_topic(self, topic: str, partitions: int | None = None,
                      overrides: Mapping[str, str] | None = None) -> list[Log]:
-        """Create ``topic`` with ``partitions`` (default ``num.partitions``) and config
-        ``overrides``. Raises InvalidTopicError, TopicExistsError, InvalidConfigError."""
+        """Create ``topic`` with ``partitions`` (default ``num.partitions``, at most
+        ``kafkafs.max.partitions.per.topic``) and config ``overrides``: all of them or, when
+        one fails, none (see :meth:`_create_partitions`). Raises InvalidTopicError,
+        TopicExistsError, InvalidConfigError, OSError."""
         self._check_writable()
         validate_topic(topic)
         n = self.config.num_partitions if partitions is None else partitions
         if n < 1:
             raise InvalidConfigError(f"Number of partitions must be larger than 0, got {n}")
+        self._check_partition_count(n)
         overrides = validate_topic_overrides(overrides or {})
         with self.lock:
             if self.partitions(topic):
@@ -312,10 +402,21 @@ class LogManager:
             if collides:
                 raise InvalidConfigError(
                     f"Topic '{topic}' collides with existing topic: {collides[0]}")
-            if overrides:
+            if overrides:  # (in memory first: the new logs take their config from it)
                 self._overrides[topic] = dict(overrides)
-                self._save_topic_overrides()
-            return [self._create_partition(topic, p, ckpt.new_topic_id()) for p in range(n)]
+            try:
+                logs = self._create_partitions(topic, range(n), ckpt.new_topic_id())
+                if overrides:
+                    try:
+                        self._save_topic_overrides()
+                    except BaseException as exc:
+                        self._remove_created([((topic, lg.partition), lg.dir) for lg in logs],
+                                             exc)
+                        raise
+                return logs
+            except BaseException:
+                self._overrides.pop(topic, None)
+                raise
 
     def _topic_id(self, topic: str) -> str | None:
         for (t, _p), lg in self.logs.items():
@@ -327,18 +428,74 @@ class LogManager:
                     return None
         return None
 
-    def _create_partition(self, topic: str, partition: int, topic_id: str) -> Log:
-        path = os.path.join(self._choose_dir(), partition_dir_name(topic, partition))
-        os.mkdir(path)  # FileExistsError for anything already there, a planted link too
-        pdir = safeio.Dir.open(path)
-        ckpt.write_partition_metadata(pdir.join(PARTITION_METADATA), topic_id, dir=pdir)
-        lg = load_log(pdir, topic, partition, self.topic_config(topic), had_clean_shutdown=True)
-        self.logs[(topic, partition)] = lg
-        return lg
+    def _create_partitions(self, topic: str, partitions: range, topic_id: str) -> list[Log]:
+        """Make the partition dirs ``partitions`` of ``topic`` (topic id ``topic_id``) and
+        their empty logs (:func:`~kafkafs.log.loader.create_log`), without an fsync each;
+        one fsync of each log dir root ends it (``partition.metadata`` is fsynced by the
+        next :meth:`checkpoint_recovery_points`). All or nothing: when one fails (EMFILE,
+        ENOSPC, a name taken, anything), every dir made here is renamed ``-delete`` and
+        removed, its log closed and forgotten, and the error propagates."""
+        config = self.topic_config(topic)
+        metadata = ckpt.partition_metadata_bytes(topic_id)
+        made: list[tuple[TopicPartition, str]] = []
+        try:
+            for p, root in zip(partitions, self._assign_dirs(len(partitions))):
+                path = os.path.join(root, partition_dir_name(topic, p))
+                os.mkdir(path)  # FileExistsError for anything already there, a planted link too
+                made.append(((topic, p), path))
+                pdir = safeio.Dir.open(path, cached=True)
+                pdir.write_new(PARTITION_METADATA, metadata)
+                self.logs[(topic, p)] = create_log(pdir, topic, p, config)
+            for root in {os.path.dirname(path) for _tp, path in made}:
+                with safeio.Dir.open(root, follow=True) as rdir:
+                    rdir.fsync()
+        except BaseException as exc:
+            self._remove_created(made, exc)
+            raise
+        new = [self.logs[tp] for tp, _path in made]
+        self._unsynced_metadata.extend(new)
+        return new
+
+    def _remove_created(self, made: list[tuple[TopicPartition, str]],
+                        exc: BaseException) -> None:
+        """Undo :meth:`_create_partitions` after ``exc``: close and forget each new log,
+        rename its dir ``<dir>.<uuid>-delete`` (ignored by every loader, even when its
+        removal cannot finish now) and remove it."""
+        if not made:
+            return
+        log.error("Creating partitions of topic %s failed after %d of them (the last %s): "
+                  "%s; removing them", made[0][0][0], len(made), made[-1][1], exc)
+        for tp, path in reversed(made):
+            lg = self.logs.pop(tp, None)
+            if lg is not None:
+                try:
+                    lg.close(take_snapshot=False)
+                except Exception as close_exc:  # noqa: BLE001 - its dir goes anyway
+                    log.debug("closing %s: %s", path, close_exc)
+        roots = set()
+        for _tp, path in reversed(made):
+            doomed = f"{path}.{uuid.uuid4().hex}-delete"
+            try:
+                os.rename(path, doomed)
+            except FileNotFoundError:
+                continue
+            except OSError as rename_exc:
+                log.error("Cannot remove %s of the failed request: %s", path, rename_exc)
+                continue
+            roots.add(os.path.dirname(path))
+            safeio.remove_tree(doomed)
+        for root in roots:
+            try:
+                with safeio.Dir.open(root, follow=True) as rdir:
+                    rdir.fsync()
+            except OSError:
+                pass
 
     def add_partitions(self, topic: str, total: int) -> list[Log]:
-        """Grow ``topic`` to ``total`` partitions (Kafka ``createPartitions``).
-        Raises UnknownTopicOrPartitionError, InvalidConfigError when not an increase."""
+        """Grow ``topic`` to ``total`` partitions (Kafka ``createPartitions``; at most
+        ``kafkafs.max.partitions.per.topic``): all of them or, when one fails, none (see
+        :meth:`_create_partitions`). Raises UnknownTopicOrPartitionError, InvalidConfigError
+        when not an increase or above the bound, OSError."""
         self._check_writable()
         with self.lock:
             current = self.partitions(topic)
@@ -348,9 +505,11 @@ class LogManager:
                 raise InvalidConfigError(
                     f"Topic currently has {len(current)} partitions, which is higher than or "
                     f"equal to the requested {total}.")
+            self._check_partition_count(total)
             topic_id = self._topic_id(topic) or ckpt.new_topic_id()
-            return [self._create_partition(topic, p, topic_id)
-                    for p in range(max(current) + 1, max(current) + 1 + total - len(current))]
+            first = max(current) + 1
+            return self._create_partitions(topic, range(first, first + total - len(current)),
+                                           topic_id)
 
     def adopt_topic(self, log_dir: str, topic: str, staged: Mapping[int, str],
                     overrides: Mapping[str, str] | None = None, *, replace: bool = False,
@@ -384,6 +543,7 @@ class LogManager:
         if n < 1 or sorted(staged) != list(range(n)):
             raise InvalidConfigError(f"the partitions of topic {topic} must be 0..N-1, not "
                                      f"{sorted(staged)}")
+        self._check_partition_count(n)
         for p, name in staged.items():
             if (parse_stage_dir(name) or ())[:2] != (topic, p):
                 raise InvalidConfigError(f"{name!r} is not a staged dir of {topic}-{p}")
@@ -409,7 +569,8 @@ class LogManager:
                     final = os.path.join(root, partition_dir_name(topic, p))
                     rename_noreplace(sources[p], final)
                     published.append((p, sources[p], final))
-                    self._open_log((topic, p), safeio.Dir.open(final), 0, 0, clean=trusted)
+                    self._open_log((topic, p), safeio.Dir.open(final, cached=True), 0, 0,
+                                   clean=trusted)
                 with safeio.Dir.open(root, follow=True) as rdir:
                     rdir.fsync()
             except BaseException:
@@ -461,8 +622,8 @@ class LogManager:
             try:
                 if os.path.isdir(doomed):
                     os.rename(doomed, lg.dir)
-                self._open_log(tp, safeio.Dir.open(lg.dir), recovery_point, log_start,
-                               clean=False)
+                self._open_log(tp, safeio.Dir.open(lg.dir, cached=True), recovery_point,
+                               log_start, clean=False)
             except (OSError, LogError, CorruptRecordError) as exc:
                 log.error("Cannot restore %s-%d from %s: %s", tp[0], tp[1], doomed, exc)
 
@@ -639,11 +800,12 @@ def partition_dirs(log_dir: str) -> list[tuple[TopicPartition, str]]:
 
 
 def open_partition_dir(path: str) -> safeio.Dir | None:
-    """The partition dir ``path`` opened (``O_DIRECTORY | O_NOFOLLOW``), or None -- with one
-    warning -- when it is no longer a directory (swapped for a link since it was listed).
-    Raises OSError otherwise."""
+    """The partition dir ``path`` opened (``O_DIRECTORY | O_NOFOLLOW``; its descriptor in the
+    budget, reopened as the same directory on demand: :mod:`kafkafs.log.safeio`), or None --
+    with one warning -- when it is no longer a directory (swapped for a link since it was
+    listed). Raises OSError otherwise."""
     try:
-        return safeio.Dir.open(path)
+        return safeio.Dir.open(path, cached=True)
     except OSError as exc:
         if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
             raise
@@ -678,14 +840,18 @@ def _read_ckpt(path: str) -> dict:
 
 
 def is_locked(log_dirs: Iterable[str]) -> str | None:
-    """The first of ``log_dirs`` whose ``.lock`` another process holds, else None.
-    Never call it in a process that holds the lock: closing any descriptor of the file
+    """The first of ``log_dirs`` whose ``.lock`` another process holds, else None (a log
+    dir on a read-only filesystem counts as free). Never call it in a process that holds the lock: closing any descriptor of the file
     drops that process's POSIX lock."""
     for d in log_dirs:
         try:
             fd = open_lock_file(d, create=False)
         except (FileNotFoundError, UnsafeLogDirError):
             continue
+        except OSError as exc:
+            if exc.errno == errno.EROFS:
+                continue  # nobody writes there: a writable open says why (startup)
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

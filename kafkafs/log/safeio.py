@@ -5,10 +5,11 @@ Whoever can write into a log dir must not make kafkafs create, write, truncate, 
 delete or read anything elsewhere, by planting a symbolic link, a FIFO or a device node, or
 by swapping a partition dir for a link after it was looked at. So:
 
-* A partition dir is opened once as a directory descriptor (``O_DIRECTORY | O_NOFOLLOW``,
+* A partition dir is opened as a directory descriptor (``O_DIRECTORY | O_NOFOLLOW``,
   :meth:`Dir.open`), and every open, rename, unlink, stat and listing of its files is made
   relative to that descriptor (``dir_fd=``): a swap of the dir for a link later changes
-  nothing. Names are single path components (no ``/``).
+  nothing (reopened, it must be the same directory: see below). Names are single path
+  components (no ``/``).
 * A file is opened with ``O_NOFOLLOW | O_NONBLOCK`` (a planted FIFO cannot block the open)
   and checked with ``fstat`` on the opened descriptor, not with a racy ``lstat`` before the
   open. Anything but a regular file is closed again and raised as
@@ -25,10 +26,21 @@ The configured log dir roots are the administrator's and trusted: they are opene
 opened non-blocking and closed at once. Hard links are regular files: Linux's
 ``fs.protected_hardlinks`` (on by default) keeps a user from linking a file they do not own.
 
-Synchronous, thread-safe; no trio. A :class:`Dir`'s descriptor is closed by :meth:`Dir.close`
-or when the object is garbage collected: a log's partition dir is shared by the log, its
-segments, indexes and producer state, and closes with the last of them, so no thread can
-ever use a descriptor number that was closed and reused.
+A log's partition dir is not held open while idle (:meth:`Dir.open` with ``cached=True``,
+:meth:`Dir.of`): its descriptor is a :class:`~kafkafs.log.handles.Handle` of the process-wide
+descriptor budget, leased for each operation and reopened by its path when it was evicted --
+``O_DIRECTORY | O_NOFOLLOW`` again (the log dir root, the path's parent, is trusted; the
+partition dir is not), and the directory reached must be the one first opened (the same
+``(st_dev, st_ino)``). A partition dir moved, removed, or swapped for a link or another
+directory since is gone for kafkafs (:class:`DirGoneError`, a FileNotFoundError): never
+followed, never taken for the old one. While its descriptor stays in the cache, a dir moved
+away is still used where it is (the log goes on in the moved dir).
+
+Synchronous, thread-safe; no trio. A descriptor is closed only when no thread uses it (leases,
+:mod:`kafkafs.log.handles`): a pinned :class:`Dir` (``Dir.open`` without ``cached``, the
+scoped opens of roots and named paths) by :meth:`Dir.close` or garbage collection, a cached
+one by eviction or :meth:`Dir.close`, after the last lease -- so no thread can ever use a
+descriptor number that was closed and reused.
 """
 
 from __future__ import annotations
@@ -42,7 +54,10 @@ import shutil
 import stat
 import threading
 
-__all__ = ["Dir", "NotRegularFileError", "describe", "is_file", "parent", "scan", "warn_once"]
+from . import handles
+
+__all__ = ["Dir", "DirGoneError", "NotRegularFileError", "describe", "is_file", "parent", "scan",
+           "warn_once"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +71,10 @@ _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 # no driver (ENODEV)
 _NOT_REGULAR_ERRNOS = (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.ENODEV)
 
+# what reopening a cached partition dir by its path says when it is no longer there
+_GONE = {errno.ENOENT: "moved or removed", errno.ELOOP: "a link in its place",
+         errno.ENOTDIR: "a link or file in its place"}
+
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
@@ -68,6 +87,16 @@ class NotRegularFileError(FileNotFoundError):
     def __init__(self, path: str, kind: str):
         super().__init__(errno.ENOENT, f"not a regular file but a {kind}", path)
         self.kind = kind
+
+
+class DirGoneError(FileNotFoundError):
+    """A cached partition dir cannot be reopened as the directory first opened: it was
+    moved, removed, or replaced by a link or another directory since (ENOENT). For kafkafs
+    the partition is gone; nothing is followed."""
+
+    def __init__(self, path: str, why: str):
+        super().__init__(errno.ENOENT, f"partition dir gone ({why}): kafkafs never follows "
+                         "it to another directory", path)
 
 
 def describe(mode: int) -> str:
@@ -155,43 +184,111 @@ def remove_tree(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+class _Pinned:
+    """The lease of a pinned :class:`Dir`: its one descriptor, for the Dir's life."""
+
+    __slots__ = ("_dir",)
+
+    def __init__(self, d: Dir):
+        self._dir = d
+
+    def __enter__(self) -> int:
+        return self._dir.fd
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
 class Dir:
     """A directory inside (or at the root of) a log dir, open as a descriptor; every file
     operation on a name in it is made relative to the descriptor and never follows a link.
 
-    ``path``: the directory's path, for messages (and :meth:`join`). Make one with
-    :meth:`open` or :meth:`of`. Methods raise OSError like the system calls they make,
-    :class:`NotRegularFileError` for an entry that is not a regular file.
+    ``path``: the directory's path, for messages (and :meth:`join`), and where a cached Dir
+    is reopened. Make one with :meth:`open` or :meth:`of`. A pinned Dir holds its descriptor
+    until :meth:`close`; a cached one (``cached=True``) holds it in the descriptor budget
+    (see the module). Methods raise OSError like the system calls they make,
+    :class:`NotRegularFileError` for an entry that is not a regular file,
+    :class:`DirGoneError` for a cached Dir that cannot be reopened as itself.
     """
 
-    __slots__ = ("__weakref__", "_fd", "path")
+    __slots__ = ("__weakref__", "_fd", "_handle", "_ident", "_lease", "path")
 
-    def __init__(self, path: str, fd: int):
+    def __init__(self, path: str, fd: int, *, cached: bool = False):
         self.path = path
-        self._fd = fd
+        st = os.fstat(fd)
+        self._ident = (st.st_dev, st.st_ino)
+        if cached:
+            self._fd = -1
+            self._handle = handles.Handle(self._reopen, resource=fd, name=path)
+            self._lease = self._handle
+        else:
+            self._fd = fd
+            self._handle = None
+            self._lease = _Pinned(self)
 
     @classmethod
-    def open(cls, path, *, follow: bool = False) -> Dir:
+    def open(cls, path, *, follow: bool = False, cached: bool = False) -> Dir:
         """Open the directory ``path`` (``O_DIRECTORY``; ``O_NOFOLLOW`` unless ``follow``:
         a partition dir that is a link is refused with ELOOP, one that is not a directory
         with ENOTDIR). ``follow=True`` is for trusted paths only (log dir roots, a path the
-        user named on the command line)."""
+        user named on the command line). ``cached=True`` (a partition dir, never followed):
+        the descriptor goes to the budget and is reopened on demand (see the module)."""
         path = os.fspath(path)
+        if cached and follow:
+            raise ValueError("a cached directory is never reached through a link")
         flags = _OPEN_DIR if follow else _OPEN_DIR | os.O_NOFOLLOW
-        return cls(path, os.open(path, flags))
+        fd = handles.call(os.open, path, flags)
+        try:
+            return cls(path, fd, cached=cached)
+        except BaseException:
+            os.close(fd)
+            raise
 
     @classmethod
     def of(cls, directory) -> Dir:
-        """``directory`` itself when it is a :class:`Dir`, else :meth:`open` of that path
-        (not following a link)."""
-        return directory if isinstance(directory, Dir) else cls.open(directory)
+        """``directory`` itself when it is a :class:`Dir`, else :meth:`open` of that path,
+        cached (not following a link)."""
+        return directory if isinstance(directory, Dir) else cls.open(directory, cached=True)
+
+    @property
+    def cached(self) -> bool:
+        """Whether the descriptor is held in the budget (reopened on demand)."""
+        return self._handle is not None
 
     @property
     def fd(self) -> int:
-        """The directory descriptor. Raises OSError (EBADF) once closed."""
+        """The descriptor of a pinned Dir. Raises OSError (EBADF) once closed, TypeError
+        for a cached Dir (its descriptor changes: use :meth:`lease`)."""
+        if self._handle is not None:
+            raise TypeError(f"{self.path}: a cached directory has no fixed descriptor; "
+                            "use `with dir.lease() as fd:`")
         if self._fd < 0:
             raise OSError(errno.EBADF, "directory closed", self.path)
         return self._fd
+
+    def lease(self):
+        """A context manager giving the directory's descriptor for a few system calls
+        (``with d.lease() as fd:``); never keep the number past the block."""
+        return self._lease
+
+    def _reopen(self) -> int:
+        """(cached) Open :attr:`path` again, not following a link, and check that it is the
+        directory first opened. Raises DirGoneError, OSError."""
+        try:
+            fd = handles.call(os.open, self.path, _OPEN_DIR | os.O_NOFOLLOW)
+        except OSError as exc:
+            if exc.errno in _GONE:
+                raise self._gone(_GONE[exc.errno]) from None
+            raise
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != self._ident:
+            os.close(fd)
+            raise self._gone("another directory took its place")
+        return fd
+
+    def _gone(self, why: str) -> DirGoneError:
+        warn_once(self.path, f"partition dir that is gone ({why})", "directory to follow")
+        return DirGoneError(self.path, why)
 
     def join(self, name: str) -> str:
         """The path of ``name`` in this directory (for messages)."""
@@ -209,7 +306,8 @@ class Dir:
     def _refuse(self, name: str, mode: int | None = None) -> NotRegularFileError:
         if mode is None:
             try:
-                mode = os.stat(name, dir_fd=self.fd, follow_symlinks=False).st_mode
+                with self._lease as fd:
+                    mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
             except OSError:
                 mode = 0
         kind = describe(mode)
@@ -226,7 +324,8 @@ class Dir:
         if flags & os.O_CREAT:
             raise ValueError("open_file does not create: use create_file or open_or_create")
         try:
-            fd = os.open(name, flags | _OPEN, dir_fd=self.fd)
+            with self._lease as dfd:
+                fd = handles.call(os.open, name, flags | _OPEN, dir_fd=dfd)
         except OSError as exc:
             if exc.errno in _NOT_REGULAR_ERRNOS:
                 raise self._refuse(name) from None
@@ -252,10 +351,11 @@ class Dir:
         _check_name(name)
         for _attempt in range(3):
             try:
-                return os.open(name, flags | _CREATE, mode, dir_fd=self.fd)
+                with self._lease as dfd:
+                    return handles.call(os.open, name, flags | _CREATE, mode, dir_fd=dfd)
             except FileExistsError as exc:
                 try:
-                    st = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+                    st = self.lstat(name)
                 except FileNotFoundError:
                     continue
                 if stat.S_ISREG(st.st_mode):
@@ -327,6 +427,22 @@ class Dir:
             os.close(fd)
         return True
 
+    def write_new(self, name: str, data: bytes) -> None:
+        """Create the regular file ``name`` (exclusively: see :meth:`create_file`) holding
+        ``data``, without fsync -- for a file in a directory just made, where nothing can be
+        replaced (the caller makes it durable). On failure the file is removed and the
+        OSError propagates."""
+        fd = self.create_file(name, os.O_WRONLY)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        except BaseException:
+            os.close(fd)
+            self.unlink(name)
+            raise
+        os.close(fd)
+
     def atomic_write(self, name: str, data: bytes, sync: bool = True) -> None:
         """Replace ``name`` with ``data`` atomically and (with ``sync``) durably: a planted
         ``<name>.tmp`` is unlinked, the temporary file created exclusively, written, fsynced,
@@ -356,7 +472,22 @@ class Dir:
     def lstat(self, name: str) -> os.stat_result:
         """``stat`` of ``name`` itself (a link is not followed). Raises OSError."""
         try:
-            return os.stat(_check_name(name), dir_fd=self.fd, follow_symlinks=False)
+            with self._lease as fd:
+                return os.stat(_check_name(name), dir_fd=fd, follow_symlinks=False)
+        except OSError as exc:
+            raise self._located(exc) from None
+
+    def fstat(self) -> os.stat_result:
+        """``stat`` of the directory itself (through its descriptor). Raises OSError."""
+        with self._lease as fd:
+            return os.fstat(fd)
+
+    def utime(self, name: str, ns: tuple[int, int]) -> None:
+        """Set the access and modification times of the regular file ``name`` (ns), never
+        through a link. Raises OSError."""
+        try:
+            with self._lease as fd:
+                os.utime(_check_name(name), ns=ns, dir_fd=fd, follow_symlinks=False)
         except OSError as exc:
             raise self._located(exc) from None
 
@@ -373,30 +504,36 @@ class Dir:
 
     def listdir(self) -> list[str]:
         """Every name in the directory (``os.listdir`` of the descriptor)."""
-        return os.listdir(self.fd)
+        with self._lease as fd:
+            return os.listdir(fd)
 
     def files(self) -> set[str]:
         """The names of the regular files in the directory; every other entry is left out
         and warned about once (a partition dir holds files only)."""
-        with os.scandir(self.fd) as it:
-            entries = list(it)
-        names = {e.name for e in entries if e.is_file(follow_symlinks=False)}
-        if len(names) < len(entries):  # the rare case: something else is there
-            for e in entries:
-                if e.name not in names:
-                    try:
-                        warn_once(self.join(e.name), describe(e.stat(follow_symlinks=False).st_mode))
-                    except FileNotFoundError:
-                        pass
+        with self._lease as fd:
+            with os.scandir(fd) as it:
+                entries = list(it)
+            names = {e.name for e in entries if e.is_file(follow_symlinks=False)}
+            if len(names) < len(entries):  # the rare case: something else is there
+                for e in entries:
+                    if e.name not in names:
+                        try:
+                            warn_once(self.join(e.name),
+                                      describe(e.stat(follow_symlinks=False).st_mode))
+                        except FileNotFoundError:
+                            pass
         return names
 
     def unlink(self, name: str) -> bool:
         """Remove the entry ``name`` (a link itself, never its target); False when there
         was none. Raises OSError (IsADirectoryError for a directory)."""
         try:
-            os.unlink(_check_name(name), dir_fd=self.fd)
+            with self._lease as fd:
+                os.unlink(_check_name(name), dir_fd=fd)
             return True
-        except FileNotFoundError:
+        except FileNotFoundError as exc:
+            if isinstance(exc, DirGoneError):
+                raise
             return False
         except OSError as exc:
             raise self._located(exc) from None
@@ -404,9 +541,11 @@ class Dir:
     def rename(self, old: str, new: str) -> None:
         """Rename the entry ``old`` to ``new`` in this directory, replacing ``new`` (a link
         at either name is renamed or replaced itself, never followed). Raises OSError."""
-        fd = self.fd
         try:
-            os.replace(_check_name(old), _check_name(new), src_dir_fd=fd, dst_dir_fd=fd)
+            with self._lease as fd:
+                os.replace(_check_name(old), _check_name(new), src_dir_fd=fd, dst_dir_fd=fd)
+        except DirGoneError:
+            raise
         except OSError as exc:
             raise self._located(exc) from None
 
@@ -414,7 +553,8 @@ class Dir:
         """fsync the directory (its entries: creations, renames, deletions); filesystems
         that cannot fsync a directory are ignored."""
         try:
-            os.fsync(self.fd)
+            with self._lease as fd:
+                os.fsync(fd)
         except OSError as exc:
             if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
                 raise
@@ -424,14 +564,25 @@ class Dir:
         renamed away, or replaced (by a link, or another directory)."""
         try:
             there = os.stat(self.path, follow_symlinks=False)
-            here = os.fstat(self.fd)
         except OSError:
             return False
-        return (there.st_dev, there.st_ino) == (here.st_dev, here.st_ino)
+        if self._handle is not None and self._handle.closed:
+            return False
+        return (there.st_dev, there.st_ino) == self._ident
 
     # -- lifetime ---------------------------------------------------------------------------
+    def drop(self) -> None:
+        """(cached) Close the descriptor now unless in use; the next operation reopens it.
+        A pinned Dir keeps its descriptor."""
+        if self._handle is not None:
+            self._handle.drop()
+
     def close(self) -> None:
-        """Close the descriptor (idempotent)."""
+        """Close the descriptor for good (idempotent; a cached Dir's once no thread uses
+        it)."""
+        if self._handle is not None:
+            self._handle.close()
+            return
         fd, self._fd = self._fd, -1
         if fd >= 0:
             os.close(fd)
@@ -449,4 +600,5 @@ class Dir:
         self.close()
 
     def __repr__(self):
-        return f"Dir({self.path!r}, fd={self._fd})"
+        where = "cached" if self._handle is not None else f"fd={self._fd}"
+        return f"Dir({self.path!r}, {where})"

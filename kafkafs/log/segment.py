@@ -23,12 +23,21 @@ other with offsets that strictly increase (:func:`check_batch_order`), a run of 
 the data only when it reaches the end of the file (a preallocated tail), and an incomplete
 batch is a torn write only at the end of the last segment (``strict_end``).
 
+The ``.log`` descriptor is not held for the segment's life: it is a
+:class:`~kafkafs.log.handles.Handle` of the process-wide descriptor budget
+(``kafkafs.max.open.files``), leased by every read and write (``with seg.reader() as fd:``
+for readers that ``pread`` it themselves), closed when evicted and reopened through the
+partition dir on the next use -- as the very file first opened (the same ``(st_dev,
+st_ino)``): a segment whose file was removed or replaced meanwhile is gone (closed, its
+reads raise :class:`StaleSegmentError`, a FileNotFoundError). So are its indexes' maps.
+
 Synchronous and thread-compatible: reads use ``os.pread`` and may run in several threads;
 appends, truncation and recovery must be serialised by the caller (:class:`~kafkafs.log.log.Log`).
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import time
@@ -47,7 +56,7 @@ from ..record.batch import (
     peek_offset_and_size,
 )
 from ..record.errors import CorruptRecordError
-from . import safeio
+from . import handles, safeio
 from .config import LogConfig
 from .errors import CorruptIndexError, ReadOnlyLogError
 from .index import OffsetIndex, TimeIndex
@@ -142,6 +151,15 @@ def offset_order_problem(first: int, last: int, expected: int | None, segment_ba
     return None
 
 
+class StaleSegmentError(FileNotFoundError):
+    """A segment's ``.log``, reopened after its descriptor was evicted, is not the file first
+    opened (removed, or another file took its name): the segment is gone (ESTALE)."""
+
+    def __init__(self, path: str):
+        super().__init__(errno.ESTALE, "the segment file was removed or replaced since it was "
+                         "opened", path)
+
+
 @dataclass
 class SegmentScan:
     """What a validating scan of a ``.log`` found (the loop of Kafka's ``LogSegment.recover``).
@@ -204,13 +222,23 @@ class LogSegment:
         self.suffix = suffix
         self.log_path = os.path.join(dir, filename_prefix(base_offset) + LOG_SUFFIX + suffix)
         name = os.path.basename(self.log_path)
+        self._flags = os.O_RDWR if writable else os.O_RDONLY
         if create:
             if not writable:
                 raise ReadOnlyLogError(f"cannot create {self.log_path} read-only")
-            self._fd = self.pdir.create_file(name)
+            fd = self.pdir.create_file(name)
         else:
-            self._fd = self.pdir.open_file(name, os.O_RDWR if writable else os.O_RDONLY)
-        self.size = os.fstat(self._fd).st_size
+            fd = self.pdir.open_file(name, self._flags)
+        try:
+            st = os.fstat(fd)
+            if create and config.preallocate:
+                os.posix_fallocate(fd, 0, config.segment_bytes)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._ident = (st.st_dev, st.st_ino)
+        self._file = handles.Handle(self._reopen, resource=fd, name=self.log_path)
+        self.size = st.st_size
         self.created_ms = int(time.time() * 1000)
         self._index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
@@ -219,14 +247,30 @@ class LogSegment:
         self._max_ts_loaded = create
         self._max_timestamp_so_far = NO_TIMESTAMP
         self._offset_of_max_timestamp_so_far = base_offset
+        self._max_ts_scanned_to = 0  # position up to which the batches were looked at
+        self._max_ts_size_seen = 0  # (read-only) the size then: look again when it changes
         self._rolling_ts_loaded = create
         self._rolling_based_timestamp: int | None = None
         self.last_recovery: SegmentScan | None = None
         self.check_indexes = check_indexes
         self.created = create  # made by this process: its files are ours from the first byte
         self._zero_from: tuple[int, int] | None = None  # (position, size): zeros from there
-        if create and config.preallocate:
-            os.posix_fallocate(self._fd, 0, config.segment_bytes)
+
+    def _reopen(self) -> int:
+        """(the handle's opener) The ``.log`` opened again through the partition dir, checked
+        to be the file first opened. Raises StaleSegmentError, DirGoneError, OSError."""
+        fd = self.pdir.open_file(os.path.basename(self.log_path), self._flags)
+        try:
+            st = os.fstat(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        if (st.st_dev, st.st_ino) != self._ident:
+            os.close(fd)
+            log.warning("%s was replaced since kafkafs opened it: the segment is gone for "
+                        "this process", self.log_path)
+            raise StaleSegmentError(self.log_path)
+        return fd
 
     # -- files -----------------------------------------------------------------------
     @property
@@ -308,30 +352,77 @@ class LogSegment:
 
     @property
     def closed(self) -> bool:
-        return self._fd < 0
+        """Closed (by :meth:`close`, or its file found gone)."""
+        return self._file.closed
 
-    def fileno(self) -> int:
-        """The ``.log``'s file descriptor, for readers that ``pread`` it themselves
-        (-1 once closed; never write through it)."""
-        return self._fd
+    def reader(self) -> handles.Handle:
+        """The ``.log``'s descriptor, for readers that ``pread`` it themselves, as a lease:
+        ``with seg.reader() as fd: os.pread(fd, ...)``. Use the number inside the block only
+        (it may be closed and reused once the lease ends), and never write through it.
+        Raises OSError (EBADF once closed), StaleSegmentError, DirGoneError."""
+        return self._file
+
+    def stat(self) -> os.stat_result:
+        """``fstat`` of the ``.log`` (through a lease)."""
+        with self._file as fd:
+            return os.fstat(fd)
+
+    def first_data_at(self, pos: int) -> int | None:
+        """:func:`first_data_at` of the ``.log`` (through a lease)."""
+        with self._file as fd:
+            return first_data_at(fd, pos)
 
     def reload_size(self) -> int:
         """Re-read the ``.log`` size (a file grown by another process); returns it."""
-        self.size = os.fstat(self._fd).st_size
+        with self._file as fd:
+            self.size = os.fstat(fd).st_size
         return self.size
 
     # -- timestamps ------------------------------------------------------------------
     def _load_max_timestamp(self) -> None:
-        if not self._max_ts_loaded:
-            ts, off = self.time_index.last_entry
-            if ts >= 0 and self.check_indexes and not self.created:
-                problem = self._time_entry_problem(ts, off)
-                if problem is not None:
-                    self.rebuild_indexes(f"time index entry ({ts}, {off}): {problem}")
-                    ts, off = self.time_index.last_entry
-            if ts > self._max_timestamp_so_far:
-                self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far = ts, off
-            self._max_ts_loaded = True
+        """Load the largest timestamp and its offset once: the last time index entry
+        (Kafka's ``loadLargestTimestamp``), and the batches after the last offset index
+        entry. Kafka trusts the entry alone (a broker's segment gets its final entry when it
+        rolls or closes); kafkafs also reads what the entry may not cover yet: a writer adds
+        one only every ``index.interval.bytes``, so the active segment of a live writer,
+        read beside it, holds newer batches. A read-only segment that grew since
+        (:meth:`reload_size`) has the new batches read on the next call."""
+        if self._max_ts_loaded:
+            if not self.writable and self.size != self._max_ts_size_seen:
+                if self.size < self._max_ts_scanned_to:  # truncated by its writer: again
+                    self._max_timestamp_so_far = NO_TIMESTAMP
+                    self._offset_of_max_timestamp_so_far = self.base_offset
+                    self._max_ts_loaded = False
+                    self._load_max_timestamp()
+                else:
+                    self._scan_max_timestamp(self._max_ts_scanned_to)
+            return
+        ts, off = self.time_index.last_entry
+        if ts >= 0 and self.check_indexes and not self.created:
+            problem = self._time_entry_problem(ts, off)
+            if problem is not None:
+                self.rebuild_indexes(f"time index entry ({ts}, {off}): {problem}")
+                ts, off = self.time_index.last_entry
+        if ts > self._max_timestamp_so_far:
+            self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far = ts, off
+        self._scan_max_timestamp(self._last_indexed_position())
+        self._max_ts_loaded = True
+
+    def _scan_max_timestamp(self, position: int) -> None:
+        """Take the batches from ``position`` (a batch start) to the end into the largest
+        timestamp (and the last offset of its batch, as appends record it); damage ends the
+        look quietly (readers meet it where it lies)."""
+        end = position
+        try:
+            for batch in self.batches(position):
+                if batch.max_timestamp > self._max_timestamp_so_far:
+                    self._max_timestamp_so_far = batch.max_timestamp
+                    self._offset_of_max_timestamp_so_far = batch.last_offset
+                end = batch.position + batch.size
+        except CorruptRecordError:
+            pass
+        self._max_ts_scanned_to = end
+        self._max_ts_size_seen = self.size
 
     def _time_entry_problem(self, timestamp: int, offset: int) -> str | None:
         """Why the time index entry ``(timestamp, offset)`` cannot be right, or None: it
@@ -367,7 +458,7 @@ class LogSegment:
         return self.last_modified_ms()
 
     def last_modified_ms(self) -> int:
-        return int(os.fstat(self._fd).st_mtime * 1000)
+        return int(self.stat().st_mtime * 1000)
 
     def rolling_based_timestamp(self) -> int | None:
         """Max timestamp of the first batch (``segment.ms`` ages from it), None when empty."""
@@ -422,22 +513,25 @@ class LogSegment:
         entries = [e for e in entries if e[3]]
         if not entries:
             return
+        self._load_max_timestamp()  # before the write: it may read the batches on disk
         position = self.size
         data = entries[0][3] if len(entries) == 1 else b"".join(e[3] for e in entries)
         if self.size == 0:
             self._rolling_based_timestamp = entries[0][1]
             self._rolling_ts_loaded = True
         written = 0
-        try:
-            while written < len(data):
-                written += os.pwrite(self._fd, memoryview(data)[written:], position + written)
-        except OSError:
-            # leave no partial batch behind: the caller reports the error, nothing was appended
+        with self._file as fd:
             try:
-                os.ftruncate(self._fd, position)
+                while written < len(data):
+                    written += os.pwrite(fd, memoryview(data)[written:], position + written)
             except OSError:
-                pass
-            raise
+                # leave no partial batch behind: the caller reports the error, nothing was
+                # appended
+                try:
+                    os.ftruncate(fd, position)
+                except OSError:
+                    pass
+                raise
         self.size = position + len(data)
         interval = self.config.index_interval_bytes
         for largest_offset, largest_timestamp, offset_of_largest, batch in entries:
@@ -487,7 +581,8 @@ class LogSegment:
         """fsync the ``.log`` and the three indexes (``LogSegment.flush``)."""
         if not self.writable:
             return
-        os.fsync(self._fd)
+        with self._file as fd:
+            os.fsync(fd)
         # fsync the index files through their own descriptors: this writes back pages dirtied
         # through the mmap too, and never touches the mmap object an appender may be using
         for path in (self.index_path, self.time_index_path, self.txn_index_path):
@@ -506,7 +601,8 @@ class LogSegment:
     # -- reading ---------------------------------------------------------------------
     def read_at(self, position: int, size: int) -> bytes:
         """Raw bytes ``[position, position + size)`` of the ``.log`` (short at EOF)."""
-        return os.pread(self._fd, size, position)
+        with self._file as fd:
+            return os.pread(fd, size, position)
 
     def batches(self, start_position: int = 0, end_position: int | None = None,
                 validate: bool = False, chunk_size: int = READ_CHUNK,
@@ -526,7 +622,8 @@ class LogSegment:
         base_chunk = chunk_size
         while end - pos >= HEADER_PEEK:
             want = min(max(chunk_size, 0), end - pos)
-            buf = os.pread(self._fd, want, pos)
+            with self._file as fd:  # a lease per read: never held across a yield
+                buf = os.pread(fd, want, pos)
             if len(buf) < HEADER_PEEK:
                 break
             consumed = 0
@@ -559,9 +656,10 @@ class LogSegment:
         """An incomplete batch at ``pos`` where the segment must end with a whole one: raise
         CorruptRecordError -- unless the file has grown past ``end`` since (a caller's
         stale size beside a live writer: not damage)."""
-        if os.fstat(self._fd).st_size > end:
-            return
-        head = os.pread(self._fd, LOG_OVERHEAD, pos)
+        with self._file as fd:
+            if os.fstat(fd).st_size > end:
+                return
+            head = os.pread(fd, LOG_OVERHEAD, pos)
         if not any(head):  # zeros, however few: the end of a preallocated file, or damage
             self._check_zero_tail(pos)
             return
@@ -576,11 +674,12 @@ class LogSegment:
         """Raise CorruptRecordError unless the file holds only zeros from ``pos`` to its end
         (:func:`first_data_at`); a checked tail is remembered, so a reader at the end of a
         preallocated segment checks it once."""
-        size = os.fstat(self._fd).st_size
-        known = self._zero_from
-        if known is not None and known[0] <= pos and known[1] == size:
-            return
-        data_at = first_data_at(self._fd, pos)
+        with self._file as fd:
+            size = os.fstat(fd).st_size
+            known = self._zero_from
+            if known is not None and known[0] <= pos and known[1] == size:
+                return
+            data_at = first_data_at(fd, pos)
         if data_at is not None:
             raise zeroed_range_error(self.log_path, pos, data_at)
         self._zero_from = (pos, size)
@@ -629,14 +728,16 @@ class LogSegment:
 
     def _entry_problem(self, entry_offset: int, position: int) -> str | None:
         """Why the index entry ``(entry_offset, position)`` cannot be right, or None."""
-        head = os.pread(self._fd, BATCH_OVERHEAD, position)
+        with self._file as fd:
+            head = os.pread(fd, BATCH_OVERHEAD, position)
+            file_size = os.fstat(fd).st_size
         if len(head) < HEADER_PEEK:
             return f"position past the end of the log segment ({self.size} bytes)"
         base, size, magic = peek_offset_and_size(head)
         if magic not in (0, 1, 2):
             return f"no batch starts there (magic {magic})"
         if size < LOG_OVERHEAD + min_entry_length(magic) or \
-                position + size > max(self.size, os.fstat(self._fd).st_size):
+                position + size > max(self.size, file_size):
             return f"no batch starts there (a size of {size} bytes)"
         last = base + int.from_bytes(head[23:27], "big", signed=True) if magic == 2 else base
         if not base <= last <= entry_offset:
@@ -852,7 +953,8 @@ class LogSegment:
         if truncated > 0:
             log.warning("Truncating %s to %d bytes (%d invalid bytes at the end)",
                         self.log_path, valid_bytes, truncated)
-            os.ftruncate(self._fd, valid_bytes)
+            with self._file as fd:
+                os.ftruncate(fd, valid_bytes)
             self.size = valid_bytes
         if producer_state is None:
             end_offset = self.base_offset if scan.next_offset is None else scan.next_offset
@@ -862,6 +964,7 @@ class LogSegment:
         self.time_index.trim_to_valid_size()
         self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far = max_ts, offset_of_max_ts
         self._max_ts_loaded = True
+        self._max_ts_scanned_to = self._max_ts_size_seen = valid_bytes
         self._rolling_ts_loaded = False
         self.bytes_since_last_index_entry = valid_bytes - state["last_index_entry"]
         return truncated
@@ -889,7 +992,8 @@ class LogSegment:
         self.index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         removed = self.size - position
-        os.ftruncate(self._fd, position)
+        with self._file as fd:
+            os.ftruncate(fd, position)
         self.size = position
         self._max_ts_loaded = False
         self._max_timestamp_so_far = NO_TIMESTAMP
@@ -911,20 +1015,31 @@ class LogSegment:
         """Rename all files of the segment to carry ``new_suffix`` (``""``, ``.deleted``,
         ``.swap``, ``.cleaned``), as Kafka's ``changeFileSuffixes``."""
         prefix = filename_prefix(self.base_offset)
-        for suffix, idx in ((LOG_SUFFIX, None), (INDEX_SUFFIX, self._index),
-                            (TIME_INDEX_SUFFIX, self._time_index),
-                            (TXN_INDEX_SUFFIX, self._txn_index)):
-            old = prefix + suffix + self.suffix
-            new = prefix + suffix + new_suffix
-            if idx is not None:
-                idx.rename_to(self.pdir.join(new))
-            else:
-                try:
-                    self.pdir.rename(old, new)  # a planted link is renamed, not followed
-                except FileNotFoundError:
-                    pass
-        self.suffix = new_suffix
-        self.log_path = self.pdir.join(prefix + LOG_SUFFIX + new_suffix)
+        # the .log stays open over its rename: no thread reopens it by a name in between
+        try:
+            self._file.acquire()
+            leased = True
+        except OSError:  # closed, or gone: nothing reopens it
+            leased = False
+        try:
+            for suffix, idx in ((LOG_SUFFIX, None), (INDEX_SUFFIX, self._index),
+                                (TIME_INDEX_SUFFIX, self._time_index),
+                                (TXN_INDEX_SUFFIX, self._txn_index)):
+                old = prefix + suffix + self.suffix
+                new = prefix + suffix + new_suffix
+                if idx is not None:
+                    idx.rename_to(self.pdir.join(new))
+                else:
+                    try:
+                        self.pdir.rename(old, new)  # a planted link is renamed, not followed
+                    except FileNotFoundError:
+                        pass
+                    if suffix == LOG_SUFFIX:
+                        self.log_path = self.pdir.join(new)
+            self.suffix = new_suffix
+        finally:
+            if leased:
+                self._file.release()
 
     def mark_deleted(self) -> None:
         """Rename to ``.deleted`` (the files are removed later by :meth:`delete`)."""
@@ -933,7 +1048,7 @@ class LogSegment:
     def close(self) -> None:
         """Write the final time index entry (as ``LogSegment.close``), trim writable indexes
         and close every file."""
-        if self.writable and self._fd >= 0 and self._max_ts_loaded and \
+        if self.writable and not self._file.closed and self._max_ts_loaded and \
                 self._max_timestamp_so_far >= 0:
             try:
                 self.time_index.maybe_append(self._max_timestamp_so_far,
@@ -942,13 +1057,16 @@ class LogSegment:
             except Exception as exc:  # noqa: BLE001 - closing must go on
                 log.warning("cannot write the final time index entry of %s: %s",
                             self.log_path, exc)
-        for idx in (self._index, self._time_index, self._txn_index):
-            if idx is not None:
-                idx.close()
-        self._index = self._time_index = self._txn_index = None
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        try:
+            for idx in (self._index, self._time_index, self._txn_index):
+                if idx is not None:
+                    try:
+                        idx.close()
+                    except OSError as exc:  # (trimming it): closed anyway
+                        log.warning("closing %s: %s", idx.path, exc)
+        finally:
+            self._index = self._time_index = self._txn_index = None
+            self._file.close()
 
     def delete(self) -> None:
         """Close and remove all files of the segment (whatever their suffix); a segment

@@ -27,6 +27,9 @@ Where this differs from Kafka, on purpose:
 * An append to a file with a partial trailing entry is refused (it would misalign every
   entry after it).
 
+No descriptor is kept: an append opens the file, writes its entry and closes it (ABORT
+markers are rare), and :meth:`~TransactionIndex.flush` fsyncs it by name.
+
 The file is reached through its directory's descriptor (:class:`~kafkafs.log.safeio.Dir`),
 never through a link, and only as a regular file: a planted link, FIFO or device reads as a
 missing file (no aborted transactions) and the first append replaces it by a new file.
@@ -152,7 +155,7 @@ class TransactionIndex:
         self._start_offset = int(start_offset)
         self._writable = bool(writable)
         self._lock = threading.RLock()
-        self._fd = -1  # writable only: opened by the first write
+        self._dirty = False  # appended since the last flush
         self._last_offset: int | None = None
         if self._writable:
             size = self._size()
@@ -225,11 +228,6 @@ class TransactionIndex:
         if not self._writable:
             raise ReadOnlyLogError(f"transaction index {self._path} is open read-only")
 
-    def _open_fd(self) -> int:
-        if self._fd < 0:
-            self._fd, _created = self._dir.open_or_create(self._name, os.O_RDWR | os.O_APPEND)
-        return self._fd
-
     # -- reading ------------------------------------------------------------------------
     def all_aborted_txns(self, *, allow_torn_tail: bool = False) -> list[AbortedTxn]:
         """Every entry in file order (Kafka ``allAbortedTxns``); [] when the file is missing.
@@ -292,10 +290,14 @@ class TransactionIndex:
                     f"{self._path}: partial transaction index entry at position "
                     f"{size - size % ENTRY_SIZE}: {size % ENTRY_SIZE} bytes where an entry "
                     f"takes {ENTRY_SIZE}; not appending after it")
-            fd = self._open_fd()
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            fd, _created = self._dir.open_or_create(self._name, os.O_RDWR | os.O_APPEND)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            self._dirty = True
             self._last_offset = txn.last_offset
 
     def truncate_to(self, offset: int) -> None:
@@ -324,18 +326,16 @@ class TransactionIndex:
             self._last_offset = None
 
     def flush(self) -> None:
-        """fsync what was appended (no-op when nothing was written or read-only)."""
+        """fsync what was appended since the last flush (no-op when nothing was, or
+        read-only)."""
         with self._lock:
-            if self._fd >= 0:
-                os.fsync(self._fd)
+            if self._dirty:
+                self._dir.fsync_file(self._name)
+                self._dirty = False
 
     def close(self) -> None:
-        """Release the file descriptor. The index stays usable: a later write reopens the
-        file (as Kafka's ``TransactionIndexFile`` reopens its channel)."""
-        with self._lock:
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+        """Nothing to release (no descriptor is kept); the index stays usable, as Kafka's
+        ``TransactionIndexFile`` reopens its channel."""
 
     def delete_if_exists(self) -> bool:
         """Close and delete the file; True if it existed (Kafka ``deleteIfExists``). Raises

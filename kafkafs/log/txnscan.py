@@ -36,7 +36,6 @@ computed once; the last segment's grow as it grows (the state at its scanned end
 from __future__ import annotations
 
 import logging
-import os
 import struct
 import threading
 from collections.abc import Sequence
@@ -312,10 +311,9 @@ def _quick_walk(scan: _Scanned, size: int, next_base: int | None) -> bool | None
     :func:`~kafkafs.log.segment.offset_order_problem` does)."""
     seg = scan.seg
     low = seg.base_offset
-    fd = seg.fileno()
     while size - scan.pos >= BATCH_OVERHEAD:
         pos = scan.pos
-        buf = os.pread(fd, min(READ_CHUNK, size - pos), pos)
+        buf = seg.read_at(pos, min(READ_CHUNK, size - pos))
         n = len(buf)
         p = 0
         floor = low if scan.expected is None else scan.expected

@@ -222,7 +222,7 @@ class LocalView(PartitionView):
         self._segs = lg.segments()
         self.segments = []
         for seg in self._segs:
-            st = os.fstat(seg.fileno())
+            st = seg.stat()
             self.segments.append(SegmentInfo(seg.base_offset, os.path.basename(seg.log_path),
                                              seg.size, (st.st_dev, st.st_ino)))
         self._entries: dict[int, list] = {}
