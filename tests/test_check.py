@@ -201,6 +201,63 @@ def test_offsets_that_go_back_are_reported_and_left_alone(tmp_path, capsys):
     assert tree_state(p) == before
 
 
+# -- a partition dir without a .log ----------------------------------------------------------
+def _no_log_partition(d: str, how: str) -> str:
+    """A partition dir ``u-0`` in ``d`` with no ``.log``: empty, or whose only ``.log`` is a
+    planted symbolic link (to a file outside the log dir, which must stay untouched)."""
+    pdir = os.path.join(d, "u-0")
+    os.mkdir(pdir)
+    if how == "link":
+        target = os.path.join(os.path.dirname(d), "outside")
+        with open(target, "wb") as f:
+            f.write(b"not a segment\n")
+        os.symlink(target, os.path.join(pdir, f"{0:020d}.log"))
+    return pdir
+
+
+@pytest.mark.parametrize("how", ["empty", "link"])
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_partition_dir_without_a_log_is_a_finding_not_a_traceback(tmp_path, how, fmt):
+    """``mkdir LOGDIR/u-0; kafkafs check LOGDIR`` (and a .log that is a planted link) crashed
+    with ``TypeError: expected str, bytes or os.PathLike object, not Dir``, with and without
+    --repair. It is the "no .log" finding of docs/cli.md; --repair creates the empty segment
+    (replacing the link, never writing through it) and the log dir then checks clean."""
+    d = make_log_dir(tmp_path)
+    pdir = _no_log_partition(d, how)
+    json_flag = ["--json"] if fmt == "json" else []
+    before = tree_state(d)
+    r = subprocess.run([sys.executable, "-m", "kafkafs", "check", *CONFIG, d,
+                        *json_flag], capture_output=True, cwd=ROOT, timeout=60, check=False)
+    err = r.stderr.decode()
+    assert "Traceback" not in err and r.returncode == 1, err
+    assert tree_state(d) == before
+    segment = os.path.join(pdir, f"{0:020d}.log")
+    if fmt == "json":
+        doc = json.loads(r.stdout)
+        (hit,) = findings(doc, "no-segments")
+        assert hit["path"] == segment and hit["repairable"] is True
+    else:
+        assert f"problem: u-0/{0:020d}.log: No log segment in {pdir} => create an empty " \
+               "segment at the log start offset 0" in r.stdout.decode()
+    r = subprocess.run([sys.executable, "-m", "kafkafs", "check", *CONFIG, d,
+                        "--repair", *json_flag], capture_output=True, cwd=ROOT, timeout=60,
+                       check=False)
+    err = r.stderr.decode()
+    assert "Traceback" not in err and r.returncode == 0, r.stdout.decode() + err
+    if fmt == "json":
+        doc = json.loads(r.stdout)
+        assert doc["problems_after_repair"] == 0
+        assert any(a["kind"] == "no-segments" for a in doc["log_dirs"][0]["done"])
+    else:
+        assert f"did: u-0/{0:020d}.log: create an empty segment" in r.stdout.decode()
+    assert not os.path.islink(segment) and os.path.getsize(segment) == 0
+    if how == "link":
+        assert read_bytes(os.path.join(tmp_path, "outside")) == b"not a segment\n"
+    r = subprocess.run([sys.executable, "-m", "kafkafs", "check", *CONFIG, d],
+                       capture_output=True, cwd=ROOT, timeout=60, check=False)
+    assert r.returncode == 0 and r.stdout.decode().rstrip().endswith("clean"), r.stdout
+
+
 # -- the indexes -------------------------------------------------------------------------------
 def test_truncated_index_is_rebuilt(tmp_path, capsys):
     d = make_log_dir(tmp_path)
