@@ -73,16 +73,16 @@ CONFIG = ["--override", f"log.segment.bytes={SEGMENT_BYTES}",
           "--override", f"log.index.interval.bytes={INTERVAL}"]
 
 
-def check(capsys, *args):
-    """Run ``kafkafs check ARGS`` in-process: (exit status, stdout, stderr)."""
+def check(capsys, d, *args):
+    """Run ``kafkafs check --log-dirs D ARGS`` in-process: (exit status, stdout, stderr)."""
     capsys.readouterr()
-    rc = main(["check", *CONFIG, *args])
+    rc = main(["check", *CONFIG, "--log-dirs", d, *args])
     out, err = capsys.readouterr()
     return rc, out, err
 
 
-def check_json(capsys, *args):
-    rc, out, _err = check(capsys, *args, "--json")
+def check_json(capsys, d, *args):
+    rc, out, _err = check(capsys, d, *args, "--json")
     return rc, json.loads(out)
 
 
@@ -131,7 +131,7 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     rc, _out, err = check(capsys, str(tmp_path / "nope"))
     assert rc == 2 and "is not a directory" in err
     d = make_log_dir(tmp_path)
-    rc, _out, err = check(capsys, d, d)
+    rc, _out, err = check(capsys, f"{d},{d}")
     assert rc == 2 and "Duplicate log directory" in err
     with pytest.raises(SystemExit) as exc:
         main(["check", "--no-such-flag"])
@@ -226,7 +226,7 @@ def test_partition_dir_without_a_log_is_a_finding_not_a_traceback(tmp_path, how,
     pdir = _no_log_partition(d, how)
     json_flag = ["--json"] if fmt == "json" else []
     before = tree_state(d)
-    r = subprocess.run([sys.executable, "-m", "kafkafs", "check", *CONFIG, d,
+    r = subprocess.run([sys.executable, "-m", "kafkafs", "check", *CONFIG, "--log-dirs", d,
                         *json_flag], capture_output=True, cwd=ROOT, timeout=60, check=False)
     err = r.stderr.decode()
     assert "Traceback" not in err and r.returncode == 1, err
@@ -239,7 +239,7 @@ def test_partition_dir_without_a_log_is_a_finding_not_a_traceback(tmp_path, how,
     else:
         assert f"problem: u-0/{0:020d}.log: No log segment in {pdir} => create an empty " \
                "segment at the log start offset 0" in r.stdout.decode()
-    r = subprocess.run([sys.executable, "-m", "kafkafs", "check", *CONFIG, d,
+    r = subprocess.run([sys.executable, "-m", "kafkafs", "check", *CONFIG, "--log-dirs", d,
                         "--repair", *json_flag], capture_output=True, cwd=ROOT, timeout=60,
                        check=False)
     err = r.stderr.decode()
@@ -253,7 +253,7 @@ def test_partition_dir_without_a_log_is_a_finding_not_a_traceback(tmp_path, how,
     assert not os.path.islink(segment) and os.path.getsize(segment) == 0
     if how == "link":
         assert read_bytes(os.path.join(tmp_path, "outside")) == b"not a segment\n"
-    r = subprocess.run([sys.executable, "-m", "kafkafs", "check", *CONFIG, d],
+    r = subprocess.run([sys.executable, "-m", "kafkafs", "check", *CONFIG, "--log-dirs", d],
                        capture_output=True, cwd=ROOT, timeout=60, check=False)
     assert r.returncode == 0 and r.stdout.decode().rstrip().endswith("clean"), r.stdout
 
@@ -481,24 +481,24 @@ def test_repair_refuses_while_another_process_holds_the_lock(tmp_path):
         exe = os.path.join(os.path.dirname(sys.executable), "kafkafs")
         if not os.path.exists(exe):
             exe = shutil.which("kafkafs")
-        r = subprocess.run([exe, "check", "--repair", d], capture_output=True, cwd=ROOT,
-                           timeout=60, check=False)
+        r = subprocess.run([exe, "check", "--repair", "--log-dirs", d], capture_output=True,
+                           cwd=ROOT, timeout=60, check=False)
         assert r.returncode == 1
         err = r.stderr.decode()
         assert "Failed to acquire lock on file .lock" in err
         assert f"held by pid {holder.pid}" in err
         assert tree_state(d) == before
         # without --repair it runs beside the holder, says so, and changes nothing
-        r = subprocess.run([exe, "check", d], capture_output=True, cwd=ROOT, timeout=60,
-                           check=False)
+        r = subprocess.run([exe, "check", "--log-dirs", d], capture_output=True, cwd=ROOT,
+                           timeout=60, check=False)
         assert r.returncode == 1
         assert f"pid {holder.pid}" in r.stdout.decode()
         assert tree_state(d) == before
     finally:
         holder.kill()
         holder.wait()
-    r = subprocess.run([exe, "check", "--repair", "--json", d], capture_output=True,
-                       cwd=ROOT, timeout=60, check=False)
+    r = subprocess.run([exe, "check", "--repair", "--json", "--log-dirs", d],
+                       capture_output=True, cwd=ROOT, timeout=60, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(r.stdout)
     assert doc["repaired"] is True and doc["problems_after_repair"] == 0

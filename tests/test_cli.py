@@ -608,3 +608,126 @@ def test_produce_batch_size_options(tmp_path):
         assert status == 1
         assert f"Invalid value {bad} for configuration batch.size: {rule}".encode() in err
     assert not os.path.exists(os.path.join(d, "e-0"))
+
+
+# -- one convention for the log dirs: --log-dirs and --config in every command ---------------
+# (issue 18 §1) The same option for the same thing everywhere; Kafka's names stay where a
+# Kafka tool has them (dump --files, topics --config KEY=VALUE).
+
+LOG_DIR_COMMANDS = ("topics", "produce", "consume", "get-offsets", "check", "dump", "compact",
+                    "mount")
+
+
+def server_properties(tmp_path, **props) -> str:
+    """A server.properties naming ``tmp_path/logs`` as log.dirs (plus ``props``)."""
+    path = tmp_path / "server.properties"
+    lines = [f"log.dirs={tmp_path / 'logs'}"] + [f"{k.replace('_', '.')}={v}"
+                                                   for k, v in props.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_every_command_documents_log_dirs_and_config():
+    for command in LOG_DIR_COMMANDS:
+        status, out, _err = run(command, "--help")
+        text = out.decode()
+        assert status == 0 and "--log-dirs DIR[,DIR...]" in text, (command, text)
+        assert "--config FILE" in text and "--override KEY=VALUE" in text, (command, text)
+        assert "--server-config" not in text, (command, text)  # an old spelling, not shown
+
+
+def test_every_command_finds_the_log_dirs_of_config(tmp_path, monkeypatch):
+    """``--config server.properties`` means the same in every command: its log.dirs. Before,
+    ``topics --config FILE --list`` took the file for a topic config and listed
+    ~/.local/share/kafkafs/logs, check had no --config for it... (kafkafs topics took
+    --server-config, check a positional LOGDIR, dump rejected both)."""
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.setenv("KAFKAFS_LOG_DIRS", str(elsewhere))  # never used below
+    conf = server_properties(tmp_path, num_partitions=2)
+    logs = tmp_path / "logs"
+    status, out, err = run("topics", "--config", conf, "--create", "--topic", "t",
+                           "--config", "cleanup.policy=compact")
+    assert (status, out, err) == (0, b"Created topic t.\n", b"")
+    assert sorted(os.listdir(logs / "t-0")) and os.path.isdir(logs / "t-1")  # num.partitions
+    assert run("topics", "--config", conf, "--list")[1] == b"t\n"
+    desc = run("topics", "--describe", "--topic", "t", "--config", conf)[1].decode()
+    assert "PartitionCount: 2" in desc and "Configs: cleanup.policy=compact" in desc
+    assert run("produce", "--config", conf, "--topic", "t", "--partition", "0",
+               "--property", "parse.key=true", input=b"a\t1\na\t2\nb\t3\n")[0] == 0
+    status, out, _err = run("consume", "--config", conf, "--topic", "t", "--from-beginning",
+                            "--timeout-ms", "100")
+    assert (status, out) == (0, b"1\n2\n3\n")
+    assert run("get-offsets", "--config", conf, "--topic", "t")[1] == b"t:0:3\nt:1:0\n"
+    status, out, err = run("check", "--config", conf)
+    assert status == 0 and out.decode().endswith(f"{logs}: 2 partition(s), clean\n"), out + err
+    status, out, err = run("dump", "--config", conf, "--files", f"t-0/{0:020d}.log")
+    assert status == 0 and out.decode().startswith(f"Dumping {logs}/t-0/{0:020d}.log\n"), err
+    status, out, err = run("compact", "--config", conf, "--topic", "t", "--partition", "0",
+                           "--no-progress")
+    assert status == 0 and b"t-0" in out, err
+    assert not elsewhere.exists()
+
+
+def test_every_command_takes_log_dirs(tmp_path):
+    d = str(tmp_path / "logs")
+    assert run("topics", "--log-dirs", d, "--create", "--topic", "t")[0] == 0
+    assert run("produce", "--log-dirs", d, "--topic", "t", input=b"x\n")[0] == 0
+    status, out, err = run("check", "--log-dirs", d)
+    assert status == 0 and out.decode().endswith("clean\n"), out + err
+    status, out, err = run("dump", "--log-dirs", d, "--files", f"t-0/{0:020d}.log")
+    assert status == 0 and b"baseOffset: 0 lastOffset: 0 count: 1" in out, err
+
+
+def test_topics_config_is_a_file_without_equals_and_a_topic_config_with_it(tmp_path):
+    """kafka-topics.sh's --config KEY=VALUE stays; a value without '=' (or with a '/'
+    before it: a path) is the server.properties file."""
+    odd = tmp_path / "a=b"
+    odd.mkdir()
+    conf = odd / "server.properties"
+    conf.write_text(f"log.dirs={tmp_path / 'logs'}\n")
+    status, _out, err = run("topics", "--config", str(conf), "--create", "--topic", "t",
+                            "--config", "retention.ms=1000", "--config", "segment.ms=2000")
+    assert status == 0, err
+    desc = run("topics", "--log-dirs", str(tmp_path / "logs"), "--describe")[1].decode()
+    assert "Configs: retention.ms=1000,segment.ms=2000" in desc
+    assert "--config FILE|KEY=VALUE" in run("topics", "--help")[1].decode()
+
+
+def test_old_spellings_work_with_one_deprecation_note(tmp_path):
+    conf = server_properties(tmp_path)
+    d = str(tmp_path / "logs")
+    r = kafkafs("topics", "--server-config", conf, "--create", "--topic", "t")
+    assert r.stdout == b"Created topic t.\n"
+    assert r.stderr.decode().splitlines() == [
+        f"kafkafs topics: note: --server-config is deprecated; use --config {conf}"]
+    r = kafkafs("topics", "--server-config", conf, "--server-config", conf, "--list")
+    assert r.stdout == b"t\n" and len(r.stderr.decode().splitlines()) == 1, r.stderr
+    r = kafkafs("compact", "--server-config", conf, "--topic", "t", "--no-progress",
+                check=False)
+    assert r.stderr.decode().count("--server-config is deprecated") == 1, r.stderr
+    r = kafkafs("check", d)
+    assert r.stdout.decode().endswith("clean\n")
+    assert r.stderr.decode().splitlines() == [
+        f"kafkafs check: note: a LOGDIR argument is deprecated; use --log-dirs {d}"]
+    r = kafkafs("check", d, "--log-dirs", d, check=False)
+    assert r.returncode == 2 and b"give the log dirs once" in r.stderr
+
+
+def test_dump_resolves_relative_files_in_the_log_dirs(tmp_path, monkeypatch):
+    """With --log-dirs (or --config), a relative --files name is looked up in each log dir;
+    without them, in the current directory as kafka-dump-log does."""
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    run("topics", "--log-dirs", a, "--create", "--topic", "t")
+    run("topics", "--log-dirs", b, "--create", "--topic", "u")
+    seg = f"{0:020d}.log"
+    status, out, err = run("dump", "--log-dirs", f"{a},{b}",
+                           "--files", f"u-0/{seg},t-0/{seg}")
+    assert status == 0, err
+    dumped = [x for x in out.decode().splitlines() if x.startswith("Dumping ")]
+    assert dumped == [f"Dumping {b}/u-0/{seg}", f"Dumping {a}/t-0/{seg}"]
+    status, out, err = run("dump", "--log-dirs", f"{a},{b}", "--files", f"v-0/{seg}")
+    assert status == 1
+    assert err.decode() == f"error: v-0/{seg}: no such file in the log dirs ({a}, {b})\n"
+    monkeypatch.chdir(a)
+    status, out, err = run("dump", "--files", f"t-0/{seg}")
+    assert status == 0 and out.decode().startswith(f"Dumping t-0/{seg}\n"), err

@@ -25,7 +25,7 @@ from .mount import mount_serving
 
 def register(sub) -> None:
     p = sub.add_parser("compact", help="run a log cleaner pass over a compacted topic now")
-    add_log_dir_args(p, config_flag="--server-config")
+    add_log_dir_args(p)
     p.add_argument("--topic", required=True, help="the topic to compact")
     p.add_argument("--partition", type=int, action="append", default=None,
                    help="only this partition (repeatable; default: every partition)")

@@ -105,6 +105,7 @@ from ..log.txnindex import TransactionIndex
 from ..record import LOG_APPEND_TIME, RecordBatch, compression, control, legacy
 from ..record.batch import TIMESTAMP_TYPE_NAMES, min_entry_length
 from ..record.errors import CorruptRecordError
+from .common import add_log_dir_args, broker_config
 
 INT_MAX = 0x7FFFFFFF
 RECORD_INDENT = "|"
@@ -140,7 +141,9 @@ def register(subparsers) -> None:
                     "kafka-dump-log.sh). Files are opened read-only.")
     p.add_argument("--files", required=True, metavar="file1,file2,...",
                    help="REQUIRED: The comma separated list of data and index log files to be "
-                        "dumped.")
+                        "dumped. With --log-dirs or --config, a relative name is looked up in "
+                        "each log dir (--files orders-0/00000000000000000000.log).")
+    add_log_dir_args(p)
     p.add_argument("--print-data-log", action="store_true",
                    help="If set, printing the messages content when dumping data logs. "
                         "Automatically set if any decoder option is specified.")
@@ -213,9 +216,43 @@ def run(args, out=None, err=None) -> int:
         if cls is not None and cls not in STRING_DECODERS:
             err.write(f"Note: --{which}-decoder-class {cls} is ignored: kafkafs prints keys and "
                       "values as UTF-8 text (invalid bytes replaced).\n")
-    files = [f for f in args.files.split(",") if f.strip()]
+    files = resolve_files([f for f in args.files.split(",") if f.strip()], args)
     dumper = LogDumper(DumpOptions.from_args(args), out, err)
     return dumper.dump_files(files)
+
+
+class NotInLogDirs(str):
+    """A relative ``--files`` name found in none of the log dirs (:func:`resolve_files`);
+    ``log_dirs``: where it was looked for."""
+
+    log_dirs: tuple = ()
+
+
+def resolve_files(names: list[str], args) -> list[str]:
+    """The files to dump: ``names`` as given (relative to the current directory, as
+    kafka-dump-log takes them), unless the log dirs are named (``--log-dirs``, or
+    ``log.dirs`` of ``--config``/``--override``): then a relative name is looked up in each
+    of them, in order, and stands for every one it exists in (a name in none is a
+    :class:`NotInLogDirs`, reported as the dump reaches it). Raises CliError for a bad
+    --config."""
+    overrides = getattr(args, "override", None) or []
+    if not (getattr(args, "log_dirs", None) or getattr(args, "config", None)
+            or any(o.split("=", 1)[0].strip() in ("log.dirs", "log.dir") for o in overrides)):
+        return names
+    log_dirs = broker_config(args).log_dirs
+    out: list[str] = []
+    for name in names:
+        if os.path.isabs(name):
+            out.append(name)
+            continue
+        found = [os.path.join(d, name) for d in log_dirs
+                 if os.path.lexists(os.path.join(d, name))]
+        if not found:
+            missing = NotInLogDirs(name)
+            missing.log_dirs = tuple(log_dirs)
+            found = [missing]
+        out.extend(found)
+    return out
 
 
 # -- reading a .log ---------------------------------------------------------------------
@@ -882,6 +919,11 @@ class LogDumper:
         failed = False
         for path in files:
             self.emit({"type": "file", "path": path})
+            if isinstance(path, NotInLogDirs):
+                self.error(f"error: {path}: no such file in the log dirs "
+                           f"({', '.join(path.log_dirs)})", path)
+                failed = True
+                continue
             name = os.path.basename(path)
             dot = name.rfind(".")
             suffix = name[dot:] if dot >= 0 else ""

@@ -15,9 +15,12 @@ from .common import CliError, add_log_dir_args, open_manager, parse_kv
 
 
 def register(sub) -> None:
-    p = sub.add_parser("topics", help="create, list, describe, alter or delete topics "
-                                      "(kafka-topics.sh)")
-    add_log_dir_args(p, config_flag="--server-config")
+    p = sub.add_parser(
+        "topics", help="create, list, describe, alter or delete topics (kafka-topics.sh)",
+        description="kafka-topics.sh on log dirs. --config takes both of Kafka's meanings: "
+                    "--config KEY=VALUE is a topic config (as in kafka-topics.sh), --config "
+                    "FILE (no '=') the broker's server.properties, whose log.dirs are used.")
+    add_log_dir_args(p, topic_configs=True)
     action = p.add_mutually_exclusive_group(required=True)
     for name in ("create", "list", "describe", "delete", "alter"):
         action.add_argument(f"--{name}", action="store_true")
@@ -25,8 +28,6 @@ def register(sub) -> None:
     p.add_argument("--partitions", type=int, help="number of partitions")
     p.add_argument("--replication-factor", type=int, default=1,
                    help="accepted for compatibility; kafkafs keeps one replica")
-    p.add_argument("--config", dest="topic_config", action="append", default=[],
-                   metavar="KEY=VALUE", help="topic config override (repeatable)")
     p.add_argument("--delete-config", action="append", default=[], metavar="KEY",
                    help="remove a topic config override (with --alter)")
     p.add_argument("--if-not-exists", action="store_true")
