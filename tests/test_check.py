@@ -562,6 +562,7 @@ def test_beside_a_running_daemon(mount, tmp_path, capsys):
     assert rc == 0, out  # a live log: no clean-shutdown marker is expected
     rc, _out, err = check(capsys, d, "--repair")
     assert rc == 1 and f"held by pid {mount.proc.pid}" in err
+    assert f"stop the daemon (kafkafs umount {mount.mnt})" in err
     assert mount.umount() == 0
     rc, out, _err = check(capsys, d)
     assert rc == 0 and out.rstrip().endswith("clean"), out

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from conftest import ROOT, kafkafs
+from conftest import ROOT, kafkafs, sh
 from producer_batches import check_batches, random_lines, read_batches, values
 
 from kafkafs.cli.main import main
@@ -731,3 +731,98 @@ def test_dump_resolves_relative_files_in_the_log_dirs(tmp_path, monkeypatch):
     monkeypatch.chdir(a)
     status, out, err = run("dump", "--files", f"t-0/{seg}")
     assert status == 0 and out.decode().startswith(f"Dumping t-0/{seg}\n"), err
+
+
+# -- a writer refused because a daemon holds the log dir (issue 18 §2) ------------------------
+
+def refusal_command(stderr: bytes, what: str, mnt: str, pid: int) -> str:
+    """The command a writer's refusal offers for ``what``, after checking the refusal names
+    the daemon's mount point and pid (one ``error:`` line, no traceback)."""
+    lines = stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: Failed to acquire lock on file "
+                                                   ".lock in "), lines
+    head = (f": the kafkafs daemon mounted at {mnt} (pid {pid}) holds it; {what} through "
+            "its mount: ")
+    assert head in lines[0], lines[0]
+    return lines[0].split(head, 1)[1]
+
+
+def test_writers_beside_a_daemon_name_its_mount_and_the_command(mount):
+    """Each writer's refusal names the daemon's mount point and the command that does the
+    job through it, and that command does it (before: "write through its mount point (e.g.
+    >> MOUNT/<topic>/<partition>/append)", whatever the job)."""
+    d, mnt, pid = mount.log_dirs[0], mount.mnt, mount.proc.pid
+
+    def refused(*args, input=None):
+        r = kafkafs(*args, "--log-dirs", d, input=input, check=False)
+        assert r.returncode == 1 and r.stdout == b"", r
+        return r.stderr
+
+    err = refused("topics", "--create", "--topic", "orders", "--partitions", "3",
+                  "--config", "retention.ms=100000")
+    cmd = refusal_command(err, "create the topic", mnt, pid)
+    assert cmd == (f"mkdir {mnt}/orders && mkdir {mnt}/orders/2 && printf '%s\\n' "
+                   f"retention.ms=100000 > {mnt}/orders/config")
+    assert sh(cmd).returncode == 0
+    assert sorted(os.listdir(mount.path("orders")))[:3] == ["0", "1", "2"]
+    with open(mount.path("orders", "config")) as f:
+        assert "# (override)\nretention.ms=100000\n" in f.read()
+
+    err = refused("produce", "--topic", "orders", "--partition", "2", input=b"a\nb\n")
+    cmd = refusal_command(err, "append the records", mnt, pid)
+    assert cmd == f"cat LINES >> {mnt}/orders/2/append"
+    assert sh(cmd.replace("cat LINES", "printf 'a\\nb\\n'")).returncode == 0
+    with open(mount.path("orders", "2", "messages"), "rb") as f:
+        assert f.read() == b"a\nb\n"
+    err = refused("produce", "--topic", "fresh", input=b"a\n")
+    assert refusal_command(err, "append the records", mnt, pid) == \
+        f"mkdir {mnt}/fresh && cat LINES >> {mnt}/fresh/0/append"
+
+    err = refused("topics", "--alter", "--topic", "orders", "--partitions", "5")
+    cmd = refusal_command(err, "change the topic", mnt, pid)
+    assert cmd == f"mkdir {mnt}/orders/4"
+    assert sh(cmd).returncode == 0 and os.path.isdir(mount.path("orders", "4"))
+    err = refused("topics", "--alter", "--topic", "orders", "--config", "segment.ms=60000",
+                  "--delete-config", "retention.ms")
+    assert refusal_command(err, "change the topic", mnt, pid) == (
+        f"edit {mnt}/orders/config (set segment.ms=60000; remove retention.ms; writing it "
+        "replaces the topic's overrides)")
+
+    # compact goes through the daemon serving exactly its log dirs; with one more it is
+    # refused, and told the setxattr that runs the pass through the mount
+    other = os.path.join(os.path.dirname(d), "other")
+    r = kafkafs("compact", "--log-dirs", f"{d},{other}", "--topic", "orders", check=False)
+    assert r.returncode == 1
+    assert refusal_command(r.stderr, "run the cleaner pass", mnt, pid) == \
+        f"setfattr -n user.kafkafs.compact -v now {mnt}/orders"
+    err = refused("topics", "--delete", "--topic", "orders")
+    cmd = refusal_command(err, "delete the topic", mnt, pid)
+    assert cmd == f"rmdir {mnt}/orders"
+    assert sh(cmd).returncode == 0 and not os.path.exists(mount.path("orders"))
+
+
+def test_writer_beside_a_process_that_is_no_kafkafs_daemon(tmp_path):
+    """A broker holds the lock (here: a process taking it as Java's FileLock does): the
+    refusal says it is not a kafkafs daemon and points to the broker's own tool."""
+    d = str(tmp_path / "logs")
+    kafkafs("topics", "--log-dirs", d, "--create", "--topic", "t")
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         ("import fcntl, os, time\n"
+          f"fd = os.open({os.path.join(d, '.lock')!r}, os.O_RDWR)\n"
+          "fcntl.lockf(fd, fcntl.LOCK_EX)\n"
+          "print('locked', flush=True); time.sleep(60)\n")], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"locked\n"
+        r = kafkafs("topics", "--log-dirs", d, "--create", "--topic", "u", check=False)
+        (line,) = r.stderr.decode().splitlines()
+        assert r.returncode == 1 and line.startswith(
+            f"error: Failed to acquire lock on file .lock in {d}: pid {holder.pid} (")
+        assert line.endswith(", which is not a kafkafs daemon (a Kafka broker?); create the "
+                             "topic with the broker's own tools (kafka-topics.sh "
+                             "--bootstrap-server ...), or stop it first"), line
+        r = kafkafs("produce", "--log-dirs", d, "--topic", "t", input=b"x\n", check=False)
+        assert b"kafka-console-producer.sh --bootstrap-server" in r.stderr, r.stderr
+    finally:
+        holder.kill()
+        holder.wait()

@@ -35,6 +35,7 @@ from ..log.inspect import (
     repair_log_dirs,
 )
 from .common import CliError, add_log_dir_args, broker_config
+from .holder import find_holder
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -165,10 +166,12 @@ def _run(args, dirs: list[str], config, out) -> int:
         try:
             before = repair_log_dirs(dirs, config)
         except LogDirLockedError as exc:
+            holder = find_holder(dirs)
+            mount = holder.mount if holder is not None and holder.mount else "MOUNT"
             raise CliError(
                 f"{exc}\nkafkafs check --repair needs the log dirs to itself: stop the daemon "
-                "(kafkafs umount MOUNT) or the broker first. Nothing was changed; kafkafs check "
-                "without --repair runs beside it.") from None
+                f"(kafkafs umount {mount}) or the broker first. Nothing was changed; kafkafs "
+                "check without --repair runs beside it.") from None
         after = inspect_log_dirs(dirs, config)
     if args.json:
         _print_json(out, before, after)

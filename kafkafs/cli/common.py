@@ -16,6 +16,7 @@ import sys
 from ..log.config import BrokerConfig, parse_log_dirs
 from ..log.errors import LogDirLockedError
 from ..log.manager import LogManager
+from .holder import Job, refusal
 
 
 class CliError(Exception):
@@ -134,9 +135,10 @@ def _config_names_dirs(path: str) -> bool:
     return bool(props.get("log.dirs") or props.get("log.dir"))
 
 
-def open_manager(args, *, write: bool) -> LogManager:
+def open_manager(args, *, write: bool, job: Job | None = None) -> LogManager:
     """Start a LogManager for the command. Readers: read-only, no lock. Writers: take the
-    lock or fail with a clear CliError naming the running daemon."""
+    lock or fail with a clear CliError naming who holds it and, for a kafkafs daemon, the
+    command that does ``job`` through its mount (:mod:`kafkafs.cli.holder`)."""
     config = broker_config(args)
     if not write:
         dirs = [d for d in config.log_dirs if os.path.isdir(d)]
@@ -146,10 +148,9 @@ def open_manager(args, *, write: bool) -> LogManager:
     manager = LogManager(config, read_only=not write)
     try:
         manager.startup()
-    except LogDirLockedError as exc:
-        raise CliError(
-            f"{exc}\nA kafkafs daemon (or broker) owns these log dirs: write through its mount "
-            "point (e.g. >> MOUNT/<topic>/<partition>/append) or stop it first.") from None
+    except LogDirLockedError:
+        job = job or Job("write", lambda mnt: f"write through {mnt}", "its own tools")
+        raise CliError(refusal(config.log_dirs, job)) from None
     return manager
 
 

@@ -156,7 +156,15 @@ _FLOCK = struct.Struct("hhqqi")  # struct flock on Linux (native alignment): typ
 def lock_holder(log_dir: str) -> str | None:
     """Who holds the POSIX lock on ``log_dir``/.lock (a kafkafs daemon or a Kafka broker: both
     take it, as Java's ``FileLock`` does), as ``"pid N (command line)"``; None when nobody does
-    or it cannot be told. Asks with ``F_GETLK`` on a read-only descriptor: takes no lock and
+    or it cannot be told (:func:`lock_holder_pid`)."""
+    pid = lock_holder_pid(log_dir)
+    return None if pid is None else describe_pid(pid)
+
+
+def lock_holder_pid(log_dir: str) -> int | None:
+    """The pid of the process holding the POSIX lock on ``log_dir``/.lock (0 or less when the
+    kernel cannot tell it: a process in another pid namespace); None when nobody does or it
+    cannot be told. Asks with ``F_GETLK`` on a read-only descriptor: takes no lock and
     changes nothing. Never call it in a process that holds the lock (closing any descriptor
     of the file drops that process's POSIX lock)."""
     try:
@@ -174,7 +182,7 @@ def lock_holder(log_dir: str) -> str | None:
         os.close(fd)
     if l_type == fcntl.F_UNLCK:
         return None
-    return describe_pid(pid)
+    return pid
 
 
 def describe_pid(pid: int) -> str:
