@@ -76,7 +76,10 @@ Damage (DESIGN §4) ends the dump of a ``.log``: the damaged batch's line is pri
 prints it (``isvalid: false`` for a bad CRC), never its records, then one ``error: FILE:
 position N: REASON`` line, and the dump goes on with the next file. Kafka prints every batch
 and exits 0; here a bad CRC, an inner message that fails its own CRC, offsets that go back,
-zeros followed by data, a size below the minimum and an unknown magic are errors. A run of
+zeros followed by data, a size below the minimum and an unknown magic are errors, and so are
+offsets a reader of the partition would refuse (:func:`segment_bounds`: at or past the next
+segment's base offset, or in the last segment past where its last batch ends), so that dump
+names the same first damage as consume, get-offsets and check. A run of
 zeros that reaches the end of the file is a preallocated segment's unwritten rest: the dump
 ends there quietly (Kafka reports a record of size 0).
 Unlike Kafka, a corrupt snapshot (bad CRC, version or length) is an error naming the file
@@ -96,11 +99,12 @@ import zlib
 from dataclasses import dataclass
 
 from ..log import safeio
-from ..log.errors import CorruptIndexError
+from ..log.config import LogConfig
+from ..log.errors import CorruptIndexError, LogError
 from ..log.index import OffsetIndex, TimeIndex
 from ..log.names import parse_segment_filename
 from ..log.producer_state import CorruptSnapshotError, read_snapshot
-from ..log.segment import first_data_at, offset_order_problem, zeroed_range_error
+from ..log.segment import LogSegment, first_data_at, offset_order_problem, zeroed_range_error
 from ..log.txnindex import TransactionIndex
 from ..record import LOG_APPEND_TIME, RecordBatch, compression, control, legacy
 from ..record.batch import TIMESTAMP_TYPE_NAMES, min_entry_length
@@ -799,12 +803,43 @@ def _legacy_records(entry: _Entry):
         raise exc.located(position=entry.position) from None
 
 
-def _entry_damage(entry: _Entry, obj: dict, expected: int | None,
-                  path: str) -> CorruptRecordError | None:
+def segment_bounds(path: str) -> tuple[int | None, int | None]:
+    """``(next_base, end)``: what a reader of the partition holds this ``.log``'s batches
+    to, besides the order of their offsets (:meth:`kafkafs.log.log.Log.segment_batches`), so
+    that dump names the same first damage as consume, get-offsets and check: below
+    ``next_base``, the base offset of the next segment beside it; in the last segment (no
+    later one beside it), below ``end``, the log end offset a reader takes from the
+    segment's tail (:meth:`~kafkafs.log.segment.LogSegment.read_next_offset`). ``(None,
+    None)`` for a file not named as a segment, or one that cannot be opened as one (a
+    link the user named: readers never follow one)."""
+    parsed = parse_segment_filename(os.path.basename(path))
+    if not parsed or parsed[1] != ".log" or parsed[2]:
+        return None, None
+    base = parsed[0]
+    try:
+        with safeio.Dir.open(os.path.dirname(os.path.abspath(path)), follow=True) as pdir:
+            with os.scandir(pdir.fd) as it:
+                later = [p[0] for e in it if e.is_file(follow_symlinks=False)
+                         for p in [parse_segment_filename(e.name)]
+                         if p and p[1] == ".log" and not p[2] and p[0] > base]
+            if later:
+                return min(later), None
+            segment = LogSegment(pdir, base, LogConfig(), writable=False, check_indexes=False)
+            try:
+                return None, segment.read_next_offset()
+            finally:
+                segment.close()
+    except (OSError, LogError):
+        return None, None
+
+
+def _entry_damage(entry: _Entry, obj: dict, expected: int | None, path: str,
+                  bounds: tuple[int | None, int | None] = (None, None)
+                  ) -> CorruptRecordError | None:
     """What is wrong with an entry that frames well (the CRC its line shows as ``isvalid``,
     offsets out of place: :func:`~kafkafs.log.segment.offset_order_problem`, the segment's
-    base offset taken from the file name when it carries one), as the error the dump ends
-    with; None when nothing is."""
+    base offset taken from the file name when it carries one, ``bounds`` from
+    :func:`segment_bounds`), as the error the dump ends with; None when nothing is."""
     if not obj["isvalid"]:
         computed = entry.batch.compute_crc() if entry.batch is not None else \
             zlib.crc32(entry.data[LOG_OVERHEAD + 4:])
@@ -817,7 +852,7 @@ def _entry_damage(entry: _Entry, obj: dict, expected: int | None,
         first = last = entry.offset
     parsed = parse_segment_filename(os.path.basename(path))
     segment_base = parsed[0] if parsed and parsed[1] == ".log" else None  # not a snapshot's
-    reason = offset_order_problem(first, last, expected, segment_base)
+    reason = offset_order_problem(first, last, expected, segment_base, *bounds)
     if reason is None:
         return None
     return CorruptRecordError(reason, path=path, position=entry.position)
@@ -1038,6 +1073,7 @@ class LogDumper:
         opts = self.options
         file_key = os.path.abspath(path)
         damage = None  # the first damaged entry ends the file's dump
+        bounds = segment_bounds(path) if name.endswith(".log") else (None, None)
         with SegmentFile(path) as log:
             end = min(log.size, opts.max_bytes)
             valid_bytes = 0
@@ -1046,7 +1082,7 @@ class LogDumper:
                 batch_object, record_objects = BATCH_OBJECTS[entry.magic]
                 obj = batch_object(entry, valid_bytes)
                 emit(obj)  # a damaged batch's line too, isvalid: false, as Kafka prints it
-                damage = _entry_damage(entry, obj, expected, path)
+                damage = _entry_damage(entry, obj, expected, path, bounds)
                 if damage is not None:
                     break
                 expected = entry.last_offset + 1

@@ -481,6 +481,7 @@ class _Inspector:
                      "partition away and restore it from a replica or backup",
                      partition=name, repairable=False)
             return
+        thorough = _as_readers_see_it(thorough, pdir, tp, cfg, log_start)
         at_startup = {_key(a) for a in startup}
         revalidated = [a for a in startup if a.kind in REVALIDATION_KINDS]
         if revalidated:
@@ -508,6 +509,61 @@ class _Inspector:
 
 def _key(a: LoadAction):
     return (a.kind, a.path, a.position)
+
+
+ORDER_KIND = "offsets-out-of-order"
+
+
+def _as_readers_see_it(actions: list[LoadAction], pdir: safeio.Dir, tp, cfg: LogConfig,
+                       log_start: int) -> list[LoadAction]:
+    """``actions`` with one offset-order finding per partition, placed where every reader
+    (``consume``, ``get-offsets``, ``dump``, the mount) meets the damage, with their reason.
+
+    The loader's scan judges each batch by the one before it, so it names the batch after
+    a forged one ("offsets go back" at the next batch, "the segments overlap" at the next
+    segment); readers also hold each batch below the next segment's base offset and below
+    the log end offset, where the last segment's last batch ends
+    (:meth:`~kafkafs.log.log.Log.segment_batches`), and so name the forged batch itself.
+    Only partitions with such a finding are read again (read-only, from the log start
+    offset, every CRC checked); damage a reader does not reach (below the log start) or
+    that another finding already names is left as the loader reports it. The loader's later
+    order findings go: one forged offset shows as several (the next batch going back, the
+    next segment overlapping), and order damage is never repaired, so the first one already
+    says what to do with the partition."""
+    first = next((i for i, a in enumerate(actions) if a.kind == ORDER_KIND), None)
+    if first is None:
+        return actions
+    actions = [a for i, a in enumerate(actions) if i <= first or a.kind != ORDER_KIND]
+    met = _readers_damage(pdir, tp, cfg, log_start)
+    if met is None or met.path is None or met.position is None or \
+            any((a.path, a.position) == (met.path, met.position) for a in actions):
+        return actions
+    old = actions[first]
+    where = LoadAction(ORDER_KIND, met.path,
+                       f"Offsets out of order in log segment {met.path} at byte offset "
+                       f"{met.position}: {met.reason}", old.action, position=met.position,
+                       base_offset=old.base_offset)
+    return [*actions[:first], where, *actions[first + 1:]]
+
+
+def _readers_damage(pdir: safeio.Dir, tp, cfg: LogConfig,
+                    log_start: int) -> CorruptRecordError | None:
+    """The first damage a reader of the partition meets, or None (also when it cannot be
+    loaded: the loader's findings say why)."""
+    try:
+        lg = load_log(pdir, tp[0], tp[1], cfg, log_start_offset=log_start, writable=False)
+    except (OSError, LogError, CorruptRecordError):
+        return None
+    try:
+        for _batch in lg.segment_batches(validate=True):
+            pass
+    except CorruptRecordError as exc:
+        return exc
+    except (OSError, LogError):
+        return None
+    finally:
+        lg.close()
+    return None
 
 
 def _check_ensemble(reports: list[LogDirReport], metas: list[tuple[str, dict | None]]) -> None:
