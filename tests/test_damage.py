@@ -559,7 +559,7 @@ def _error_lines(err: str) -> list[str]:
     return [line for line in err.splitlines() if "position " in line]
 
 
-@pytest.mark.parametrize("where", ["last-segment", "sealed-segment"])
+@pytest.mark.parametrize("where", ["last-segment", "sealed-segment", "last-below-base"])
 def test_every_tool_names_a_forged_base_offset_at_the_same_place(ld, where):
     """A flipped byte in a batch's base offset (which no CRC covers) makes the batch claim
     offsets it cannot hold: past the log end offset where the last segment's last batch
@@ -567,19 +567,25 @@ def test_every_tool_names_a_forged_base_offset_at_the_same_place(ld, where):
     log-style "Damaged data, readers get EIO from here on" line naming the batch after it
     (the transaction scan's rule: offsets going back), which dump and check named too, and
     get-offsets answered an offset past the log end. Now every tool names the forged batch,
-    with the same reason, in one line, and the independent judge agrees."""
+    with the same reason, in one line, and the independent judge agrees. A negative last
+    offset delta (CRC recomputed, as a broken producer writes it) was not found by check at
+    all: it checks what recovery checks."""
     import logdir_judge as J
 
-    base, victim, forged, bound = ((270, 1, 380, "reach the log end offset 300, where the "
-                                                 "segment's last batch ends")
-                                   if where == "last-segment" else
-                                   (150, 1, 260, "reach into the next segment, which starts "
-                                                 "at offset 180"))
+    base, victim = (270, 1) if where == "last-segment" else (150, 1)
     path = seg(ld, base)
     pos = positions(path)[victim]
     first = base + 10 * victim
-    patch(path, pos, struct.pack(">q", forged))
-    reason = f"batch offsets [{forged}, {forged + 9}] {bound}"
+    if where == "last-below-base":
+        forge(path, pos, lambda b: struct.pack_into(">i", b, 23, -5))
+        reason = f"batch last offset {first - 5} is below its base offset {first} (last " \
+                 "offset delta -5)"
+    else:
+        forged, bound = ((380, "reach the log end offset 300, where the segment's last "
+                               "batch ends") if where == "last-segment" else
+                         (260, "reach into the next segment, which starts at offset 180"))
+        patch(path, pos, struct.pack(">q", forged))
+        reason = f"batch offsets [{forged}, {forged + 9}] {bound}"
     truth = J.judge_partition(ld, 0)
     assert truth.damage[:2] == (f"t-0/{base:020d}.log", pos) and not truth.ambiguous
     assert J.judge_file(ld, f"t-0/{base:020d}.log").damage[:2] == truth.damage[:2]

@@ -351,27 +351,24 @@ class SegmentFile:
                 return None
             raise zeroed_range_error(self.path, pos, data_at)
         minimum = min_entry_length(magic)
-        if length < minimum:
+        if length < minimum:  # in the readers' words (record.batch.iter_batches)
             raise CorruptRecordError(
-                f"Found record size {length} smaller than minimum record overhead "
-                f"({minimum}) in file {self.path}.", path=self.path, position=pos)
+                f"record size {length} is smaller than the minimum record overhead "
+                f"({minimum})", path=self.path, position=pos)
         size = length + LOG_OVERHEAD
         if pos > end - size:
             return None
-        if magic == 2:
-            data = self._read(pos, size)
-            if len(data) < size:
-                return None
-            batch = RecordBatch.from_buffer(data, 0, position=pos)
-            batch.path = self.path
-            return _Entry(pos, offset, size, magic, batch)
+        data = self._read(pos, size)
+        if len(data) < size:
+            return None
         if magic in (0, 1):
-            data = self._read(pos, size)
-            if len(data) < size:
-                return None
             return _Entry(pos, offset, size, magic, None, data)
-        raise CorruptRecordError(f"Found unknown magic {magic} at position {pos} in file "
-                                 f"{self.path}.", path=self.path, position=pos)
+        try:  # magic 2, or an unknown one refused as the readers refuse it
+            batch = RecordBatch.from_buffer(data, 0, position=pos)
+        except CorruptRecordError as exc:
+            raise exc.located(path=self.path) from None
+        batch.path = self.path
+        return _Entry(pos, offset, size, magic, batch)
 
     def entries(self, start: int = 0, end: int | None = None):
         """Yield the entries from ``start`` (an entry boundary) up to ``end`` (default EOF)."""

@@ -64,7 +64,7 @@ from .manager import (
     REPLICATION_OFFSET_CHECKPOINT,
     LogManager,
 )
-from .names import _BROKER_DIR, TOPIC_CONFIG_FILE, parse_partition_dir
+from .names import _BROKER_DIR, TOPIC_CONFIG_FILE, parse_partition_dir, parse_segment_filename
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 REMOTE_INDEX_CACHE_DIR = "remote-log-index-cache"  # tiered storage's cache: Kafka skips it
@@ -512,50 +512,68 @@ def _key(a: LoadAction):
 
 
 ORDER_KIND = "offsets-out-of-order"
+ORDER_ACTION = ("none: Kafka's recovery does not repair this (a lookup by offset cannot find "
+                "every record); move the partition away and restore it from a replica or "
+                "backup")
+#: loader actions that name damaged data at a byte position
+DATA_KINDS = ("truncate", "invalid-tail", ORDER_KIND)
 
 
 def _as_readers_see_it(actions: list[LoadAction], pdir: safeio.Dir, tp, cfg: LogConfig,
                        log_start: int) -> list[LoadAction]:
-    """``actions`` with one offset-order finding per partition, placed where every reader
-    (``consume``, ``get-offsets``, ``dump``, the mount) meets the damage, with their reason.
+    """``actions`` with the partition's first damage named where every reader
+    (``consume``, ``get-offsets``, ``dump``, the mount) meets it, with their reason.
 
-    The loader's scan judges each batch by the one before it, so it names the batch after
-    a forged one ("offsets go back" at the next batch, "the segments overlap" at the next
-    segment); readers also hold each batch below the next segment's base offset and below
-    the log end offset, where the last segment's last batch ends
-    (:meth:`~kafkafs.log.log.Log.segment_batches`), and so name the forged batch itself.
-    Only partitions with such a finding are read again (read-only, from the log start
-    offset, every CRC checked); damage a reader does not reach (below the log start) or
-    that another finding already names is left as the loader reports it. The loader's later
-    order findings go: one forged offset shows as several (the next batch going back, the
-    next segment overlapping), and order damage is never repaired, so the first one already
-    says what to do with the partition."""
+    The loader's scan checks what Kafka's recovery checks, and judges each batch's offsets
+    only by the batch before it: so it names the batch after a forged base offset ("offsets
+    go back"), or the next segment ("the segments overlap"), and takes a batch whose last
+    offset lies below its first for data. Readers also hold each batch below the next
+    segment's base offset and below the log end offset, where the last segment's last batch
+    ends (:meth:`~kafkafs.log.log.Log.segment_batches`). Every partition is walked once
+    more as a reader walks it (read-only, from the log start offset; CRCs are the scan's
+    business); a damage met before any the loader reports, and not reported already,
+    becomes the partition's one offset-order finding (unrepairable: recovery does not touch
+    offsets). The loader's later order findings go: one forged offset shows as several, and
+    the first already says what to do with the partition."""
     first = next((i for i, a in enumerate(actions) if a.kind == ORDER_KIND), None)
-    if first is None:
-        return actions
-    actions = [a for i, a in enumerate(actions) if i <= first or a.kind != ORDER_KIND]
+    if first is not None:
+        actions = [a for i, a in enumerate(actions) if i <= first or a.kind != ORDER_KIND]
     met = _readers_damage(pdir, tp, cfg, log_start)
     if met is None or met.path is None or met.position is None or \
             any((a.path, a.position) == (met.path, met.position) for a in actions):
         return actions
-    old = actions[first]
+    reported = [_place(a.path, a.position) for a in actions
+                if a.kind in DATA_KINDS and a.position is not None]
+    if reported and min(reported) < _place(met.path, met.position):
+        return actions  # behind damage the loader names (and recovery may cut away)
+    old = actions[first] if first is not None else None
     where = LoadAction(ORDER_KIND, met.path,
                        f"Offsets out of order in log segment {met.path} at byte offset "
-                       f"{met.position}: {met.reason}", old.action, position=met.position,
-                       base_offset=old.base_offset)
+                       f"{met.position}: {met.reason}",
+                       old.action if old is not None else ORDER_ACTION, position=met.position,
+                       base_offset=_place(met.path, 0)[0])
+    if first is None:
+        return [*actions, where]
     return [*actions[:first], where, *actions[first + 1:]]
+
+
+def _place(path: str, position: int) -> tuple[int, int]:
+    """(segment base offset, byte position): where in a partition a place lies."""
+    parsed = parse_segment_filename(os.path.basename(path))
+    return (parsed[0] if parsed else -1, position)
 
 
 def _readers_damage(pdir: safeio.Dir, tp, cfg: LogConfig,
                     log_start: int) -> CorruptRecordError | None:
-    """The first damage a reader of the partition meets, or None (also when it cannot be
-    loaded: the loader's findings say why)."""
+    """The first damage a reader of the partition meets in framing and offsets (CRCs not
+    checked), or None (also when the partition cannot be loaded: the loader's findings say
+    why)."""
     try:
         lg = load_log(pdir, tp[0], tp[1], cfg, log_start_offset=log_start, writable=False)
     except (OSError, LogError, CorruptRecordError):
         return None
     try:
-        for _batch in lg.segment_batches(validate=True):
+        for _batch in lg.segment_batches(validate=False):
             pass
     except CorruptRecordError as exc:
         return exc
