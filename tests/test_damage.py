@@ -581,8 +581,8 @@ def test_every_tool_names_a_forged_base_offset_at_the_same_place(ld, where):
         reason = f"batch last offset {first - 5} is below its base offset {first} (last " \
                  "offset delta -5)"
     else:
-        forged, bound = ((380, "reach the log end offset 300, where the segment's last "
-                               "batch ends") if where == "last-segment" else
+        forged, bound = ((380, ("reach the log end offset 300, where the segment's last "
+                                "batch ends")) if where == "last-segment" else
                          (260, "reach into the next segment, which starts at offset 180"))
         patch(path, pos, struct.pack(">q", forged))
         reason = f"batch offsets [{forged}, {forged + 9}] {bound}"

@@ -35,7 +35,7 @@ def readme_snippet() -> str:
     """The ``python`` block of README.md's Spark paragraph."""
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
         text = f.read()
-    block = re.search(r"On Spark, .*?```python\n(.*?)```", text, re.S)
+    block = re.search(r"On Spark, .*?```python\n(.*?)```", text, re.DOTALL)
     assert block, "README.md has no Spark snippet"
     return block.group(1)
 
@@ -52,7 +52,8 @@ def fresh_shell_env(home: str) -> dict:
     if os.environ.get("JAVA_HOME"):
         env["JAVA_HOME"] = os.environ["JAVA_HOME"]
     found = subprocess.run([sys.executable, "-c", "import kafkafs; print(kafkafs.__file__)"],
-                           env=env, capture_output=True, text=True, cwd=home).stdout.strip()
+                           env=env, capture_output=True, text=True, cwd=home,
+                           check=True).stdout.strip()
     if os.path.dirname(os.path.dirname(found)) != ROOT:
         env["PYTHONPATH"] = ROOT
     return env
@@ -81,7 +82,8 @@ def test_readme_snippet_runs_as_printed_from_a_fresh_shell(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     r = subprocess.run([sys.executable, str(script)], env=fresh_shell_env(str(home)),
-                       cwd=str(home), capture_output=True, text=True, timeout=600)
+                       cwd=str(home), capture_output=True, text=True, timeout=600,
+                       check=False)
     assert r.returncode == 0, "\n".join(  # the Python errors of Spark's long trace
         sorted({x.strip() for x in r.stderr.splitlines() if "Error:" in x})) or r.stderr[-3000:]
     copy = LogManager(cfg, read_only=True)

@@ -73,7 +73,7 @@ def deprecated(parser: argparse.ArgumentParser, namespace, old: str, new: str) -
     said = getattr(namespace, "_deprecation_notes", None)
     if said is None:
         said = set()
-        setattr(namespace, "_deprecation_notes", said)
+        namespace._deprecation_notes = said
     if old in said:
         return
     said.add(old)

@@ -104,7 +104,12 @@ from ..log.errors import CorruptIndexError, LogError
 from ..log.index import OffsetIndex, TimeIndex
 from ..log.names import parse_segment_filename
 from ..log.producer_state import CorruptSnapshotError, read_snapshot
-from ..log.segment import LogSegment, first_data_at, offset_order_problem, zeroed_range_error
+from ..log.segment import (
+    LogSegment,
+    first_data_at,
+    offset_order_problem,
+    zeroed_range_error,
+)
 from ..log.txnindex import TransactionIndex
 from ..record import LOG_APPEND_TIME, RecordBatch, compression, control, legacy
 from ..record.batch import TIMESTAMP_TYPE_NAMES, min_entry_length

@@ -11,6 +11,7 @@ then the broker's own tool does the job).
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -78,7 +79,7 @@ def is_kafkafs_process(pid: int) -> bool:
     names = {os.path.basename(a) for a in argv[:2]}
     if names & {"kafkafs", "mount.fuse.kafkafs"}:
         return True
-    return any(a == "-m" and b == "kafkafs" for a, b in zip(argv, argv[1:]))
+    return any(a == "-m" and b == "kafkafs" for a, b in itertools.pairwise(argv))
 
 
 def held_message(holder: Holder) -> str:

@@ -28,11 +28,11 @@ from ..escapes import unescape
 from ..fs.operations import FsOptions, KafkaFS
 from ..log.cleaner import CleanerConfig, LogCleaner
 from ..log.config import BrokerConfig
+from ..log.errors import LogDirLockedError
+from ..log.inspect import lock_holder
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
 from ..log.keymap import KeyMaps
 from ..log.log import now_ms
-from ..log.errors import LogDirLockedError
-from ..log.inspect import lock_holder
 from ..log.manager import LogManager, is_locked
 from . import malloc, notify, readahead, tasks
 from .options import batch_size_option, check_fuse_options, split_options

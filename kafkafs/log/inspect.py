@@ -64,7 +64,12 @@ from .manager import (
     REPLICATION_OFFSET_CHECKPOINT,
     LogManager,
 )
-from .names import _BROKER_DIR, TOPIC_CONFIG_FILE, parse_partition_dir, parse_segment_filename
+from .names import (
+    _BROKER_DIR,
+    TOPIC_CONFIG_FILE,
+    parse_partition_dir,
+    parse_segment_filename,
+)
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 REMOTE_INDEX_CACHE_DIR = "remote-log-index-cache"  # tiered storage's cache: Kafka skips it
