@@ -69,7 +69,10 @@ Per reader (:data:`READERS`), the same rule with these specifics:
 * ``dump``: ``kafkafs dump --files <every .log> --print-data-log --json``; each file is judged
   on its own, as kafka-dump-log knows no partition: no log start, offsets increase within the
   file, base offsets >= the file's, and an incomplete batch or a zero run at the end of ANY
-  file is not damage (Kafka's ``Found N invalid bytes at the end of F`` line stays). At the
+  file is not damage (Kafka's ``Found N invalid bytes at the end of F`` line stays); but
+  the file's batches are held to the bounds a reader of the partition holds them to (below
+  the next segment's base offset, and in the last segment below the log end offset), so
+  that dump names the first damage where consume does. At the
   first damage of a file: the intact records before it are printed (the damaged batch's
   header line with ``isvalid: false`` may be printed, never its records), one error line for
   that file, then the next file; exit 1 if any file was damaged.

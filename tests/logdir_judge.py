@@ -393,11 +393,19 @@ def _intact_batch_after(data: bytes, pos: int) -> int | None:
 
 
 def judge_file(root: str, rel: str) -> Truth:
-    """The judge's Truth for one ``.log`` file on its own (how ``dump`` reads it)."""
+    """The judge's Truth for one ``.log`` file read on its own (how ``dump`` reads it): no
+    log start, offsets increasing within the file only; but its batches are held to the
+    bounds a reader of its partition holds them to, so that dump names the same first
+    damage as consume: below the base offset of the next segment beside it, and in the
+    last segment below the log end offset (:func:`framed_end`)."""
     base = int(os.path.basename(rel)[:20])
     walk = _Walk(log_start=-2**63, cross_segment=False)
-    entries = scan_segment(_read(os.path.join(root, rel)))
-    walk.feed(rel, base, entries, True, False)
+    data = _read(os.path.join(root, rel))
+    entries = scan_segment(data)
+    later = [b for b, _name in _segments(os.path.join(root, os.path.dirname(rel))) if b > base]
+    next_base = min(later) if later else None
+    walk.feed(rel, base, entries, True, False, next_base=next_base,
+              log_end=framed_end(data, base) if next_base is None else None)
     if any(e.state == "incomplete" for e in entries[:-1]):
         walk.t.ambiguous = True  # a torn tail to a reader in order; intact batches follow it
     return walk.t

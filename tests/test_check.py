@@ -73,16 +73,16 @@ CONFIG = ["--override", f"log.segment.bytes={SEGMENT_BYTES}",
           "--override", f"log.index.interval.bytes={INTERVAL}"]
 
 
-def check(capsys, *args):
-    """Run ``kafkafs check ARGS`` in-process: (exit status, stdout, stderr)."""
+def check(capsys, d, *args):
+    """Run ``kafkafs check --log-dirs D ARGS`` in-process: (exit status, stdout, stderr)."""
     capsys.readouterr()
-    rc = main(["check", *CONFIG, *args])
+    rc = main(["check", *CONFIG, "--log-dirs", d, *args])
     out, err = capsys.readouterr()
     return rc, out, err
 
 
-def check_json(capsys, *args):
-    rc, out, _err = check(capsys, *args, "--json")
+def check_json(capsys, d, *args):
+    rc, out, _err = check(capsys, d, *args, "--json")
     return rc, json.loads(out)
 
 
@@ -131,7 +131,7 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     rc, _out, err = check(capsys, str(tmp_path / "nope"))
     assert rc == 2 and "is not a directory" in err
     d = make_log_dir(tmp_path)
-    rc, _out, err = check(capsys, d, d)
+    rc, _out, err = check(capsys, f"{d},{d}")
     assert rc == 2 and "Duplicate log directory" in err
     with pytest.raises(SystemExit) as exc:
         main(["check", "--no-such-flag"])
@@ -193,12 +193,77 @@ def test_offsets_that_go_back_are_reported_and_left_alone(tmp_path, capsys):
     first_batch = data[:12 + struct.unpack_from(">i", data, 8)[0]]
     with open(log_path, "ab") as f:
         f.write(first_batch)  # a valid batch (the CRC skips the offset) with offset 0 again
+    # the log end offset is where the last batch ends (3): readers -- and so check -- name
+    # the first batch reaching it, the second, not the copy whose offsets go back (which
+    # batch lies cannot be told; every tool names the same one, see test_damage)
+    second = [b.position for b in iter_batches(data)][1]
     hits = assert_reported_read_only(capsys, d, "offsets-out-of-order", path=log_path)
-    assert hits[0]["position"] == len(data) and hits[0]["repairable"] is False
+    assert len(hits) == 1 and hits[0]["repairable"] is False
+    assert hits[0]["position"] == second
+    assert hits[0]["message"].endswith(f"at byte offset {second}: batch offsets [3, 5] reach "
+                                       "the log end offset 3, where the segment's last batch "
+                                       "ends")
     before = tree_state(p)
     rc, out, _ = check(capsys, d, "--repair")
     assert rc == 1 and "problem (not repairable)" in out
     assert tree_state(p) == before
+
+
+# -- a partition dir without a .log ----------------------------------------------------------
+def _no_log_partition(d: str, how: str) -> str:
+    """A partition dir ``u-0`` in ``d`` with no ``.log``: empty, or whose only ``.log`` is a
+    planted symbolic link (to a file outside the log dir, which must stay untouched)."""
+    pdir = os.path.join(d, "u-0")
+    os.mkdir(pdir)
+    if how == "link":
+        target = os.path.join(os.path.dirname(d), "outside")
+        with open(target, "wb") as f:
+            f.write(b"not a segment\n")
+        os.symlink(target, os.path.join(pdir, f"{0:020d}.log"))
+    return pdir
+
+
+@pytest.mark.parametrize("how", ["empty", "link"])
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_partition_dir_without_a_log_is_a_finding_not_a_traceback(tmp_path, how, fmt):
+    """``mkdir LOGDIR/u-0; kafkafs check LOGDIR`` (and a .log that is a planted link) crashed
+    with ``TypeError: expected str, bytes or os.PathLike object, not Dir``, with and without
+    --repair. It is the "no .log" finding of docs/cli.md; --repair creates the empty segment
+    (replacing the link, never writing through it) and the log dir then checks clean."""
+    d = make_log_dir(tmp_path)
+    pdir = _no_log_partition(d, how)
+    json_flag = ["--json"] if fmt == "json" else []
+    before = tree_state(d)
+    r = subprocess.run([sys.executable, "-m", "kafkafs", "check", *CONFIG, "--log-dirs", d,
+                        *json_flag], capture_output=True, cwd=ROOT, timeout=60, check=False)
+    err = r.stderr.decode()
+    assert "Traceback" not in err and r.returncode == 1, err
+    assert tree_state(d) == before
+    segment = os.path.join(pdir, f"{0:020d}.log")
+    if fmt == "json":
+        doc = json.loads(r.stdout)
+        (hit,) = findings(doc, "no-segments")
+        assert hit["path"] == segment and hit["repairable"] is True
+    else:
+        assert f"problem: u-0/{0:020d}.log: No log segment in {pdir} => create an empty " \
+               "segment at the log start offset 0" in r.stdout.decode()
+    r = subprocess.run([sys.executable, "-m", "kafkafs", "check", *CONFIG, "--log-dirs", d,
+                        "--repair", *json_flag], capture_output=True, cwd=ROOT, timeout=60,
+                       check=False)
+    err = r.stderr.decode()
+    assert "Traceback" not in err and r.returncode == 0, r.stdout.decode() + err
+    if fmt == "json":
+        doc = json.loads(r.stdout)
+        assert doc["problems_after_repair"] == 0
+        assert any(a["kind"] == "no-segments" for a in doc["log_dirs"][0]["done"])
+    else:
+        assert f"did: u-0/{0:020d}.log: create an empty segment" in r.stdout.decode()
+    assert not os.path.islink(segment) and os.path.getsize(segment) == 0
+    if how == "link":
+        assert read_bytes(os.path.join(tmp_path, "outside")) == b"not a segment\n"
+    r = subprocess.run([sys.executable, "-m", "kafkafs", "check", *CONFIG, "--log-dirs", d],
+                       capture_output=True, cwd=ROOT, timeout=60, check=False)
+    assert r.returncode == 0 and r.stdout.decode().rstrip().endswith("clean"), r.stdout
 
 
 # -- the indexes -------------------------------------------------------------------------------
@@ -424,24 +489,24 @@ def test_repair_refuses_while_another_process_holds_the_lock(tmp_path):
         exe = os.path.join(os.path.dirname(sys.executable), "kafkafs")
         if not os.path.exists(exe):
             exe = shutil.which("kafkafs")
-        r = subprocess.run([exe, "check", "--repair", d], capture_output=True, cwd=ROOT,
-                           timeout=60, check=False)
+        r = subprocess.run([exe, "check", "--repair", "--log-dirs", d], capture_output=True,
+                           cwd=ROOT, timeout=60, check=False)
         assert r.returncode == 1
         err = r.stderr.decode()
         assert "Failed to acquire lock on file .lock" in err
         assert f"held by pid {holder.pid}" in err
         assert tree_state(d) == before
         # without --repair it runs beside the holder, says so, and changes nothing
-        r = subprocess.run([exe, "check", d], capture_output=True, cwd=ROOT, timeout=60,
-                           check=False)
+        r = subprocess.run([exe, "check", "--log-dirs", d], capture_output=True, cwd=ROOT,
+                           timeout=60, check=False)
         assert r.returncode == 1
         assert f"pid {holder.pid}" in r.stdout.decode()
         assert tree_state(d) == before
     finally:
         holder.kill()
         holder.wait()
-    r = subprocess.run([exe, "check", "--repair", "--json", d], capture_output=True,
-                       cwd=ROOT, timeout=60, check=False)
+    r = subprocess.run([exe, "check", "--repair", "--json", "--log-dirs", d],
+                       capture_output=True, cwd=ROOT, timeout=60, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(r.stdout)
     assert doc["repaired"] is True and doc["problems_after_repair"] == 0
@@ -505,6 +570,7 @@ def test_beside_a_running_daemon(mount, tmp_path, capsys):
     assert rc == 0, out  # a live log: no clean-shutdown marker is expected
     rc, _out, err = check(capsys, d, "--repair")
     assert rc == 1 and f"held by pid {mount.proc.pid}" in err
+    assert f"stop the daemon (kafkafs umount {mount.mnt})" in err
     assert mount.umount() == 0
     rc, out, _err = check(capsys, d)
     assert rc == 0 and out.rstrip().endswith("clean"), out

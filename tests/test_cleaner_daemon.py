@@ -213,7 +213,7 @@ def test_kill9_during_cleaning_keeps_every_latest_value(tmp_path):
                     i % 7 == 3 for i in range(top + 1, top + 1 + 7 * 30) if i % 30 == k), \
                     (k, want, last[key])
         next_i = max([*seen.values(), top]) + 1 if seen else next_i
-        r = kafkafs("check", log_dir, check=False)
+        r = kafkafs("check", "--log-dirs", log_dir, check=False)
         assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
     assert "Cleaned c-0" in m.log(), "no cleaning pass ran during the rounds"
     assert tombstones, "no tombstone was written"

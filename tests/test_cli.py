@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from conftest import ROOT, kafkafs
+from conftest import ROOT, kafkafs, sh
 from producer_batches import check_batches, random_lines, read_batches, values
 
 from kafkafs.cli.main import main
@@ -608,3 +608,221 @@ def test_produce_batch_size_options(tmp_path):
         assert status == 1
         assert f"Invalid value {bad} for configuration batch.size: {rule}".encode() in err
     assert not os.path.exists(os.path.join(d, "e-0"))
+
+
+# -- one convention for the log dirs: --log-dirs and --config in every command ---------------
+# (issue 18 §1) The same option for the same thing everywhere; Kafka's names stay where a
+# Kafka tool has them (dump --files, topics --config KEY=VALUE).
+
+LOG_DIR_COMMANDS = ("topics", "produce", "consume", "get-offsets", "check", "dump", "compact",
+                    "mount")
+
+
+def server_properties(tmp_path, **props) -> str:
+    """A server.properties naming ``tmp_path/logs`` as log.dirs (plus ``props``)."""
+    path = tmp_path / "server.properties"
+    lines = [f"log.dirs={tmp_path / 'logs'}"] + [f"{k.replace('_', '.')}={v}"
+                                                   for k, v in props.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_every_command_documents_log_dirs_and_config():
+    for command in LOG_DIR_COMMANDS:
+        status, out, _err = run(command, "--help")
+        text = out.decode()
+        assert status == 0 and "--log-dirs DIR[,DIR...]" in text, (command, text)
+        assert "--config FILE" in text and "--override KEY=VALUE" in text, (command, text)
+        assert "--server-config" not in text, (command, text)  # an old spelling, not shown
+
+
+def test_every_command_finds_the_log_dirs_of_config(tmp_path, monkeypatch):
+    """``--config server.properties`` means the same in every command: its log.dirs. Before,
+    ``topics --config FILE --list`` took the file for a topic config and listed
+    ~/.local/share/kafkafs/logs, check had no --config for it... (kafkafs topics took
+    --server-config, check a positional LOGDIR, dump rejected both)."""
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.setenv("KAFKAFS_LOG_DIRS", str(elsewhere))  # never used below
+    conf = server_properties(tmp_path, num_partitions=2)
+    logs = tmp_path / "logs"
+    status, out, err = run("topics", "--config", conf, "--create", "--topic", "t",
+                           "--config", "cleanup.policy=compact")
+    assert (status, out, err) == (0, b"Created topic t.\n", b"")
+    assert sorted(os.listdir(logs / "t-0")) and os.path.isdir(logs / "t-1")  # num.partitions
+    assert run("topics", "--config", conf, "--list")[1] == b"t\n"
+    desc = run("topics", "--describe", "--topic", "t", "--config", conf)[1].decode()
+    assert "PartitionCount: 2" in desc and "Configs: cleanup.policy=compact" in desc
+    assert run("produce", "--config", conf, "--topic", "t", "--partition", "0",
+               "--property", "parse.key=true", input=b"a\t1\na\t2\nb\t3\n")[0] == 0
+    status, out, _err = run("consume", "--config", conf, "--topic", "t", "--from-beginning",
+                            "--timeout-ms", "100")
+    assert (status, out) == (0, b"1\n2\n3\n")
+    assert run("get-offsets", "--config", conf, "--topic", "t")[1] == b"t:0:3\nt:1:0\n"
+    status, out, err = run("check", "--config", conf)
+    assert status == 0 and out.decode().endswith(f"{logs}: 2 partition(s), clean\n"), out + err
+    status, out, err = run("dump", "--config", conf, "--files", f"t-0/{0:020d}.log")
+    assert status == 0 and out.decode().startswith(f"Dumping {logs}/t-0/{0:020d}.log\n"), err
+    status, out, err = run("compact", "--config", conf, "--topic", "t", "--partition", "0",
+                           "--no-progress")
+    assert status == 0 and b"t-0" in out, err
+    assert not elsewhere.exists()
+
+
+def test_every_command_takes_log_dirs(tmp_path):
+    d = str(tmp_path / "logs")
+    assert run("topics", "--log-dirs", d, "--create", "--topic", "t")[0] == 0
+    assert run("produce", "--log-dirs", d, "--topic", "t", input=b"x\n")[0] == 0
+    status, out, err = run("check", "--log-dirs", d)
+    assert status == 0 and out.decode().endswith("clean\n"), out + err
+    status, out, err = run("dump", "--log-dirs", d, "--files", f"t-0/{0:020d}.log")
+    assert status == 0 and b"baseOffset: 0 lastOffset: 0 count: 1" in out, err
+
+
+def test_topics_config_is_a_file_without_equals_and_a_topic_config_with_it(tmp_path):
+    """kafka-topics.sh's --config KEY=VALUE stays; a value without '=' (or with a '/'
+    before it: a path) is the server.properties file."""
+    odd = tmp_path / "a=b"
+    odd.mkdir()
+    conf = odd / "server.properties"
+    conf.write_text(f"log.dirs={tmp_path / 'logs'}\n")
+    status, _out, err = run("topics", "--config", str(conf), "--create", "--topic", "t",
+                            "--config", "retention.ms=1000", "--config", "segment.ms=2000")
+    assert status == 0, err
+    desc = run("topics", "--log-dirs", str(tmp_path / "logs"), "--describe")[1].decode()
+    assert "Configs: retention.ms=1000,segment.ms=2000" in desc
+    assert "--config FILE|KEY=VALUE" in run("topics", "--help")[1].decode()
+
+
+def test_old_spellings_work_with_one_deprecation_note(tmp_path):
+    conf = server_properties(tmp_path)
+    d = str(tmp_path / "logs")
+    r = kafkafs("topics", "--server-config", conf, "--create", "--topic", "t")
+    assert r.stdout == b"Created topic t.\n"
+    assert r.stderr.decode().splitlines() == [
+        f"kafkafs topics: note: --server-config is deprecated; use --config {conf}"]
+    r = kafkafs("topics", "--server-config", conf, "--server-config", conf, "--list")
+    assert r.stdout == b"t\n" and len(r.stderr.decode().splitlines()) == 1, r.stderr
+    r = kafkafs("compact", "--server-config", conf, "--topic", "t", "--no-progress",
+                check=False)
+    assert r.stderr.decode().count("--server-config is deprecated") == 1, r.stderr
+    r = kafkafs("check", d)
+    assert r.stdout.decode().endswith("clean\n")
+    assert r.stderr.decode().splitlines() == [
+        f"kafkafs check: note: a LOGDIR argument is deprecated; use --log-dirs {d}"]
+    r = kafkafs("check", d, "--log-dirs", d, check=False)
+    assert r.returncode == 2 and b"give the log dirs once" in r.stderr
+
+
+def test_dump_resolves_relative_files_in_the_log_dirs(tmp_path, monkeypatch):
+    """With --log-dirs (or --config), a relative --files name is looked up in each log dir;
+    without them, in the current directory as kafka-dump-log does."""
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    run("topics", "--log-dirs", a, "--create", "--topic", "t")
+    run("topics", "--log-dirs", b, "--create", "--topic", "u")
+    seg = f"{0:020d}.log"
+    status, out, err = run("dump", "--log-dirs", f"{a},{b}",
+                           "--files", f"u-0/{seg},t-0/{seg}")
+    assert status == 0, err
+    dumped = [x for x in out.decode().splitlines() if x.startswith("Dumping ")]
+    assert dumped == [f"Dumping {b}/u-0/{seg}", f"Dumping {a}/t-0/{seg}"]
+    status, out, err = run("dump", "--log-dirs", f"{a},{b}", "--files", f"v-0/{seg}")
+    assert status == 1
+    assert err.decode() == f"error: v-0/{seg}: no such file in the log dirs ({a}, {b})\n"
+    monkeypatch.chdir(a)
+    status, out, err = run("dump", "--files", f"t-0/{seg}")
+    assert status == 0 and out.decode().startswith(f"Dumping t-0/{seg}\n"), err
+
+
+# -- a writer refused because a daemon holds the log dir (issue 18 §2) ------------------------
+
+def refusal_command(stderr: bytes, what: str, mnt: str, pid: int) -> str:
+    """The command a writer's refusal offers for ``what``, after checking the refusal names
+    the daemon's mount point and pid (one ``error:`` line, no traceback)."""
+    lines = stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: Failed to acquire lock on file "
+                                                   ".lock in "), lines
+    head = (f": the kafkafs daemon mounted at {mnt} (pid {pid}) holds it; {what} through "
+            "its mount: ")
+    assert head in lines[0], lines[0]
+    return lines[0].split(head, 1)[1]
+
+
+def test_writers_beside_a_daemon_name_its_mount_and_the_command(mount):
+    """Each writer's refusal names the daemon's mount point and the command that does the
+    job through it, and that command does it (before: "write through its mount point (e.g.
+    >> MOUNT/<topic>/<partition>/append)", whatever the job)."""
+    d, mnt, pid = mount.log_dirs[0], mount.mnt, mount.proc.pid
+
+    def refused(*args, input=None):
+        r = kafkafs(*args, "--log-dirs", d, input=input, check=False)
+        assert r.returncode == 1 and r.stdout == b"", r
+        return r.stderr
+
+    err = refused("topics", "--create", "--topic", "orders", "--partitions", "3",
+                  "--config", "retention.ms=100000")
+    cmd = refusal_command(err, "create the topic", mnt, pid)
+    assert cmd == (f"mkdir {mnt}/orders && mkdir {mnt}/orders/2 && printf '%s\\n' "
+                   f"retention.ms=100000 > {mnt}/orders/config")
+    assert sh(cmd).returncode == 0
+    assert sorted(os.listdir(mount.path("orders")))[:3] == ["0", "1", "2"]
+    with open(mount.path("orders", "config")) as f:
+        assert "# (override)\nretention.ms=100000\n" in f.read()
+
+    err = refused("produce", "--topic", "orders", "--partition", "2", input=b"a\nb\n")
+    cmd = refusal_command(err, "append the records", mnt, pid)
+    assert cmd == f"cat LINES >> {mnt}/orders/2/append"
+    assert sh(cmd.replace("cat LINES", "printf 'a\\nb\\n'")).returncode == 0
+    with open(mount.path("orders", "2", "messages"), "rb") as f:
+        assert f.read() == b"a\nb\n"
+    err = refused("produce", "--topic", "fresh", input=b"a\n")
+    assert refusal_command(err, "append the records", mnt, pid) == \
+        f"mkdir {mnt}/fresh && cat LINES >> {mnt}/fresh/0/append"
+
+    err = refused("topics", "--alter", "--topic", "orders", "--partitions", "5")
+    cmd = refusal_command(err, "change the topic", mnt, pid)
+    assert cmd == f"mkdir {mnt}/orders/4"
+    assert sh(cmd).returncode == 0 and os.path.isdir(mount.path("orders", "4"))
+    err = refused("topics", "--alter", "--topic", "orders", "--config", "segment.ms=60000",
+                  "--delete-config", "retention.ms")
+    assert refusal_command(err, "change the topic", mnt, pid) == (
+        f"edit {mnt}/orders/config (set segment.ms=60000; remove retention.ms; writing it "
+        "replaces the topic's overrides)")
+
+    # compact goes through the daemon serving exactly its log dirs; with one more it is
+    # refused, and told the setxattr that runs the pass through the mount
+    other = os.path.join(os.path.dirname(d), "other")
+    r = kafkafs("compact", "--log-dirs", f"{d},{other}", "--topic", "orders", check=False)
+    assert r.returncode == 1
+    assert refusal_command(r.stderr, "run the cleaner pass", mnt, pid) == \
+        f"setfattr -n user.kafkafs.compact -v now {mnt}/orders"
+    err = refused("topics", "--delete", "--topic", "orders")
+    cmd = refusal_command(err, "delete the topic", mnt, pid)
+    assert cmd == f"rmdir {mnt}/orders"
+    assert sh(cmd).returncode == 0 and not os.path.exists(mount.path("orders"))
+
+
+def test_writer_beside_a_process_that_is_no_kafkafs_daemon(tmp_path):
+    """A broker holds the lock (here: a process taking it as Java's FileLock does): the
+    refusal says it is not a kafkafs daemon and points to the broker's own tool."""
+    d = str(tmp_path / "logs")
+    kafkafs("topics", "--log-dirs", d, "--create", "--topic", "t")
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         ("import fcntl, os, time\n"
+          f"fd = os.open({os.path.join(d, '.lock')!r}, os.O_RDWR)\n"
+          "fcntl.lockf(fd, fcntl.LOCK_EX)\n"
+          "print('locked', flush=True); time.sleep(60)\n")], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"locked\n"
+        r = kafkafs("topics", "--log-dirs", d, "--create", "--topic", "u", check=False)
+        (line,) = r.stderr.decode().splitlines()
+        assert r.returncode == 1 and line.startswith(
+            f"error: Failed to acquire lock on file .lock in {d}: pid {holder.pid} (")
+        assert line.endswith(", which is not a kafkafs daemon (a Kafka broker?); create the "
+                             "topic with the broker's own tools (kafka-topics.sh "
+                             "--bootstrap-server ...), or stop it first"), line
+        r = kafkafs("produce", "--log-dirs", d, "--topic", "t", input=b"x\n", check=False)
+        assert b"kafka-console-producer.sh --bootstrap-server" in r.stderr, r.stderr
+    finally:
+        holder.kill()
+        holder.wait()

@@ -550,3 +550,66 @@ def test_no_reader_hangs_or_crashes_on_damage(ld):
     for rc, _out, err in runs:
         assert rc in (0, 1) and "Traceback" not in err, err
     assert runs[0][0] == 1 and runs[0][1] == VALUES[:40]
+
+
+# -- one damage, one message, one position in every tool (issue 18 §4) ------------------------
+
+def _error_lines(err: str) -> list[str]:
+    """The lines of ``err`` that name a byte position (an error, or a log-style line)."""
+    return [line for line in err.splitlines() if "position " in line]
+
+
+@pytest.mark.parametrize("where", ["last-segment", "sealed-segment", "last-below-base"])
+def test_every_tool_names_a_forged_base_offset_at_the_same_place(ld, where):
+    """A flipped byte in a batch's base offset (which no CRC covers) makes the batch claim
+    offsets it cannot hold: past the log end offset where the last segment's last batch
+    ends, or into the next segment. consume named that batch (the readers' rule), after a
+    log-style "Damaged data, readers get EIO from here on" line naming the batch after it
+    (the transaction scan's rule: offsets going back), which dump and check named too, and
+    get-offsets answered an offset past the log end. Now every tool names the forged batch,
+    with the same reason, in one line, and the independent judge agrees. A negative last
+    offset delta (CRC recomputed, as a broken producer writes it) was not found by check at
+    all: it checks what recovery checks."""
+    import logdir_judge as J
+
+    base, victim = (270, 1) if where == "last-segment" else (150, 1)
+    path = seg(ld, base)
+    pos = positions(path)[victim]
+    first = base + 10 * victim
+    if where == "last-below-base":
+        forge(path, pos, lambda b: struct.pack_into(">i", b, 23, -5))
+        reason = f"batch last offset {first - 5} is below its base offset {first} (last " \
+                 "offset delta -5)"
+    else:
+        forged, bound = ((380, ("reach the log end offset 300, where the segment's last "
+                                "batch ends")) if where == "last-segment" else
+                         (260, "reach into the next segment, which starts at offset 180"))
+        patch(path, pos, struct.pack(">q", forged))
+        reason = f"batch offsets [{forged}, {forged + 9}] {bound}"
+    truth = J.judge_partition(ld, 0)
+    assert truth.damage[:2] == (f"t-0/{base:020d}.log", pos) and not truth.ambiguous
+    assert J.judge_file(ld, f"t-0/{base:020d}.log").damage[:2] == truth.damage[:2]
+    line = f"error: {path}: position {pos}: {reason}"
+
+    rc, out, err = consume(ld)
+    assert rc == 1 and out == VALUES[:first] and _error_lines(err) == [line], err
+    r = kafkafs("get-offsets", "--log-dirs", ld, "--topic", "t", "--time", str(TS + 10 * (
+        first // 10) + 5), check=False)
+    assert r.returncode == 1 and r.stdout == b"", r
+    assert _error_lines(r.stderr.decode()) == [line], r.stderr
+    r = kafkafs("dump", "--files", path, "--deep-iteration", check=False)
+    assert r.returncode == 1 and _error_lines(r.stderr.decode()) == [line], r.stderr
+    r = kafkafs("dump", "--log-dirs", ld, "--files", f"t-0/{base:020d}.log", check=False)
+    assert r.returncode == 1 and _error_lines(r.stderr.decode()) == [line], r.stderr
+    r = kafkafs("check", "--log-dirs", ld, "--json", check=False)
+    assert r.returncode == 1 and r.stderr == b"", r.stderr
+    hits = [f for d in json.loads(r.stdout)["log_dirs"] for f in d["findings"]
+            if f["kind"] == "offsets-out-of-order"]
+    assert len(hits) == 1, hits
+    (hit,) = hits
+    assert (hit["path"], hit["position"], hit["repairable"]) == (path, pos, False)
+    assert hit["message"].endswith(f" at byte offset {pos}: {reason}"), hit
+    r = kafkafs("check", "--log-dirs", ld, check=False)
+    assert f"t-0/{base:020d}.log: position {pos}: " in r.stdout.decode()
+    assert [x for x in r.stdout.decode().splitlines() if "position " in x and
+            f"position {pos}:" not in x] == []

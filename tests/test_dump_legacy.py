@@ -33,6 +33,7 @@ from contextlib import redirect_stderr, redirect_stdout
 import pytest
 from aiokafka.record._crecords import LegacyRecordBatch as AioLegacyBatch
 from aiokafka.record._crecords import LegacyRecordBatchBuilder as AioLegacyBuilder
+from conftest import kafkafs
 from crc32c import crc32c
 from kafka.codec import gzip_encode
 from kafka.record.default_records import DefaultRecordBatchBuilder as KpDefaultBuilder
@@ -417,12 +418,15 @@ def test_non_consecutive_offsets(tmp_path):
     taken as they are, AbstractLegacyRecordBatch.DeepRecordsIterator) going back to 0.
     Kafka prints the pairs newest first. In a log, offsets that go back are damage: the
     dump prints the wrapper's line, says where, and exits 1 (Kafka exits 0 after its
-    records)."""
+    records). A message at offset 9 ends the segment: were the wrapper last, the log end
+    offset would be 1 (where the last entry ends), and dump would name the message at
+    offset 1 as reaching it, as every reader of the partition does (below)."""
     (m0, m1), recs = messages("kafka-python", 1, 0, 2)
     (m5,), recs5 = messages("kafka-python", 1, 5, 1)
+    (m9,), _recs9 = messages("kafka-python", 1, 9, 1)
     wrap, wrecs = wrapper("kafka-python", 1, SNAPPY, 0, 3)
     struct.pack_into(">q", wrap, 0, 0)  # the outer offset 0 (outside the CRC)
-    path = write_log(tmp_path, m0, m1, m5, wrap)
+    path = write_log(tmp_path, m0, m1, m5, wrap, m9)
     status, out, err = run_dump("--files", path, "--deep-iteration")
     assert status == 1
     assert out == expected(path, [m0, m1, m5, wrap], [[recs[0]], [recs[1]], recs5, []],
@@ -435,6 +439,13 @@ def test_non_consecutive_offsets(tmp_path):
                    "  1 is followed by 5"]
     # shallow iteration does not look at records (no findings), but the entries still go back
     assert run_dump("--files", path)[2] == [err[0]]
+    path = write_log(tmp_path, m0, m1, m5, wrap)  # the wrapper last: the log end offset is 1
+    reason = (f"error: {path}: position {len(m0)}: batch offsets [1, 1] reach the log end "
+              "offset 1, where the segment's last batch ends")
+    assert run_dump("--files", path)[2] == [reason]
+    r = kafkafs("consume", "--log-dirs", str(tmp_path), "--topic", "t", "--from-beginning",
+                "--timeout-ms", "0", check=False)
+    assert r.returncode == 1 and r.stderr.decode().splitlines()[-1] == reason
 
 
 # -- damaged data ----------------------------------------------------------------------------

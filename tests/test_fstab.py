@@ -495,12 +495,13 @@ def test_unusable_log_dir_fails_with_the_daemons_error(helper, tmp_path):
 
 
 def test_option_fuse_refuses_fails_cleanly(helper):
-    """An option FUSE does not know fails the mount (without -s): exit 32, libfuse's own
-    complaint on stderr, nothing mounted or running."""
+    """An option FUSE does not know fails the mount (without -s): exit 32, the daemon's
+    complaint naming it on stderr (made before anything is mounted or written), nothing
+    mounted or running."""
     before = notify_dirs()
     r = helper.run("-o", "no.such.option=1")
     assert r.returncode == 32
-    assert "unknown option(s): `-o no.such.option=1'" in r.stderr
+    assert "error: unknown mount option 'no.such.option=1'" in r.stderr
     assert_nothing_left(helper, before)
 
 

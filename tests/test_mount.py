@@ -19,7 +19,7 @@ import termios
 import time
 
 import pytest
-from conftest import Mount, fuse_available, kafkafs, sh, wait_for
+from conftest import Mount, fuse_available, kafkafs, sh, tree_state, wait_for
 
 
 def test_topic_mkdir_append_and_read_back(mount):
@@ -851,8 +851,8 @@ def test_mount_with_config_file(tmp_path):
 
 def test_unusable_log_dir_or_option_is_a_one_line_error(tmp_path):
     """A log dir that is a regular file, or a FUSE option libfuse does not know, ends
-    ``kafkafs mount`` with exit 1 and an ``error:`` line naming the cause (libfuse's own
-    reason above it), not a Python traceback; nothing stays mounted."""
+    ``kafkafs mount`` with exit 1 and an ``error:`` line naming the cause, not a Python
+    traceback; nothing is mounted, and the log dir is not created."""
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     afile = tmp_path / "afile"
@@ -866,9 +866,96 @@ def test_unusable_log_dir_or_option_is_a_one_line_error(tmp_path):
                 check=False)
     err = r.stderr.decode()
     assert r.returncode == 1 and "Traceback" not in err, err
-    assert "fuse: unknown option(s): `-o no_such_opt'" in err
-    assert f"error: cannot mount at {mnt} with options " in err
-    assert "Not mounted at" in err and not os.path.ismount(mnt)
+    assert err.startswith("error: unknown mount option 'no_such_opt': neither kafkafs's ("), err
+    assert len(err.splitlines()) == 1 and not os.path.ismount(mnt)
+    assert not os.path.exists(tmp_path / "logs")
+
+
+#: -o options libfuse 3 (or the kernel, for kafkafs's mount) refuses inside pyfuse3.init,
+#: after the log dirs were loaded, and what kafkafs now says first
+REFUSED_OPTIONS = {
+    "frobnicate": "unknown mount option 'frobnicate': neither kafkafs's (",
+    "nonempty": "FUSE option 'nonempty': nonempty is a libfuse 2 option",
+    "allow_other=1": "FUSE option 'allow_other=1': libfuse 3 takes it as allow_other (no value)",
+    "fsname": "FUSE option 'fsname': libfuse 3 takes it as fsname=VALUE",
+    "blkdev": "FUSE option 'blkdev': blkdev is for file systems on a block device",
+    "blksize=4096": "FUSE option 'blksize=4096': blksize is for file systems on a block device",
+    "relatime": "unknown mount option 'relatime'",
+}
+if not os.path.isdir("/sys/fs/selinux"):
+    REFUSED_OPTIONS["context=system_u:object_r:tmp_t:s0"] = (
+        "FUSE option 'context=system_u:object_r:tmp_t:s0': an SELinux context, and SELinux is "
+        "not enabled here")
+
+
+@pytest.mark.parametrize("option", sorted(REFUSED_OPTIONS))
+def test_failed_mount_leaves_the_log_dirs_as_they_were(tmp_path, option):
+    """``kafkafs mount MNT --log-dirs D -o frobnicate``: libfuse refuses the option only
+    inside pyfuse3.init, and the daemon had already created D with meta.properties and
+    written its checkpoints. Every option is checked before the first write now: a missing
+    log dir stays missing, an existing one (with records, cleanly shut down) stays byte for
+    byte, name for name and mtime for mtime as it was."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    missing = tmp_path / "missing"
+    r = kafkafs("mount", str(mnt), "--log-dirs", str(missing), "-o", option, check=False)
+    err = r.stderr.decode()
+    assert r.returncode == 1 and err.startswith("error: " + REFUSED_OPTIONS[option]), err
+    assert len(err.splitlines()) == 1, err
+    assert not os.path.lexists(missing) and not os.path.ismount(mnt)
+    existing = str(tmp_path / "existing")
+    kafkafs("produce", "--log-dirs", existing, "--topic", "t", input=b"a\nb\n")
+    before = tree_state(existing)
+    time.sleep(0.01)  # an mtime written now would differ
+    r = kafkafs("mount", str(mnt), "--log-dirs", existing, "-o", f"allow_other,{option}",
+                check=False)
+    assert r.returncode == 1 and REFUSED_OPTIONS[option] in r.stderr.decode()
+    assert tree_state(existing) == before
+
+
+def test_allow_other_for_a_user_needs_user_allow_other(tmp_path):
+    """fusermount3 refuses allow_other/allow_root to a user other than root unless
+    /etc/fuse.conf says user_allow_other: so does the check, before anything is written."""
+    from kafkafs.daemon.options import check_fuse_options
+
+    conf = tmp_path / "fuse.conf"
+    conf.write_text("# user_allow_other\nmount_max = 1000\n")
+    for opt in ("allow_other", "allow_root"):
+        with pytest.raises(ValueError, match=f"FUSE option '{opt}': only root may use it "
+                                             f"unless {conf} has user_allow_other"):
+            check_fuse_options({opt, "default_permissions"}, uid=1000, fuse_conf=str(conf))
+        check_fuse_options({opt}, uid=0, fuse_conf=str(conf))
+    conf.write_text("user_allow_other\n")
+    check_fuse_options({"allow_other", "default_permissions"}, uid=1000, fuse_conf=str(conf))
+
+
+def test_failed_mount_of_several_log_dirs_creates_none(tmp_path):
+    """The second log dir is unusable (a regular file, or locked by another process): the
+    first, missing one, is not created on the way (the LogManager locks and formats its log
+    dirs one after the other)."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    new = tmp_path / "new"
+    afile = tmp_path / "afile"
+    afile.write_bytes(b"x")
+    r = kafkafs("mount", str(mnt), "--log-dirs", f"{new},{afile}", check=False)
+    assert r.returncode == 1 and b"log dir is not a directory" in r.stderr, r.stderr
+    assert not os.path.lexists(new)
+    locked = tmp_path / "locked"
+    kafkafs("topics", "--log-dirs", str(locked), "--create", "--topic", "t")
+    before = tree_state(str(locked))
+    holder = _hold_lock(locked, 30)
+    try:
+        r = kafkafs("mount", str(mnt), "--log-dirs", f"{new},{locked}", "--lock-timeout", "0",
+                    check=False)
+        err = r.stderr.decode()
+        assert r.returncode == 1 and err.startswith(
+            f"error: Failed to acquire lock on file .lock in {locked}. A Kafka instance in "
+            f"another process or thread is using this directory: pid {holder.pid} ("), err
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not os.path.lexists(new) and tree_state(str(locked)) == before
 
 
 def test_fsname_option_names_the_mount(mount_factory):

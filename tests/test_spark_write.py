@@ -71,7 +71,7 @@ def contents(log_dir) -> dict:
 
 
 def assert_clean(log_dir):
-    r = kafkafs("check", str(log_dir), check=False)
+    r = kafkafs("check", "--log-dirs", str(log_dir), check=False)
     assert r.returncode == 0 and b"clean" in r.stdout, r.stdout + r.stderr
     assert not [n for n in os.listdir(log_dir) if n.endswith("-delete")]
 

@@ -616,9 +616,9 @@ CHECK = ["check", "--override", f"log.segment.bytes={SEGMENT_BYTES}",
          "--override", f"log.index.interval.bytes={INTERVAL}"]
 
 
-def check_json(capsys, *args):
+def check_json(capsys, d, *args):
     capsys.readouterr()
-    rc = main([*CHECK, *args, "--json"])
+    rc = main([*CHECK, "--log-dirs", d, *args, "--json"])
     out, _err = capsys.readouterr()
     return rc, json.loads(out)
 

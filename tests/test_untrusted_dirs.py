@@ -282,10 +282,10 @@ def test_check_and_repair_leave_a_file_outside_alone(tmp_path, ld, outside):
     ``--repair`` recovers the partition without truncating what it points to."""
     link = _plant_segment(ld, outside)
     before = tree_state(outside)
-    r = kafkafs("check", ld, check=False)
+    r = kafkafs("check", "--log-dirs", ld, check=False)
     assert "v-0/00000000000000000005.log: 00000000000000000005.log is a symbolic link" \
         in r.stdout.decode(), r.stdout
-    r = kafkafs("check", "--repair", ld, check=False)
+    r = kafkafs("check", "--repair", "--log-dirs", ld, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     assert tree_state(outside) == before
     assert os.path.islink(link)
@@ -306,11 +306,11 @@ def test_check_reports_planted_files_without_reading_them(tmp_path, ld, outside,
     else:
         os.mkfifo(path)
     before = tree_state(outside)
-    r = kafkafs("check", ld, check=False, timeout=20)
+    r = kafkafs("check", "--log-dirs", ld, check=False, timeout=20)
     what = "symbolic link" if kind == "link" else "FIFO"
     assert f"{os.path.basename(name)} is a {what}, not a regular file" in r.stdout.decode(), \
         r.stdout + r.stderr
-    r = kafkafs("check", "--repair", ld, check=False, timeout=20)
+    r = kafkafs("check", "--repair", "--log-dirs", ld, check=False, timeout=20)
     assert b"Traceback" not in r.stderr, r.stderr
     assert tree_state(outside) == before
 

@@ -1,5 +1,6 @@
-"""``kafkafs check LOGDIR... [--repair] [--json]``: what a Kafka broker's startup would find
-in these log dirs, and, with ``--repair``, what its recovery would fix (nothing else).
+"""``kafkafs check [--log-dirs DIR[,DIR...]] [--repair] [--json]``: what a Kafka broker's
+startup would find in these log dirs, and, with ``--repair``, what its recovery would fix
+(nothing else). The old spelling ``kafkafs check LOGDIR...`` still works, with a note.
 
 Without ``--repair`` every file is opened read-only and no lock is taken: not a byte, a name
 or an mtime changes, so it runs beside a daemon (whose live log it then describes). With
@@ -33,7 +34,8 @@ from ..log.inspect import (
     relative,
     repair_log_dirs,
 )
-from .common import CliError, broker_config
+from .common import CliError, add_log_dir_args, broker_config
+from .holder import find_holder
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -47,18 +49,13 @@ def register(subparsers) -> None:
                     "LogSegment.recover, the index sanity checks) and report every problem, "
                     "read-only. With --repair, take the log dir lock and fix what Kafka's "
                     "recovery would fix, and nothing else.")
-    p.add_argument("log_dirs", nargs="*", metavar="LOGDIR",
-                   help="log directories (default: log.dirs of --config, $KAFKAFS_LOG_DIRS, "
-                        "or ~/.local/share/kafkafs/logs)")
+    add_log_dir_args(p)
+    p.add_argument("legacy_log_dirs", nargs="*", metavar="LOGDIR", help=argparse.SUPPRESS)
     p.add_argument("--repair", action="store_true",
                    help="fix what Kafka's recovery fixes: delete leftovers, rebuild indexes, "
                         "truncate torn or corrupt data (and later segments), rewrite the "
                         "checkpoints; refuses while a daemon or broker holds the lock")
     p.add_argument("--json", action="store_true", help="print one JSON document")
-    p.add_argument("--config", dest="config", metavar="server.properties",
-                   help="broker configuration (topic defaults such as index.interval.bytes)")
-    p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a server.properties key (repeatable)")
     p.set_defaults(func=run)
 
 
@@ -76,9 +73,15 @@ def _quiet_loader():
 
 
 def _dirs(args) -> list[str] | int:
-    config = broker_config(argparse.Namespace(config=args.config, override=args.override,
-                                              log_dirs=None))
-    dirs = args.log_dirs or list(config.log_dirs)
+    if args.legacy_log_dirs:  # the old spelling: kafkafs check LOGDIR...
+        if args.log_dirs:
+            print("error: give the log dirs once, with --log-dirs", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"kafkafs check: note: a LOGDIR argument is deprecated; use --log-dirs "
+              f"{','.join(args.legacy_log_dirs)}", file=sys.stderr)
+        args.log_dirs = ",".join(args.legacy_log_dirs)
+    config = broker_config(args)
+    dirs = list(config.log_dirs)
     out, seen = [], {}
     for d in dirs:
         if not os.path.isdir(d):
@@ -163,10 +166,12 @@ def _run(args, dirs: list[str], config, out) -> int:
         try:
             before = repair_log_dirs(dirs, config)
         except LogDirLockedError as exc:
+            holder = find_holder(dirs)
+            mount = holder.mount if holder is not None and holder.mount else "MOUNT"
             raise CliError(
                 f"{exc}\nkafkafs check --repair needs the log dirs to itself: stop the daemon "
-                "(kafkafs umount MOUNT) or the broker first. Nothing was changed; kafkafs check "
-                "without --repair runs beside it.") from None
+                f"(kafkafs umount {mount}) or the broker first. Nothing was changed; kafkafs "
+                "check without --repair runs beside it.") from None
         after = inspect_log_dirs(dirs, config)
     if args.json:
         _print_json(out, before, after)

@@ -6,6 +6,8 @@ names (``--property parse.key=true``, ``print.key``, ``key.separator``,
 from __future__ import annotations
 
 import itertools
+import os
+import shlex
 import sys
 import time
 
@@ -18,6 +20,7 @@ from ..log.partitioner import partition_for_key
 from ..record.batch import TIMESTAMP_TYPE_NAMES
 from ..record.producer_batch import ESTIMATOR, BatchSizer, batch_limits, effective_codec
 from .common import CliError, add_log_dir_args, open_manager, parse_kv
+from .holder import Job
 
 READ_LINES = 1000  # lines read from stdin at a time (one timestamp each)
 
@@ -177,7 +180,7 @@ def run_produce(args) -> int:
     if args.compression_codec:
         from ..record.compression import codec_id
         codec = codec_id(args.compression_codec)
-    manager = open_manager(args, write=True)
+    manager = open_manager(args, write=True, job=_produce_job(args, parse_key))
     try:
         parts = manager.partitions(args.topic)
         if not parts:
@@ -227,6 +230,22 @@ def run_produce(args) -> int:
     finally:
         manager.shutdown()
     return 0
+
+
+def _produce_job(args, parse_key: bool) -> Job:
+    """Appending through a daemon's mount: one line = one record into a partition's
+    ``append`` file (keys split off by a mount with ``-o parse.key=true``)."""
+    def through(mnt: str) -> str:
+        topic = os.path.join(mnt, args.topic)
+        append = os.path.join(topic, str(args.partition or 0), "append")
+        cmd = f"cat LINES >> {shlex.quote(append)}"
+        if not os.path.isdir(topic):
+            cmd = f"mkdir {shlex.quote(topic)} && {cmd}"
+        if parse_key:
+            cmd += " (keys: a mount with -o parse.key=true)"
+        return cmd
+
+    return Job("append the records", through, "kafka-console-producer.sh --bootstrap-server ...")
 
 
 # -- consume -----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import sys
 from ..log.config import BrokerConfig, parse_log_dirs
 from ..log.errors import LogDirLockedError
 from ..log.manager import LogManager
+from .holder import Job, refusal
 
 
 class CliError(Exception):
@@ -28,16 +29,74 @@ def default_log_dir() -> str:
     return os.path.join(base, "kafkafs", "logs")
 
 
-def add_log_dir_args(p: argparse.ArgumentParser, config_flag: str = "--config") -> None:
-    """Add ``--log-dirs``, the server.properties flag (``config_flag``, dest ``config``) and
-    ``--override``."""
-    p.add_argument("--log-dirs", metavar="DIR[,DIR...]",
-                   help=f"Kafka log directories (default: log.dirs of {config_flag}, "
-                        "$KAFKAFS_LOG_DIRS, or ~/.local/share/kafkafs/logs)")
-    p.add_argument(config_flag, dest="config", metavar="server.properties",
-                   help="broker configuration with Kafka's key names")
+LOG_DIRS_HELP = ("Kafka log directories (default: log.dirs of --config, $KAFKAFS_LOG_DIRS, "
+                 "or ~/.local/share/kafkafs/logs)")
+
+
+def add_log_dir_args(p: argparse.ArgumentParser, *, topic_configs: bool = False) -> None:
+    """Add the options every sub-command finds its log dirs with: ``--log-dirs
+    DIR[,DIR...]``, ``--config FILE`` (server.properties, dest ``config``) and ``--override
+    KEY=VALUE``; ``--server-config FILE`` is the old spelling of ``--config`` (still taken,
+    with a deprecation note).
+
+    ``topic_configs`` (``topics``, as kafka-topics.sh): ``--config KEY=VALUE`` is also a
+    topic config (appended to ``topic_config``); :func:`is_topic_config` tells the two
+    apart."""
+    p.add_argument("--log-dirs", metavar="DIR[,DIR...]", help=LOG_DIRS_HELP)
+    if topic_configs:
+        p.set_defaults(topic_config=[])
+        p.add_argument("--config", dest="config", action=_FileOrTopicConfig,
+                       metavar="FILE|KEY=VALUE",
+                       help="without '=': the broker's server.properties (log.dirs and "
+                            "defaults, Kafka's key names); KEY=VALUE: a topic config override "
+                            "as in kafka-topics.sh (repeatable)")
+    else:
+        p.add_argument("--config", dest="config", metavar="FILE",
+                       help="the broker's server.properties (log.dirs and defaults, Kafka's "
+                            "key names)")
+    p.add_argument("--server-config", dest="config", action=_DeprecatedConfig,
+                   help=argparse.SUPPRESS)
     p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                    help="override a server.properties key (repeatable)")
+
+
+def is_topic_config(value: str) -> bool:
+    """Whether a ``topics --config`` value is a topic config ``KEY=VALUE`` rather than a
+    server.properties path: it has a ``=`` and no ``/`` before it (a topic config key never
+    has one; ``--config ./odd=name.properties`` is a file)."""
+    key, sep, _ = value.partition("=")
+    return bool(sep) and "/" not in key
+
+
+def deprecated(parser: argparse.ArgumentParser, namespace, old: str, new: str) -> None:
+    """Print ``old``'s deprecation note on stderr, once per command line."""
+    said = getattr(namespace, "_deprecation_notes", None)
+    if said is None:
+        said = set()
+        namespace._deprecation_notes = said
+    if old in said:
+        return
+    said.add(old)
+    print(f"{parser.prog}: note: {old} is deprecated; use {new}", file=sys.stderr)
+
+
+class _FileOrTopicConfig(argparse.Action):
+    """``topics --config``: KEY=VALUE is a topic config, anything else the server.properties
+    file."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if is_topic_config(values):
+            namespace.topic_config = [*namespace.topic_config, values]
+        else:
+            namespace.config = values
+
+
+class _DeprecatedConfig(argparse.Action):
+    """``--server-config FILE``: ``--config FILE``, with a note."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        deprecated(parser, namespace, option_string, f"--config {values}")
+        namespace.config = values
 
 
 def parse_kv(items, what: str = "property", strip_values: bool = False) -> dict[str, str]:
@@ -76,9 +135,10 @@ def _config_names_dirs(path: str) -> bool:
     return bool(props.get("log.dirs") or props.get("log.dir"))
 
 
-def open_manager(args, *, write: bool) -> LogManager:
+def open_manager(args, *, write: bool, job: Job | None = None) -> LogManager:
     """Start a LogManager for the command. Readers: read-only, no lock. Writers: take the
-    lock or fail with a clear CliError naming the running daemon."""
+    lock or fail with a clear CliError naming who holds it and, for a kafkafs daemon, the
+    command that does ``job`` through its mount (:mod:`kafkafs.cli.holder`)."""
     config = broker_config(args)
     if not write:
         dirs = [d for d in config.log_dirs if os.path.isdir(d)]
@@ -88,10 +148,9 @@ def open_manager(args, *, write: bool) -> LogManager:
     manager = LogManager(config, read_only=not write)
     try:
         manager.startup()
-    except LogDirLockedError as exc:
-        raise CliError(
-            f"{exc}\nA kafkafs daemon (or broker) owns these log dirs: write through its mount "
-            "point (e.g. >> MOUNT/<topic>/<partition>/append) or stop it first.") from None
+    except LogDirLockedError:
+        job = job or Job("write", lambda mnt: f"write through {mnt}", "its own tools")
+        raise CliError(refusal(config.log_dirs, job)) from None
     return manager
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shlex
 import sys
 
 from ..log import cleaner_status
@@ -20,12 +21,13 @@ from ..log.errors import LogError
 
 COMPACT_XATTR = "user.kafkafs.compact"  # (kafkafs.fs.operations serves it)
 from .common import CliError, add_log_dir_args, broker_config, open_manager
+from .holder import Job
 from .mount import mount_serving
 
 
 def register(sub) -> None:
     p = sub.add_parser("compact", help="run a log cleaner pass over a compacted topic now")
-    add_log_dir_args(p, config_flag="--server-config")
+    add_log_dir_args(p)
     p.add_argument("--topic", required=True, help="the topic to compact")
     p.add_argument("--partition", type=int, action="append", default=None,
                    help="only this partition (repeatable; default: every partition)")
@@ -52,7 +54,7 @@ def _progress(enabled: bool):
 
 def run(args) -> int:
     try:
-        manager = open_manager(args, write=True)
+        manager = open_manager(args, write=True, job=_job(args))
     except CliError:
         mnt = mount_serving(broker_config(args).log_dirs)
         if mnt is None:
@@ -102,6 +104,16 @@ def run(args) -> int:
         manager.shutdown()
     return 1 if failed else 0
 
+
+
+def _job(args) -> Job:
+    """A pass through a daemon's mount: the setxattr :func:`_through_daemon` makes."""
+    def through(mnt: str) -> str:
+        targets = [os.path.join(mnt, args.topic)] if args.partition is None else \
+            [os.path.join(mnt, args.topic, str(p)) for p in args.partition]
+        return f"setfattr -n {COMPACT_XATTR} -v now {' '.join(map(shlex.quote, targets))}"
+
+    return Job("run the cleaner pass", through, "none: a broker's log cleaner runs on its own")
 
 
 def _save_status(manager, cleaner: LogCleaner) -> None:

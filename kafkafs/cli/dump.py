@@ -76,7 +76,10 @@ Damage (DESIGN §4) ends the dump of a ``.log``: the damaged batch's line is pri
 prints it (``isvalid: false`` for a bad CRC), never its records, then one ``error: FILE:
 position N: REASON`` line, and the dump goes on with the next file. Kafka prints every batch
 and exits 0; here a bad CRC, an inner message that fails its own CRC, offsets that go back,
-zeros followed by data, a size below the minimum and an unknown magic are errors. A run of
+zeros followed by data, a size below the minimum and an unknown magic are errors, and so are
+offsets a reader of the partition would refuse (:func:`segment_bounds`: at or past the next
+segment's base offset, or in the last segment past where its last batch ends), so that dump
+names the same first damage as consume, get-offsets and check. A run of
 zeros that reaches the end of the file is a preallocated segment's unwritten rest: the dump
 ends there quietly (Kafka reports a record of size 0).
 Unlike Kafka, a corrupt snapshot (bad CRC, version or length) is an error naming the file
@@ -96,15 +99,22 @@ import zlib
 from dataclasses import dataclass
 
 from ..log import safeio
-from ..log.errors import CorruptIndexError
+from ..log.config import LogConfig
+from ..log.errors import CorruptIndexError, LogError
 from ..log.index import OffsetIndex, TimeIndex
 from ..log.names import parse_segment_filename
 from ..log.producer_state import CorruptSnapshotError, read_snapshot
-from ..log.segment import first_data_at, offset_order_problem, zeroed_range_error
+from ..log.segment import (
+    LogSegment,
+    first_data_at,
+    offset_order_problem,
+    zeroed_range_error,
+)
 from ..log.txnindex import TransactionIndex
 from ..record import LOG_APPEND_TIME, RecordBatch, compression, control, legacy
 from ..record.batch import TIMESTAMP_TYPE_NAMES, min_entry_length
 from ..record.errors import CorruptRecordError
+from .common import add_log_dir_args, broker_config
 
 INT_MAX = 0x7FFFFFFF
 RECORD_INDENT = "|"
@@ -140,7 +150,9 @@ def register(subparsers) -> None:
                     "kafka-dump-log.sh). Files are opened read-only.")
     p.add_argument("--files", required=True, metavar="file1,file2,...",
                    help="REQUIRED: The comma separated list of data and index log files to be "
-                        "dumped.")
+                        "dumped. With --log-dirs or --config, a relative name is looked up in "
+                        "each log dir (--files orders-0/00000000000000000000.log).")
+    add_log_dir_args(p)
     p.add_argument("--print-data-log", action="store_true",
                    help="If set, printing the messages content when dumping data logs. "
                         "Automatically set if any decoder option is specified.")
@@ -213,9 +225,43 @@ def run(args, out=None, err=None) -> int:
         if cls is not None and cls not in STRING_DECODERS:
             err.write(f"Note: --{which}-decoder-class {cls} is ignored: kafkafs prints keys and "
                       "values as UTF-8 text (invalid bytes replaced).\n")
-    files = [f for f in args.files.split(",") if f.strip()]
+    files = resolve_files([f for f in args.files.split(",") if f.strip()], args)
     dumper = LogDumper(DumpOptions.from_args(args), out, err)
     return dumper.dump_files(files)
+
+
+class NotInLogDirs(str):
+    """A relative ``--files`` name found in none of the log dirs (:func:`resolve_files`);
+    ``log_dirs``: where it was looked for."""
+
+    log_dirs: tuple = ()
+
+
+def resolve_files(names: list[str], args) -> list[str]:
+    """The files to dump: ``names`` as given (relative to the current directory, as
+    kafka-dump-log takes them), unless the log dirs are named (``--log-dirs``, or
+    ``log.dirs`` of ``--config``/``--override``): then a relative name is looked up in each
+    of them, in order, and stands for every one it exists in (a name in none is a
+    :class:`NotInLogDirs`, reported as the dump reaches it). Raises CliError for a bad
+    --config."""
+    overrides = getattr(args, "override", None) or []
+    if not (getattr(args, "log_dirs", None) or getattr(args, "config", None)
+            or any(o.split("=", 1)[0].strip() in ("log.dirs", "log.dir") for o in overrides)):
+        return names
+    log_dirs = broker_config(args).log_dirs
+    out: list[str] = []
+    for name in names:
+        if os.path.isabs(name):
+            out.append(name)
+            continue
+        found = [os.path.join(d, name) for d in log_dirs
+                 if os.path.lexists(os.path.join(d, name))]
+        if not found:
+            missing = NotInLogDirs(name)
+            missing.log_dirs = tuple(log_dirs)
+            found = [missing]
+        out.extend(found)
+    return out
 
 
 # -- reading a .log ---------------------------------------------------------------------
@@ -310,27 +356,24 @@ class SegmentFile:
                 return None
             raise zeroed_range_error(self.path, pos, data_at)
         minimum = min_entry_length(magic)
-        if length < minimum:
+        if length < minimum:  # in the readers' words (record.batch.iter_batches)
             raise CorruptRecordError(
-                f"Found record size {length} smaller than minimum record overhead "
-                f"({minimum}) in file {self.path}.", path=self.path, position=pos)
+                f"record size {length} is smaller than the minimum record overhead "
+                f"({minimum})", path=self.path, position=pos)
         size = length + LOG_OVERHEAD
         if pos > end - size:
             return None
-        if magic == 2:
-            data = self._read(pos, size)
-            if len(data) < size:
-                return None
-            batch = RecordBatch.from_buffer(data, 0, position=pos)
-            batch.path = self.path
-            return _Entry(pos, offset, size, magic, batch)
+        data = self._read(pos, size)
+        if len(data) < size:
+            return None
         if magic in (0, 1):
-            data = self._read(pos, size)
-            if len(data) < size:
-                return None
             return _Entry(pos, offset, size, magic, None, data)
-        raise CorruptRecordError(f"Found unknown magic {magic} at position {pos} in file "
-                                 f"{self.path}.", path=self.path, position=pos)
+        try:  # magic 2, or an unknown one refused as the readers refuse it
+            batch = RecordBatch.from_buffer(data, 0, position=pos)
+        except CorruptRecordError as exc:
+            raise exc.located(path=self.path) from None
+        batch.path = self.path
+        return _Entry(pos, offset, size, magic, batch)
 
     def entries(self, start: int = 0, end: int | None = None):
         """Yield the entries from ``start`` (an entry boundary) up to ``end`` (default EOF)."""
@@ -762,12 +805,43 @@ def _legacy_records(entry: _Entry):
         raise exc.located(position=entry.position) from None
 
 
-def _entry_damage(entry: _Entry, obj: dict, expected: int | None,
-                  path: str) -> CorruptRecordError | None:
+def segment_bounds(path: str) -> tuple[int | None, int | None]:
+    """``(next_base, end)``: what a reader of the partition holds this ``.log``'s batches
+    to, besides the order of their offsets (:meth:`kafkafs.log.log.Log.segment_batches`), so
+    that dump names the same first damage as consume, get-offsets and check: below
+    ``next_base``, the base offset of the next segment beside it; in the last segment (no
+    later one beside it), below ``end``, the log end offset a reader takes from the
+    segment's tail (:meth:`~kafkafs.log.segment.LogSegment.read_next_offset`). ``(None,
+    None)`` for a file not named as a segment, or one that cannot be opened as one (a
+    link the user named: readers never follow one)."""
+    parsed = parse_segment_filename(os.path.basename(path))
+    if not parsed or parsed[1] != ".log" or parsed[2]:
+        return None, None
+    base = parsed[0]
+    try:
+        with safeio.Dir.open(os.path.dirname(os.path.abspath(path)), follow=True) as pdir:
+            with os.scandir(pdir.fd) as it:
+                later = [p[0] for e in it if e.is_file(follow_symlinks=False)
+                         for p in [parse_segment_filename(e.name)]
+                         if p and p[1] == ".log" and not p[2] and p[0] > base]
+            if later:
+                return min(later), None
+            segment = LogSegment(pdir, base, LogConfig(), writable=False, check_indexes=False)
+            try:
+                return None, segment.read_next_offset()
+            finally:
+                segment.close()
+    except (OSError, LogError):
+        return None, None
+
+
+def _entry_damage(entry: _Entry, obj: dict, expected: int | None, path: str,
+                  bounds: tuple[int | None, int | None] = (None, None)
+                  ) -> CorruptRecordError | None:
     """What is wrong with an entry that frames well (the CRC its line shows as ``isvalid``,
     offsets out of place: :func:`~kafkafs.log.segment.offset_order_problem`, the segment's
-    base offset taken from the file name when it carries one), as the error the dump ends
-    with; None when nothing is."""
+    base offset taken from the file name when it carries one, ``bounds`` from
+    :func:`segment_bounds`), as the error the dump ends with; None when nothing is."""
     if not obj["isvalid"]:
         computed = entry.batch.compute_crc() if entry.batch is not None else \
             zlib.crc32(entry.data[LOG_OVERHEAD + 4:])
@@ -780,7 +854,7 @@ def _entry_damage(entry: _Entry, obj: dict, expected: int | None,
         first = last = entry.offset
     parsed = parse_segment_filename(os.path.basename(path))
     segment_base = parsed[0] if parsed and parsed[1] == ".log" else None  # not a snapshot's
-    reason = offset_order_problem(first, last, expected, segment_base)
+    reason = offset_order_problem(first, last, expected, segment_base, *bounds)
     if reason is None:
         return None
     return CorruptRecordError(reason, path=path, position=entry.position)
@@ -882,6 +956,11 @@ class LogDumper:
         failed = False
         for path in files:
             self.emit({"type": "file", "path": path})
+            if isinstance(path, NotInLogDirs):
+                self.error(f"error: {path}: no such file in the log dirs "
+                           f"({', '.join(path.log_dirs)})", path)
+                failed = True
+                continue
             name = os.path.basename(path)
             dot = name.rfind(".")
             suffix = name[dot:] if dot >= 0 else ""
@@ -996,6 +1075,7 @@ class LogDumper:
         opts = self.options
         file_key = os.path.abspath(path)
         damage = None  # the first damaged entry ends the file's dump
+        bounds = segment_bounds(path) if name.endswith(".log") else (None, None)
         with SegmentFile(path) as log:
             end = min(log.size, opts.max_bytes)
             valid_bytes = 0
@@ -1004,7 +1084,7 @@ class LogDumper:
                 batch_object, record_objects = BATCH_OBJECTS[entry.magic]
                 obj = batch_object(entry, valid_bytes)
                 emit(obj)  # a damaged batch's line too, isvalid: false, as Kafka prints it
-                damage = _entry_damage(entry, obj, expected, path)
+                damage = _entry_damage(entry, obj, expected, path, bounds)
                 if damage is not None:
                     break
                 expected = entry.last_offset + 1

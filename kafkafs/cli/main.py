@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+from contextlib import contextmanager
 
 from .. import __version__
 from ..log.errors import LogError
@@ -32,11 +34,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextmanager
+def _damage_said_once(command: str):
+    """Outside ``mount``, the log layer's damage log (``kafkafs.damage``: "Damaged data,
+    readers get EIO from here on: ...", written for the daemon's log by whichever reader
+    meets a damaged batch first -- a producer-state replay, a transaction scan) is not
+    printed: a command that meets damage on its way says so itself, in its one ``error:
+    FILE: position N: REASON`` line (docs/cli.md). Restored afterwards (tests call main()
+    in-process)."""
+    if command == "mount":
+        yield
+        return
+    logger = logging.getLogger("kafkafs.damage")
+    saved = logger.propagate, logger.handlers[:]
+    logger.propagate = False
+    logger.handlers = [logging.NullHandler()]
+    try:
+        yield
+    finally:
+        logger.propagate, logger.handlers = saved
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args) or 0
+        with _damage_said_once(args.command):
+            return args.func(args) or 0
     except (CliError, LogError, CorruptRecordError) as exc:
         return fail(str(exc))
     except BrokenPipeError:

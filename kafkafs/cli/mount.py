@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 
-from ..daemon.options import split_options
 from ..log.errors import LogDirLockedError
 from ..mounttable import FSTYPE, find_mount, mount_entries
 from .common import CliError, add_log_dir_args, broker_config
@@ -55,8 +54,9 @@ def run_mount(args) -> int:
     check_mount_point(mountpoint)  # before any lock is taken or log dir loaded
     options = list(config.mount_options) + list(args.options)
     try:
-        own, _fuse = split_options(options)
-        if not (args.read_only or "ro" in own or "read_only" in own):  # those take no lock
+        # every option and log dir checked before waiting for a lock or writing a byte
+        fsopt, _ra, _fuse = daemon.preflight(config, options, args.read_only, locks=False)
+        if not fsopt.read_only:  # a read-only mount takes no lock
             wait_for_log_dirs(config.log_dirs, args.lock_timeout)
         return daemon.run(mountpoint, config, options, args.read_only)
     except LogDirLockedError as exc:

@@ -66,7 +66,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ..daemon.options import OWN_OPTIONS
+from ..daemon.options import FUSE_OPTIONS, FUSE_VALUE_OPTIONS, OWN_OPTIONS
 from ..mounttable import served_log_dirs
 from .mount import FSTYPE, is_mounted, kafkafs_mount_state, lazy_unmount
 
@@ -87,17 +87,8 @@ GENERIC_OPTIONS = frozenset({
 })
 GENERIC_PREFIXES = ("x-", "comment=")
 
-# libfuse 3's mount and session options (lib/mount.c, lib/fuse_lowlevel.c): what -s keeps
-# (checked against libfuse 3.14: it refuses diratime, nodiratime, lazytime, strictatime and
-# their negations, and max_threads; -s drops those too)
-FUSE_OPTIONS = frozenset({
-    "allow_other", "allow_root", "auto_unmount", "blkdev", "default_permissions", "debug",
-    "nosuid", "nodev", "noexec", "async", "sync", "dirsync", "atime", "noatime",
-})
-FUSE_VALUE_OPTIONS = frozenset({
-    "fsname", "subtype", "max_read", "blksize", "context", "fscontext", "defcontext",
-    "rootcontext", "user",
-})
+# what -s keeps besides kafkafs's own: libfuse 3's mount and session options
+# (kafkafs.daemon.options.FUSE_OPTIONS and FUSE_VALUE_OPTIONS, as libfuse 3.14 takes them)
 
 
 class UsageError(Exception):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import shlex
 
 from ..log import checkpoint as ckpt
 from ..log import cleaner_status
@@ -12,12 +13,16 @@ from ..log.cleaner_manager import LogCleanerManager
 from ..log.errors import LogError
 from ..log.manager import PARTITION_METADATA
 from .common import CliError, add_log_dir_args, open_manager, parse_kv
+from .holder import Job
 
 
 def register(sub) -> None:
-    p = sub.add_parser("topics", help="create, list, describe, alter or delete topics "
-                                      "(kafka-topics.sh)")
-    add_log_dir_args(p, config_flag="--server-config")
+    p = sub.add_parser(
+        "topics", help="create, list, describe, alter or delete topics (kafka-topics.sh)",
+        description="kafka-topics.sh on log dirs. --config takes both of Kafka's meanings: "
+                    "--config KEY=VALUE is a topic config (as in kafka-topics.sh), --config "
+                    "FILE (no '=') the broker's server.properties, whose log.dirs are used.")
+    add_log_dir_args(p, topic_configs=True)
     action = p.add_mutually_exclusive_group(required=True)
     for name in ("create", "list", "describe", "delete", "alter"):
         action.add_argument(f"--{name}", action="store_true")
@@ -25,8 +30,6 @@ def register(sub) -> None:
     p.add_argument("--partitions", type=int, help="number of partitions")
     p.add_argument("--replication-factor", type=int, default=1,
                    help="accepted for compatibility; kafkafs keeps one replica")
-    p.add_argument("--config", dest="topic_config", action="append", default=[],
-                   metavar="KEY=VALUE", help="topic config override (repeatable)")
     p.add_argument("--delete-config", action="append", default=[], metavar="KEY",
                    help="remove a topic config override (with --alter)")
     p.add_argument("--if-not-exists", action="store_true")
@@ -42,7 +45,7 @@ def run(args) -> int:
     write = args.create or args.delete or args.alter
     if write and not args.topic:
         raise CliError("--topic is required with --create, --delete and --alter")
-    manager = open_manager(args, write=write)
+    manager = open_manager(args, write=write, job=_job(args) if write else None)
     try:
         if args.list:
             for t in manager.topics():
@@ -79,6 +82,47 @@ def run(args) -> int:
     finally:
         manager.shutdown()
     return 0
+
+
+def _job(args) -> Job:
+    """What a writing ``topics`` command does, and how through a daemon's mount (docs/tree.md:
+    mkdir/rmdir a topic, mkdir a partition, the topic's ``config`` file)."""
+    topic = args.topic
+    kafka_tool = "kafka-topics.sh --bootstrap-server ..."
+    configs = _kv(args.topic_config)
+    if args.create:
+        def through(mnt: str) -> str:
+            path = os.path.join(mnt, topic)
+            steps = [f"mkdir {shlex.quote(path)}"]
+            if args.partitions is not None and args.partitions > 1:
+                steps.append(f"mkdir {shlex.quote(os.path.join(path, str(args.partitions - 1)))}")
+            if configs:
+                lines = " ".join(shlex.quote(f"{k}={v}") for k, v in configs.items())
+                steps.append(f"printf '%s\\n' {lines} > "
+                             f"{shlex.quote(os.path.join(path, 'config'))}")
+            return " && ".join(steps)
+
+        return Job("create the topic", through, kafka_tool)
+    if args.delete:
+        return Job("delete the topic",
+                   lambda mnt: f"rmdir {shlex.quote(os.path.join(mnt, topic))}", kafka_tool)
+
+    def alter(mnt: str) -> str:
+        path = os.path.join(mnt, topic)
+        steps = []
+        if args.partitions is not None:
+            steps.append(f"mkdir {shlex.quote(os.path.join(path, str(args.partitions - 1)))}")
+        if configs or args.delete_config:
+            change = [f"set {', '.join(f'{k}={v}' for k, v in configs.items())}"] if configs \
+                else []
+            if args.delete_config:
+                change.append(f"remove {', '.join(args.delete_config)}")
+            steps.append(f"edit {shlex.quote(os.path.join(path, 'config'))} ({'; '.join(change)};"
+                         " writing it replaces the topic's overrides)")
+        return ", then ".join(steps) or f"ls {shlex.quote(path)}"
+
+    return Job("change the topic", alter,
+               "kafka-topics.sh / kafka-configs.sh --bootstrap-server ...")
 
 
 def _describe(manager, topic: str, cm: LogCleanerManager, saved: dict) -> None:

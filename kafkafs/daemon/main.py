@@ -14,6 +14,7 @@ wait for the unmount, then fail.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
@@ -27,12 +28,14 @@ from ..escapes import unescape
 from ..fs.operations import FsOptions, KafkaFS
 from ..log.cleaner import CleanerConfig, LogCleaner
 from ..log.config import BrokerConfig
+from ..log.errors import LogDirLockedError
+from ..log.inspect import lock_holder
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
 from ..log.keymap import KeyMaps
 from ..log.log import now_ms
-from ..log.manager import LogManager
+from ..log.manager import LogManager, is_locked
 from . import malloc, notify, readahead, tasks
-from .options import batch_size_option, split_options
+from .options import batch_size_option, check_fuse_options, split_options
 from .watcher import watch_log_dirs
 
 log = logging.getLogger(__name__)
@@ -68,15 +71,65 @@ class MountError(Exception):
     point it cannot use); libfuse has printed its own reason on stderr."""
 
 
+def preflight(config: BrokerConfig, options: list[str], read_only: bool = False, *,
+              locks: bool = True) -> tuple[FsOptions, int, set[str]]:
+    """Everything a mount can be refused for that can be known before the first write to a
+    log dir (:meth:`LogManager.startup` creates a log dir, its ``.lock`` and
+    ``meta.properties``, and recovers; a failure after it -- libfuse refusing an option
+    inside ``pyfuse3.init`` -- left those behind): kafkafs's own ``-o`` options, the FUSE
+    options (:func:`~kafkafs.daemon.options.check_fuse_options`), /dev/fuse, every log dir
+    (a directory, or one that can be created; read-only: one that exists) and, with
+    ``locks``, no log dir locked by another process (a writable mount). Returns the file
+    system options, ``read_ahead_kb`` and the FUSE options. Raises ValueError, OSError,
+    LogDirLockedError, MountError."""
+    own, fuse_opts = split_options(options)
+    fsopt = fs_options(own)
+    ra_kb = read_ahead_kb(own)
+    fsopt.read_only = fsopt.read_only or read_only
+    check_fuse_options(fuse_opts)
+    if not os.path.exists("/dev/fuse"):
+        raise MountError("FUSE is not available here: there is no /dev/fuse (modprobe fuse)")
+    for d in config.log_dirs:
+        check_log_dir(d, fsopt.read_only)
+    if locks and not fsopt.read_only:
+        held = is_locked(config.log_dirs)
+        if held is not None:
+            who = lock_holder(held)
+            raise LogDirLockedError(
+                f"Failed to acquire lock on file .lock in {held}. A Kafka instance in another "
+                "process or thread is using this directory"
+                + (f": {who}." if who else " (a running kafkafs daemon or broker)."))
+    return fsopt, ra_kb, fuse_opts
+
+
+def check_log_dir(d: str, read_only: bool) -> None:
+    """Refuse a log dir the LogManager would fail on part-way: some other file, a missing
+    one on a read-only mount, one that cannot be created (its nearest existing ancestor is
+    no directory this user may write). Raises OSError."""
+    if os.path.lexists(d) and not os.path.isdir(d):
+        raise NotADirectoryError(errno.ENOTDIR, "log dir is not a directory", d)
+    if os.path.isdir(d):
+        return
+    if read_only:
+        raise FileNotFoundError(errno.ENOENT, "log dir does not exist", d)
+    parent = os.path.dirname(os.path.abspath(d))
+    while not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise NotADirectoryError(errno.ENOTDIR, "cannot create the log dir: not a directory",
+                                 parent)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, "cannot create the log dir: permission denied",
+                              parent)
+
+
 async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
                 read_only: bool = False) -> int:
     """Mount ``config.log_dirs`` at ``mountpoint`` and serve until unmounted or signalled.
-    Returns the exit status (0 after a clean shutdown). Raises LogDirLockedError, OSError,
+    Returns the exit status (0 after a clean shutdown). Nothing is written to a log dir
+    before :func:`preflight` passes. Raises LogDirLockedError, OSError, ValueError,
     MountError."""
-    own, fuse_opts = split_options(options)
-    fsopt = fs_options(own)
-    ra_kb = read_ahead_kb(own)  # a bad value fails before anything is mounted
-    fsopt.read_only = fsopt.read_only or read_only
+    fsopt, ra_kb, fuse_opts = preflight(config, options, read_only)
     manager = LogManager(config, read_only=fsopt.read_only)
     await trio.to_thread.run_sync(manager.startup)
     operations = KafkaFS(manager, fsopt)

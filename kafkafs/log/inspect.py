@@ -64,7 +64,12 @@ from .manager import (
     REPLICATION_OFFSET_CHECKPOINT,
     LogManager,
 )
-from .names import _BROKER_DIR, TOPIC_CONFIG_FILE, parse_partition_dir
+from .names import (
+    _BROKER_DIR,
+    TOPIC_CONFIG_FILE,
+    parse_partition_dir,
+    parse_segment_filename,
+)
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 REMOTE_INDEX_CACHE_DIR = "remote-log-index-cache"  # tiered storage's cache: Kafka skips it
@@ -156,7 +161,15 @@ _FLOCK = struct.Struct("hhqqi")  # struct flock on Linux (native alignment): typ
 def lock_holder(log_dir: str) -> str | None:
     """Who holds the POSIX lock on ``log_dir``/.lock (a kafkafs daemon or a Kafka broker: both
     take it, as Java's ``FileLock`` does), as ``"pid N (command line)"``; None when nobody does
-    or it cannot be told. Asks with ``F_GETLK`` on a read-only descriptor: takes no lock and
+    or it cannot be told (:func:`lock_holder_pid`)."""
+    pid = lock_holder_pid(log_dir)
+    return None if pid is None else describe_pid(pid)
+
+
+def lock_holder_pid(log_dir: str) -> int | None:
+    """The pid of the process holding the POSIX lock on ``log_dir``/.lock (0 or less when the
+    kernel cannot tell it: a process in another pid namespace); None when nobody does or it
+    cannot be told. Asks with ``F_GETLK`` on a read-only descriptor: takes no lock and
     changes nothing. Never call it in a process that holds the lock (closing any descriptor
     of the file drops that process's POSIX lock)."""
     try:
@@ -174,7 +187,7 @@ def lock_holder(log_dir: str) -> str | None:
         os.close(fd)
     if l_type == fcntl.F_UNLCK:
         return None
-    return describe_pid(pid)
+    return pid
 
 
 def describe_pid(pid: int) -> str:
@@ -473,6 +486,7 @@ class _Inspector:
                      "partition away and restore it from a replica or backup",
                      partition=name, repairable=False)
             return
+        thorough = _as_readers_see_it(thorough, pdir, tp, cfg, log_start)
         at_startup = {_key(a) for a in startup}
         revalidated = [a for a in startup if a.kind in REVALIDATION_KINDS]
         if revalidated:
@@ -500,6 +514,79 @@ class _Inspector:
 
 def _key(a: LoadAction):
     return (a.kind, a.path, a.position)
+
+
+ORDER_KIND = "offsets-out-of-order"
+ORDER_ACTION = ("none: Kafka's recovery does not repair this (a lookup by offset cannot find "
+                "every record); move the partition away and restore it from a replica or "
+                "backup")
+#: loader actions that name damaged data at a byte position
+DATA_KINDS = ("truncate", "invalid-tail", ORDER_KIND)
+
+
+def _as_readers_see_it(actions: list[LoadAction], pdir: safeio.Dir, tp, cfg: LogConfig,
+                       log_start: int) -> list[LoadAction]:
+    """``actions`` with the partition's first damage named where every reader
+    (``consume``, ``get-offsets``, ``dump``, the mount) meets it, with their reason.
+
+    The loader's scan checks what Kafka's recovery checks, and judges each batch's offsets
+    only by the batch before it: so it names the batch after a forged base offset ("offsets
+    go back"), or the next segment ("the segments overlap"), and takes a batch whose last
+    offset lies below its first for data. Readers also hold each batch below the next
+    segment's base offset and below the log end offset, where the last segment's last batch
+    ends (:meth:`~kafkafs.log.log.Log.segment_batches`). Every partition is walked once
+    more as a reader walks it (read-only, from the log start offset; CRCs are the scan's
+    business); a damage met before any the loader reports, and not reported already,
+    becomes the partition's one offset-order finding (unrepairable: recovery does not touch
+    offsets). The loader's later order findings go: one forged offset shows as several, and
+    the first already says what to do with the partition."""
+    first = next((i for i, a in enumerate(actions) if a.kind == ORDER_KIND), None)
+    if first is not None:
+        actions = [a for i, a in enumerate(actions) if i <= first or a.kind != ORDER_KIND]
+    met = _readers_damage(pdir, tp, cfg, log_start)
+    if met is None or met.path is None or met.position is None or \
+            any((a.path, a.position) == (met.path, met.position) for a in actions):
+        return actions
+    reported = [_place(a.path, a.position) for a in actions
+                if a.kind in DATA_KINDS and a.position is not None]
+    if reported and min(reported) < _place(met.path, met.position):
+        return actions  # behind damage the loader names (and recovery may cut away)
+    old = actions[first] if first is not None else None
+    where = LoadAction(ORDER_KIND, met.path,
+                       f"Offsets out of order in log segment {met.path} at byte offset "
+                       f"{met.position}: {met.reason}",
+                       old.action if old is not None else ORDER_ACTION, position=met.position,
+                       base_offset=_place(met.path, 0)[0])
+    if first is None:
+        return [*actions, where]
+    return [*actions[:first], where, *actions[first + 1:]]
+
+
+def _place(path: str, position: int) -> tuple[int, int]:
+    """(segment base offset, byte position): where in a partition a place lies."""
+    parsed = parse_segment_filename(os.path.basename(path))
+    return (parsed[0] if parsed else -1, position)
+
+
+def _readers_damage(pdir: safeio.Dir, tp, cfg: LogConfig,
+                    log_start: int) -> CorruptRecordError | None:
+    """The first damage a reader of the partition meets in framing and offsets (CRCs not
+    checked), or None (also when the partition cannot be loaded: the loader's findings say
+    why)."""
+    try:
+        lg = load_log(pdir, tp[0], tp[1], cfg, log_start_offset=log_start, writable=False)
+    except (OSError, LogError, CorruptRecordError):
+        return None
+    try:
+        for _batch in lg.segment_batches(validate=False):
+            pass
+    except CorruptRecordError as exc:
+        return exc
+    except (OSError, LogError):
+        return None
+    finally:
+        lg.close()
+    return None
 
 
 def _check_ensemble(reports: list[LogDirReport], metas: list[tuple[str, dict | None]]) -> None:

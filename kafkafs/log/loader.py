@@ -819,7 +819,7 @@ def plan_load(dir: str | safeio.Dir, config: LogConfig, *, recovery_point: int =
                                   log_start_offset=log_start_offset,
                                   had_clean_shutdown=had_clean_shutdown, thorough=thorough)
         if not segments:
-            ops.report(_no_segments_action(dir, log_start_offset))
+            ops.report(_no_segments_action(ops.dir, log_start_offset))
         else:
             try:
                 leo = ops.next_offset(segments[-1])
@@ -827,7 +827,7 @@ def plan_load(dir: str | safeio.Dir, config: LogConfig, *, recovery_point: int =
                 leo = None
             start = max(log_start_offset, segments[0].base_offset)
             if leo is not None and start > leo:
-                ops.report(_log_start_action(dir, start, leo))
+                ops.report(_log_start_action(ops.dir, start, leo))
         return ops.actions
     finally:
         ops.close()

@@ -736,16 +736,11 @@ class Log:
                 next_base = segs[k + 1].base_offset if k < last else None
                 seg_next = seg.base_offset if pos == 0 else start  # what the bytes reach
                 for batch in seg.batches(pos, size, validate=validate, strict_end=k < last):
+                    # the log end offset is where the last segment's last batch ends: a
+                    # batch before it that reaches that far contradicts it
                     check_batch_order(batch, expected, seg.base_offset, seg.log_path,
-                                      next_base)
+                                      next_base, end)
                     expected = batch.next_offset
-                    if batch.last_offset >= end:
-                        # the log end offset is where the last segment's last batch ends:
-                        # a batch before it that reaches that far contradicts it
-                        raise CorruptRecordError(
-                            f"batch offsets [{batch.base_offset}, {batch.last_offset}] reach "
-                            f"the log end offset {end}, where the segment's last batch ends",
-                            path=seg.log_path, position=batch.position)
                     pos, seg_next = batch.position + batch.size, batch.next_offset
                     if batch.last_offset < start:
                         continue
@@ -833,6 +828,7 @@ class Log:
         with self.lock:
             segs = self.segments()
             start = self.log_start_offset
+            end = self._log_end_offset
         # the first segment whose largest timestamp reaches the target (segments are not
         # ordered by timestamp under CreateTime, so test each in turn)
         for i, seg in enumerate(segs):
@@ -843,7 +839,10 @@ class Log:
             if seg is not segs[-1] and seg.time_index.entries and \
                     seg.max_timestamp_so_far < timestamp:
                 continue
-            found = seg.find_offset_by_timestamp(timestamp, start)
+            # batches are judged as every reader judges them (segment_batches)
+            found = seg.find_offset_by_timestamp(
+                timestamp, start, next_base=segs[i + 1].base_offset if i + 1 < len(segs)
+                else None, end=end)
             if found is not None:
                 return found
         return None

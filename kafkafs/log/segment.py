@@ -118,24 +118,26 @@ def zeroed_range_error(path: str, pos: int, data_at: int) -> CorruptRecordError:
 
 
 def check_batch_order(batch: RecordBatch, expected: int | None, segment_base: int,
-                      path: str, next_base: int | None = None) -> None:
+                      path: str, next_base: int | None = None, end: int | None = None) -> None:
     """Raise CorruptRecordError (naming ``path`` and the batch's position) when
     :func:`offset_order_problem` finds the batch's offsets out of place."""
     reason = offset_order_problem(first_offset(batch), batch.last_offset, expected,
-                                  segment_base, next_base)
+                                  segment_base, next_base, end)
     if reason is not None:
         raise CorruptRecordError(reason, path=path, position=batch.position)
 
 
 def offset_order_problem(first: int, last: int, expected: int | None, segment_base: int | None,
-                         next_base: int | None = None) -> str | None:
+                         next_base: int | None = None, end: int | None = None) -> str | None:
     """Why a batch holding offsets ``[first, last]`` cannot stand where it is, or None: its
     last offset not below its first, its offsets at or above ``segment_base`` and within an
     int of it (Kafka's ``ensureOffsetInRange``; None: not in a segment, no such bound), below ``next_base`` (the base offset of the
     next segment, when there is one: segments do not overlap), and ``first`` at or above
-    ``expected``, the offset after the batch before it (None: no batch before it). Offsets
-    that go back are damage, not data: a reader that followed them would read records twice
-    or never end."""
+    ``expected``, the offset after the batch before it (None: no batch before it), and its
+    last offset below ``end``, the log end offset (where the last segment's last batch ends,
+    :meth:`LogSegment.read_next_offset`; None: not known), which a batch before that last
+    one contradicts. Offsets that go back are damage, not data: a reader that followed them
+    would read records twice or never end."""
     if last < first:
         return (f"batch last offset {last} is below its base offset {first} (last offset "
                 f"delta {last - first})")
@@ -148,6 +150,9 @@ def offset_order_problem(first: int, last: int, expected: int | None, segment_ba
     if expected is not None and first < expected:
         return (f"offsets go back: the batch starts at offset {first}, below the offset "
                 f"{expected} that follows the batch before it")
+    if end is not None and last >= end:
+        return (f"batch offsets [{first}, {last}] reach the log end offset {end}, where the "
+                "segment's last batch ends")
     return None
 
 
@@ -750,9 +755,12 @@ class LogSegment:
         far), without validating CRCs or changing the ``.log``: on disk when the segment is
         writable, in memory when not (a read-only mount, a CLI reader). The scan stops at
         the first batch it cannot frame. ``reason`` is logged, once per rebuild."""
-        log.warning("Rebuilding the indexes of %s %s: %s", self.log_path,
-                    "on disk" if self.writable else "in memory (the files are left alone)",
-                    reason)
+        # a writer's rebuild changes files (a warning); a reader's is its own business (a CLI
+        # reader prints only what it reads and its one error line; a read-only mount's log
+        # shows it at INFO)
+        log.log(logging.WARNING if self.writable else logging.INFO,
+                "Rebuilding the indexes of %s %s: %s", self.log_path,
+                "on disk" if self.writable else "in memory (the files are left alone)", reason)
         offsets: list[tuple[int, int]] = []
         stamps: list[tuple[int, int]] = []
         max_ts, offset_of_max_ts = NO_TIMESTAMP, self.base_offset
@@ -836,12 +844,15 @@ class LogSegment:
             return end, exc.located(path=self.log_path, position=end)
         return end, None
 
-    def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
+    def find_offset_by_timestamp(self, timestamp: int, start_offset: int, *,
+                                 next_base: int | None = None,
+                                 end: int | None = None) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp`` and
         offset >= ``start_offset`` (``LogSegment.findOffsetByTimestamp``), else None. The
         time index only says where to start; every batch from there is framed and ordered
-        as any read's, and the one whose records are read has its CRC checked. Raises
-        CorruptRecordError at damage met before the answer."""
+        as any read's (``next_base``, ``end``: :func:`offset_order_problem`), and the one
+        whose records are read has its CRC checked. Raises CorruptRecordError at damage met
+        before the answer."""
         entry_ts, index_offset = self.time_index.lookup(timestamp)
         # (NO_TIMESTAMP, base offset): no entry at or below ``timestamp``, start at the
         # beginning; any other entry, a negative timestamp too, is checked before use
@@ -854,7 +865,7 @@ class LogSegment:
         position = self._index_floor(max(index_offset, start_offset))
         expected = None
         for batch in self.batches(position):
-            check_batch_order(batch, expected, self.base_offset, self.log_path)
+            check_batch_order(batch, expected, self.base_offset, self.log_path, next_base, end)
             expected = batch.next_offset
             if batch.max_timestamp < timestamp or batch.last_offset < start_offset:
                 continue

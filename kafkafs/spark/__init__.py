@@ -16,14 +16,50 @@ import sys
 SOURCE_NAME = "kafkalog"
 
 
+PYSPARK_DEFAULT_PYTHON = "python3"  # what pyspark runs without PYSPARK_PYTHON
+
+
 def register(spark) -> None:
-    """Register the ``kafkalog`` data source with ``spark`` (a ``SparkSession``).
+    """Register the ``kafkalog`` data source with ``spark`` (a ``SparkSession``), its Python
+    workers (planning on the driver, reading and writing on the executors) running
+    :func:`executor_python`: this interpreter unless the user chose one.
 
     Idempotent. Raises ImportError without pyspark.
     """
     from .source import KafkaLogDataSource
 
-    spark.dataSource.register(KafkaLogDataSource)
+    use_executor_python(spark)
+    spark.dataSource.register(KafkaLogDataSource)  # takes the context's Python now
+
+
+def executor_python(spark) -> str | None:
+    """The Python the session's workers should run: ``PYSPARK_PYTHON`` when set, else
+    ``spark.pyspark.python`` of the session's conf, else this interpreter
+    (``sys.executable``: without it pyspark runs ``python3`` from ``PATH``, which need not
+    have kafkafs -- a script run as ``.venv/bin/python job.py`` from a shell without the venv
+    activated failed in the executors with ``ModuleNotFoundError: kafkafs.spark``). None
+    when the session has no SparkContext (Spark Connect: the server decides)."""
+    chosen = os.environ.get("PYSPARK_PYTHON")
+    if chosen:
+        return chosen
+    try:
+        conf = spark.sparkContext.getConf()
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+        return None
+    return conf.get("spark.pyspark.python") or sys.executable
+
+
+def use_executor_python(spark) -> None:
+    """Make the session's Python workers run :func:`executor_python`, unless the context
+    already runs another than pyspark's default (set by hand on ``sc.pythonExec``).
+    pyspark reads only ``PYSPARK_PYTHON`` when the context starts, so ``spark.pyspark.python``
+    given to the builder is honoured here too."""
+    python = executor_python(spark)
+    if python is None:
+        return
+    sc = spark.sparkContext
+    if sc.pythonExec in (PYSPARK_DEFAULT_PYTHON, python):
+        sc.pythonExec = python
 
 
 def session(master: str, app_name: str, conf: dict | None = None):
