@@ -574,7 +574,7 @@ def test_max_timestamp_offset_beside_a_live_writer(tmp_path):
                (TS + 4000, None, b"five", ())])
     lg.append([(TS + 5000, None, b"six", ())])
     r = kafkafs("get-offsets", "--log-dirs", d, "--topic", "mt", "--time", "-3")
-    assert r.stdout == b"mt:0:4\n"  # the batch holding the largest timestamp ends at 4
+    assert r.stdout == b"mt:0:3\n"  # the record itself, not its batch's end (KAFKA-16310)
     assert ro.offset_for_timestamp(-3) == (1, TS + 2000)  # what it read so far ...
     ro.refresh_from_disk()
     assert ro.offset_for_timestamp(-3) == (3, TS + 9000)  # ... the record itself (KIP-734)

@@ -422,21 +422,10 @@ def run_get_offsets(args) -> int:
             for p in manager.partitions(t):
                 if wanted is not None and p not in wanted:
                     continue
-                lg = manager.get_log(t, p)
-                if when == -3:
-                    found = _max_timestamp_offset(lg)
-                else:
-                    found = lg.offset_for_timestamp(when)
+                found = manager.get_log(t, p).offset_for_timestamp(when)
                 print(f"{t}:{p}:{'' if found is None else found[0]}")
     finally:
         manager.shutdown()
     return 0
 
 
-def _max_timestamp_offset(lg):
-    best = None
-    for seg in lg.segments():
-        ts = seg.max_timestamp_so_far
-        if ts >= 0 and (best is None or ts > best[1]):
-            best = (seg.offset_of_max_timestamp_so_far, ts)
-    return best
