@@ -186,6 +186,7 @@ class LineView:
         self.start_offset = None  # log start offset the view begins at
         self._aborted: dict[tuple[int, int], object] = {}  # (pid, first) -> AbortedTxn
         self._filter = None  # AbortedFilter over self._aborted (committed views)
+        self._learned: list[tuple[int, int]] = []  # offset ranges _aborted covers
         self.end_offset = None  # next offset not yet in the view
         self._end_filepos = None  # where the last batch in the view ends in _last_seg
         self.damage: CorruptRecordError | None = None
@@ -197,8 +198,19 @@ class LineView:
         return self.log.last_stable_offset if self.committed else self.log.log_end_offset
 
     def _hidden(self, batch: RecordBatch) -> bool:
-        return self._filter is not None and batch.is_transactional and \
-            self._filter.is_aborted(batch)
+        """Whether ``batch`` belongs to an aborted transaction (committed views). The
+        aborted transactions are learned when the first transactional batch of a range not
+        learned yet is met, from it to the visible end: a log without transactions never
+        asks (finding them may scan the segments' control batches), and a stream's first
+        read asks for no more than it reads."""
+        if not (self.committed and batch.is_transactional):
+            return False
+        base = batch.base_offset
+        if not any(start <= base < end for start, end in self._learned):
+            end = max(self._visible_end(), self.end_offset or 0, base + 1)
+            self._learn_aborted(base, end)
+            self._learned.append((base, end))
+        return self._filter is not None and self._filter.is_aborted(batch)
 
     def _straddles_start(self, batch: RecordBatch) -> bool:
         """Whether the log start offset lies inside ``batch`` (Kafka's DeleteRecords, a
@@ -355,14 +367,12 @@ class LineView:
                 self.end_offset, self.size = seg[keep], pos[keep]
             self._last_seg = self._seg[-1]
             self._since_mark = self.size - self._pos[-1]
-            self._learn_aborted(self.start_offset, self.end_offset)
         return True
 
     def _extend(self, end: int, until: int | None = None) -> None:
         """Measure the batches from :attr:`end_offset` up to offset ``end``, or (``until``)
         only until the view is that many bytes long (then one mark further, so that a
         reader streaming the view measures a chunk per mark, not per batch)."""
-        self._learn_aborted(self.end_offset, end)
         stop_at = None if until is None else until + MARK_BYTES
         for seg, batch in self.log.segment_batches(self.end_offset):
             if batch.last_offset < self.end_offset:
