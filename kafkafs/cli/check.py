@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
-from contextlib import contextmanager
 
 from ..log.errors import LogDirLockedError
 from ..log.inspect import (
@@ -34,7 +32,7 @@ from ..log.inspect import (
     relative,
     repair_log_dirs,
 )
-from .common import CliError, add_log_dir_args, broker_config
+from .common import CliError, add_log_dir_args, broker_config, silenced
 from .holder import find_holder
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -57,19 +55,6 @@ def register(subparsers) -> None:
                         "checkpoints; refuses while a daemon or broker holds the lock")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=run)
-
-
-@contextmanager
-def _quiet_loader():
-    """The loader logs each step; check reports them itself."""
-    logger = logging.getLogger("kafkafs.log")
-    saved = logger.propagate, logger.handlers[:]
-    logger.propagate = False
-    logger.handlers = [logging.NullHandler()]
-    try:
-        yield
-    finally:
-        logger.propagate, logger.handlers = saved[0], saved[1]
 
 
 def _dirs(args) -> list[str] | int:
@@ -155,7 +140,7 @@ def run(args, out=None) -> int:
 
 
 def _run(args, dirs: list[str], config, out) -> int:
-    with _quiet_loader():
+    with silenced("kafkafs.log"):  # the loader logs each step; check reports them itself
         if not args.repair:
             reports = inspect_log_dirs(dirs, config)
             if args.json:

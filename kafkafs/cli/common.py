@@ -10,8 +10,10 @@ writers take the lock and refuse clearly while a daemon (or broker) holds it.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
+from contextlib import contextmanager
 
 from ..log.config import BrokerConfig, parse_log_dirs
 from ..log.errors import LogDirLockedError
@@ -152,6 +154,21 @@ def open_manager(args, *, write: bool, job: Job | None = None) -> LogManager:
         job = job or Job("write", lambda mnt: f"write through {mnt}", "its own tools")
         raise CliError(refusal(config.log_dirs, job)) from None
     return manager
+
+
+@contextmanager
+def silenced(logger_name: str):
+    """Drop what the logger ``logger_name`` (and those below it) logs while the block runs,
+    for a command that says the same itself; the logger is restored afterwards (tests call
+    the commands in-process)."""
+    logger = logging.getLogger(logger_name)
+    saved = logger.propagate, logger.handlers[:]
+    logger.propagate = False
+    logger.handlers = [logging.NullHandler()]
+    try:
+        yield
+    finally:
+        logger.propagate, logger.handlers = saved
 
 
 def fail(message: str) -> int:

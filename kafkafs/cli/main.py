@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from contextlib import contextmanager
 
 from .. import __version__
 from ..log.errors import LogError
 from ..record.errors import CorruptRecordError
-from .common import CliError, fail
+from .common import CliError, fail, silenced
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,14 +44,8 @@ def _damage_said_once(command: str):
     if command == "mount":
         yield
         return
-    logger = logging.getLogger("kafkafs.damage")
-    saved = logger.propagate, logger.handlers[:]
-    logger.propagate = False
-    logger.handlers = [logging.NullHandler()]
-    try:
+    with silenced("kafkafs.damage"):
         yield
-    finally:
-        logger.propagate, logger.handlers = saved
 
 
 def main(argv: list[str] | None = None) -> int:

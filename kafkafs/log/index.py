@@ -52,6 +52,7 @@ Synchronous and thread-safe: every operation holds the index's lock (and its lea
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import mmap
 import operator
@@ -345,6 +346,13 @@ class _Index:
                 return self._base_offset
             with self._using:
                 return self._offset_at(self._entries - 1)
+
+    @contextlib.contextmanager
+    def held(self):
+        """Hold the index (its lock and its buffer's lease) for a run of operations, so that
+        each of them takes neither again: an append of many batches adds many entries."""
+        with self._lock, self._using:
+            yield self
 
     def is_full(self) -> bool:
         """True iff no slot is left for an append (``AbstractIndex.isFull``)."""

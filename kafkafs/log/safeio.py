@@ -145,6 +145,13 @@ def scan(directory: str | int) -> dict[str, int]:
     return out
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` at ``fd``'s position (``os.write`` may write less)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def _check_name(name: str) -> str:
     if not name or "/" in name or name in (".", ".."):
         raise ValueError(f"not a file name inside a directory: {name!r}")
@@ -434,9 +441,7 @@ class Dir:
         OSError propagates."""
         fd = self.create_file(name, os.O_WRONLY)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            _write_all(fd, data)
         except BaseException:
             os.close(fd)
             self.unlink(name)
@@ -454,9 +459,7 @@ class Dir:
         try:
             fd = self.create_file(tmp, os.O_WRONLY)
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
+                _write_all(fd, data)
                 if sync:
                     os.fsync(fd)
             finally:

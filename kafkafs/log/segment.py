@@ -539,6 +539,15 @@ class LogSegment:
                 raise
         self.size = position + len(data)
         interval = self.config.index_interval_bytes
+        if len(entries) > 1:  # one lease of each index for the run, not one per entry
+            with self.index.held(), self.time_index.held():
+                self._index_entries(entries, position, interval)
+        else:
+            self._index_entries(entries, position, interval)
+
+    def _index_entries(self, entries, position: int, interval: int) -> None:
+        """Add the index entries of ``entries`` (:meth:`append_batches`), written at
+        ``position``: one after every ``interval`` bytes (``index.interval.bytes``)."""
         for largest_offset, largest_timestamp, offset_of_largest, batch in entries:
             if largest_timestamp > self.max_timestamp_so_far:
                 self._max_timestamp_so_far = largest_timestamp
