@@ -227,7 +227,8 @@ def test_only_kafkafs_keys_are_prefixed(props):
     keys = set(active) | set(commented)
     own = {k for k in keys if k.startswith("kafkafs.")}
     assert own == {"kafkafs.mount.point", "kafkafs.mount.options", "kafkafs.batch.size",
-                   "kafkafs.max.open.files", "kafkafs.max.partitions.per.topic"}
+                   "kafkafs.max.open.files", "kafkafs.max.partitions.per.topic",
+                   "kafkafs.cache.max.bytes"}
     assert keys - own <= set(BROKER_DEFAULTS), \
         f"unknown keys in the file: {sorted(keys - own - set(BROKER_DEFAULTS))}"
 

@@ -53,6 +53,7 @@ from .keys import KeyView
 from .listing import OffsetListing
 from .timespec import parse_timestamp
 from .views import (
+    ChunkCache,
     LineView,
     measure_messages,
     render_jsonl,
@@ -163,7 +164,10 @@ class KafkaFS(pyfuse3.Operations):
         self._handles: dict[int, _Handle] = {}
         self._fh = itertools.count(1)
         self._views: dict[tuple, LineView] = {}
-        self.cache = BatchCache()
+        # the caches share one budget (kafkafs.cache.max.bytes): half each
+        budget = manager.config.kafkafs_cache_max_bytes
+        self.cache = BatchCache(max_bytes=budget // 2)
+        self.chunk_cache = ChunkCache(budget - budget // 2)
         self.nursery: trio.Nursery | None = None  # set by the daemon: background work
         self.mount_time_ns = time.time_ns()
         self.initialized = trio.Event()  # set when the kernel's INIT request is answered
@@ -191,12 +195,15 @@ class KafkaFS(pyfuse3.Operations):
         v = self._views.get(key)
         lg = self.manager.get_log(topic, partition)
         if v is None or v.log is not lg:
+            if v is not None:
+                self.chunk_cache.drop(v)
             committed = self.committed
             if kind == T.MESSAGES:
                 v = LineView(lg, render_messages, measure_messages, committed=committed,
                              render_run=plain.render_file_values, on_damage=report_damage)
             else:
                 v = LineView(lg, render_jsonl, committed=committed, on_damage=report_damage)
+            v.chunks = self.chunk_cache
             state = markstore.load(lg.dir, self._mark_kind(kind))
             if state is not None:
                 v.import_state(state)
@@ -225,7 +232,7 @@ class KafkaFS(pyfuse3.Operations):
         its views, cached batches and nodes, so a topic re-created under the same name
         shows its new records, not ours. Runs on the loop (daemon.watcher)."""
         for key in [k for k in self._views if k[:2] == (topic, partition)]:
-            del self._views[key]
+            self.chunk_cache.drop(self._views.pop(key))
         self.cache.drop(topic, partition)
         self.keys.maps.forget(topic, partition)
         self.inodes.drop_partition(topic, partition)
@@ -676,7 +683,7 @@ class KafkaFS(pyfuse3.Operations):
         """Drop what the tree kept of a deleted or replaced topic: views, cached batches,
         key maps, nodes."""
         for key in [k for k in self._views if k[0] == topic]:
-            del self._views[key]
+            self.chunk_cache.drop(self._views.pop(key))
         self.cache.drop(topic)
         self.keys.maps.forget(topic)
         self.inodes.drop_topic(topic)

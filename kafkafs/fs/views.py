@@ -42,8 +42,56 @@ from ..record.batch import TIMESTAMP_TYPE_NAMES, RecordBatch, batch_values
 from ..record.errors import CorruptRecordError
 
 MARK_BYTES = 256 * 1024
-CACHED_CHUNKS = 8
 LOCK_WAIT_S = 0.01
+DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
+
+
+class ChunkCache:
+    """Rendered chunks of every :class:`LineView`, least recently used first out, under one
+    budget of ``max_bytes`` (the views' text is rendered again when needed): however many
+    partitions are read, and however many readers follow them, the daemon keeps at most
+    this much rendered text. Thread-safe. Keys are ``(view, generation, chunk key)``;
+    a view's entries go with :meth:`drop` (its partition gone) or age out."""
+
+    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES):
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._lock = threading.Lock()
+        self._chunks: OrderedDict[tuple, bytes] = OrderedDict()
+
+    def get(self, key: tuple) -> bytes | None:
+        with self._lock:
+            data = self._chunks.get(key)
+            if data is not None:
+                self._chunks.move_to_end(key)
+            return data
+
+    def __contains__(self, key: tuple) -> bool:
+        return key in self._chunks
+
+    def put(self, key: tuple, data: bytes) -> None:
+        """Keep ``data`` (not when it alone is over a quarter of the budget: a reader of a
+        huge chunk renders it again rather than flush everyone else's)."""
+        if len(data) > self.max_bytes // 4:
+            return
+        with self._lock:
+            old = self._chunks.pop(key, None)
+            if old is not None:
+                self.bytes -= len(old)
+            self._chunks[key] = data
+            self.bytes += len(data)
+            while self.bytes > self.max_bytes and self._chunks:
+                _key, gone = self._chunks.popitem(last=False)
+                self.bytes -= len(gone)
+
+    def drop(self, view) -> None:
+        """Forget every chunk of ``view``."""
+        with self._lock:
+            for key in [k for k in self._chunks if k[0] is view]:
+                self.bytes -= len(self._chunks.pop(key))
+
+
+_DEFAULT_CACHE = ChunkCache()
 
 
 # -- renderers: RecordBatch -> bytes (every line of the batch) ---------------------------
@@ -157,14 +205,17 @@ class LineView:
     native pass). Aborted transactions stay hidden: it never takes a transactional batch.
 
     ``damage``: the CorruptRecordError where the view stops (None while the log is intact);
-    ``on_damage(error)`` is called once when it is found.
+    ``on_damage(error)`` is called once when it is found. ``cache``: the
+    :class:`ChunkCache` its rendered chunks are kept in (default: one for the process).
     """
 
     def __init__(self, log: Log, render: Callable[[RecordBatch], bytes],
                  measure: Callable[[RecordBatch], int] | None = None, committed: bool = False,
                  render_run: Callable | None = None,
-                 on_damage: Callable[[CorruptRecordError], None] | None = None):
+                 on_damage: Callable[[CorruptRecordError], None] | None = None,
+                 cache: ChunkCache | None = None):
         self.log = log
+        self.chunks = _DEFAULT_CACHE if cache is None else cache
         self.on_damage = on_damage
         self.committed = committed
         self._render = render
@@ -190,7 +241,7 @@ class LineView:
         self.end_offset = None  # next offset not yet in the view
         self._end_filepos = None  # where the last batch in the view ends in _last_seg
         self.damage: CorruptRecordError | None = None
-        self._cache: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+        self._epoch = getattr(self, "_epoch", -1) + 1  # chunk keys of earlier marks are void
 
     # -- building --------------------------------------------------------------------
     def _visible_end(self) -> int:
@@ -409,7 +460,7 @@ class LineView:
         self._filepos = self._filepos[j:]
         self.size -= shift
         self.start_offset = new_start
-        self._cache.clear()
+        self._epoch += 1  # chunk numbers moved: the cached chunks are void
 
     # -- reading ---------------------------------------------------------------------
     def _chunk_log_bytes(self, i: int) -> int | None:
@@ -418,10 +469,11 @@ class LineView:
             return self._filepos[i + 1] - self._filepos[i]
         return None
 
-    def _chunk_key(self, i: int) -> tuple[int, int]:
-        """Cache key of chunk ``i``: its index and the offset it stops before (the last
-        chunk's end moves as the log grows)."""
-        return (i, self.end_offset if i + 1 >= len(self._pos) else self._offset[i + 1])
+    def _chunk_key(self, i: int) -> tuple:
+        """Cache key of chunk ``i``: the view, its marks' epoch, the chunk's index and the
+        offset it stops before (the last chunk's end moves as the log grows)."""
+        return (self, self._epoch, i,
+                self.end_offset if i + 1 >= len(self._pos) else self._offset[i + 1])
 
     def _render_chunk(self, seg_base: int, filepos: int, stop: int, known: int | None) -> bytes:
         """Render the batches of segment ``seg_base`` from ``filepos`` up to offset
@@ -473,17 +525,14 @@ class LineView:
         renders when not cached; False never does (None then); an int renders only chunks
         of at most that many log bytes."""
         key = self._chunk_key(i)
-        data = self._cache.get(key)
+        data = self.chunks.get(key)
         if data is not None:
-            self._cache.move_to_end(key)
             return data
         known = self._chunk_log_bytes(i)
         if render is False or (render is not True and (known is None or known > render)):
             return None
-        data = self._render_chunk(self._seg[i], self._filepos[i], key[1], known)
-        self._cache[key] = data
-        if len(self._cache) > CACHED_CHUNKS:
-            self._cache.popitem(last=False)
+        data = self._render_chunk(self._seg[i], self._filepos[i], key[-1], known)
+        self.chunks.put(key, data)
         return data
 
     def read(self, off: int, size: int, render: bool | int = True,
@@ -542,4 +591,4 @@ class LineView:
         i = bisect.bisect_right(self._pos, off) - 1
         if i < 0 or off >= self.size:
             return True
-        return self._chunk_key(i) in self._cache
+        return self._chunk_key(i) in self.chunks

@@ -240,6 +240,9 @@ _BROKER_KEYS: dict[str, tuple[str, object, object]] = {
     "kafkafs.max.open.files": ("kafkafs_max_open_files", _int_at_least(1), 1000),
     "kafkafs.max.partitions.per.topic": ("kafkafs_max_partitions_per_topic",
                                          _int_at_least(1), 10000),
+    # the memory the mount's caches (rendered view text, decoded batches) may hold together
+    "kafkafs.cache.max.bytes": ("kafkafs_cache_max_bytes", _int_at_least(1024 * 1024),
+                                128 * 1024 * 1024),
 }
 
 # kafkafs's own keys (not Kafka's): read by the CLI and the systemd unit
@@ -371,6 +374,7 @@ class BrokerConfig:
     node_id: int = -1
     kafkafs_max_open_files: int = 1000
     kafkafs_max_partitions_per_topic: int = 10000
+    kafkafs_cache_max_bytes: int = 128 * 1024 * 1024
     mount_point: str | None = None
     mount_options: tuple[str, ...] = ()
     extra: Mapping[str, str] = field(default_factory=dict)
