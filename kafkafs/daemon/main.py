@@ -25,6 +25,7 @@ import trio
 import trio.lowlevel
 
 from ..escapes import unescape
+from ..fs.measure import keep_views_measured
 from ..fs.operations import FsOptions, KafkaFS
 from ..log.cleaner import CleanerConfig, LogCleaner
 from ..log.config import BrokerConfig
@@ -156,6 +157,8 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
                 nursery.start_soon(_on_signal, signals, nursery.cancel_scope)
                 nursery.start_soon(_widen_read_ahead, operations, mountpoint, ra_kb)
                 nursery.start_soon(_keep_key_maps, operations.keys.maps, manager,
+                                   config.log_flush_offset_checkpoint_interval_ms)
+                nursery.start_soon(keep_views_measured, operations,
                                    config.log_flush_offset_checkpoint_interval_ms)
                 if not fsopt.read_only:
                     nursery.start_soon(tasks.flush_scheduler, manager)

@@ -27,6 +27,7 @@ import logging
 import os
 import stat
 import time
+import weakref
 from dataclasses import dataclass, field
 
 import pyfuse3
@@ -164,6 +165,8 @@ class KafkaFS(pyfuse3.Operations):
         self._handles: dict[int, _Handle] = {}
         self._fh = itertools.count(1)
         self._views: dict[tuple, LineView] = {}
+        # view -> (start, end offset) when its marks were last saved
+        self._saved: weakref.WeakKeyDictionary[LineView, tuple] = weakref.WeakKeyDictionary()
         # the caches share one budget (kafkafs.cache.max.bytes): half each
         budget = manager.config.kafkafs_cache_max_bytes
         self.cache = BatchCache(max_bytes=budget // 2)
@@ -220,12 +223,21 @@ class KafkaFS(pyfuse3.Operations):
     def _mark_kind(self, kind: str) -> str:
         return kind if self.committed else f"{kind}.read_uncommitted"
 
-    def save_views(self) -> None:
-        """Keep every built view's marks for the next daemon (called at unmount)."""
-        for (topic, partition, kind), v in list(self._views.items()):
+    def save_views(self, changed_only: bool = False) -> int:
+        """Keep every built view's marks for the next daemon (at unmount; with
+        ``changed_only``, periodically: those whose end moved since they were last saved).
+        Returns how many were saved."""
+        saved = 0
+        for (_topic, _partition, kind), v in list(self._views.items()):
+            mark = (v.start_offset, v.end_offset)
+            if changed_only and self._saved.get(v) == mark:
+                continue
             state = v.export_state()
             if state is not None:
                 markstore.save(v.log.dir, self._mark_kind(kind), state)
+                self._saved[v] = mark
+                saved += 1
+        return saved
 
     def _partition_gone(self, topic: str, partition: int) -> None:
         """The manager forgot a partition (its dir went away under a read-only mount): drop

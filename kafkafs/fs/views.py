@@ -323,6 +323,13 @@ class LineView:
             self._measure_to(None)
             return self.size
 
+    def measure_step(self, max_bytes: int) -> bool:
+        """Measure about ``max_bytes`` more of the view (a background measurer's step, off
+        the event loop); returns whether the view is current now."""
+        with self.lock:
+            self._measure_to(self.size + max_bytes)
+            return self.is_current()
+
     def _measure_to(self, position: int | None) -> None:
         """Extend the marks towards the log's current end: all the way, or (``position``)
         until the view is at least that many bytes long. Damage met ends the view there
@@ -418,6 +425,7 @@ class LineView:
                 self.end_offset, self.size = seg[keep], pos[keep]
             self._last_seg = self._seg[-1]
             self._since_mark = self.size - self._pos[-1]
+            self.ever_sized = True  # positions are known from the start on
         return True
 
     def _extend(self, end: int, until: int | None = None) -> None:
