@@ -50,8 +50,9 @@ class ChunkCache:
     """Rendered chunks of every :class:`LineView`, least recently used first out, under one
     budget of ``max_bytes`` (the views' text is rendered again when needed): however many
     partitions are read, and however many readers follow them, the daemon keeps at most
-    this much rendered text. Thread-safe. Keys are ``(view, generation, chunk key)``;
-    a view's entries go with :meth:`drop` (its partition gone) or age out."""
+    this much rendered text. Thread-safe. Keys are :meth:`LineView._chunk_key`'s ``(view,
+    epoch of its marks, chunk index, offset the chunk stops before)``; a view's entries go
+    with :meth:`drop` (its partition gone) or age out."""
 
     def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES):
         self.max_bytes = max_bytes
