@@ -196,7 +196,9 @@ class KafkaFS(pyfuse3.Operations):
                 v = LineView(lg, render_messages, measure_messages, committed=committed,
                              render_run=plain.render_file_values, on_damage=report_damage)
             else:
-                v = LineView(lg, render_jsonl, committed=committed, on_damage=report_damage)
+                from .views import measure_jsonl, render_jsonl_run  # (jsonl-c: hoist on merge)
+                v = LineView(lg, render_jsonl, measure_jsonl, committed=committed,
+                             render_run=render_jsonl_run, on_damage=report_damage)
             state = markstore.load(lg.dir, self._mark_kind(kind))
             if state is not None:
                 v.import_state(state)
