@@ -196,7 +196,7 @@ class KafkaFS(pyfuse3.Operations):
                 v = LineView(lg, render_messages, measure_messages, committed=committed,
                              render_run=plain.render_file_values, on_damage=report_damage)
             else:
-                from .views import measure_jsonl, render_jsonl_run  # (jsonl-c: hoist on merge)
+                from .views import measure_jsonl, render_jsonl_run
                 v = LineView(lg, render_jsonl, measure_jsonl, committed=committed,
                              render_run=render_jsonl_run, on_damage=report_damage)
             state = markstore.load(lg.dir, self._mark_kind(kind))

@@ -421,6 +421,7 @@ typedef struct {
     Py_ssize_t count;
     long long base_offset, base_ts, fixed_ts, start;
     int exact, fixed;
+    int past;  /* start is past every 64-bit offset: no line, every record still checked */
     Py_buffer view;
 } section_args;
 
@@ -430,20 +431,27 @@ parse_section_args(PyObject *args, PyObject *kwds, const char *fmt, section_args
 {
     static char *kwlist[] = {"payload", "count", "base_offset", "base_timestamp",
                              "fixed_timestamp", "start", "exact", NULL};
-    int has_start;
+    int overflow = 0;
 
     a->start_obj = Py_None;
     a->exact = 1;
     a->fixed_ts = 0;
+    a->start = INT64_MIN;
+    a->past = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, fmt, kwlist, &a->payload, &a->count,
                                      &a->base_offset, &a->base_ts, &a->fixed_obj,
                                      &a->start_obj, &a->exact))
         return -1;
-    if ((a->fixed = optional_ll(a->fixed_obj, &a->fixed_ts)) < 0 ||
-            (has_start = optional_ll(a->start_obj, &a->start)) < 0)
+    if ((a->fixed = optional_ll(a->fixed_obj, &a->fixed_ts)) < 0)
         return -1;
-    if (!has_start)
-        a->start = INT64_MIN;
+    if (a->start_obj != Py_None) {  /* any int, as the twin compares it */
+        long long start = PyLong_AsLongLongAndOverflow(a->start_obj, &overflow);
+        if (start == -1 && PyErr_Occurred())
+            return -1;
+        if (overflow == 0)
+            a->start = start;
+        a->past = overflow > 0;
+    }
     return PyObject_GetBuffer(a->payload, &a->view, PyBUF_SIMPLE);
 }
 
@@ -471,8 +479,15 @@ sp_jsonl_render(PyObject *self, PyObject *args, PyObject *kwds)
     }
     if (a.view.len >= NOGIL_THRESHOLD)
         w.ts = PyEval_SaveThread();
-    rc = render_records(a.view.buf, a.view.len, a.count, a.exact, a.base_offset, a.base_ts,
-                        a.fixed, a.fixed_ts, a.start, &w, &e);
+    if (a.past) {
+        Py_ssize_t total;
+        rc = measure_records(a.view.buf, a.view.len, a.count, a.exact, a.base_offset,
+                             a.base_ts, a.fixed, a.fixed_ts, INT64_MAX, &total, &e);
+        w.used = 0;
+    }
+    else
+        rc = render_records(a.view.buf, a.view.len, a.count, a.exact, a.base_offset,
+                            a.base_ts, a.fixed, a.fixed_ts, a.start, &w, &e);
     if (w.ts != NULL)
         PyEval_RestoreThread(w.ts);
     PyBuffer_Release(&a.view);
@@ -513,7 +528,7 @@ sp_jsonl_size(PyObject *self, PyObject *args, PyObject *kwds)
         raise_perr(rc, &e);
         return NULL;
     }
-    return PyLong_FromSsize_t(total);
+    return PyLong_FromSsize_t(a.past ? 0 : total);
 }
 
 PyDoc_STRVAR(jsonl_render_file_doc,
