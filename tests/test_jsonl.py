@@ -418,6 +418,25 @@ def test_run_c_equals_python_on_any_bytes(tmp_path, seed, damage, window, start,
 
 
 @needs_c
+def test_the_run_grows_its_output_while_it_renders(tmp_path):
+    """Lines far longer than the batches read (every byte a \\u00XX escape: 6x, more
+    than the room the run starts with): the output grows as the run goes, the GIL taken
+    back for each growth."""
+    path = str(tmp_path / "seg.log")
+    batches = [encode_batch([(TS, bytes(range(32)) * 400, b"\x01" * 20000, [("h", b"\n" * 999)])
+                             for _ in range(5)]) for _ in range(4)]
+    write(path, batches)
+    size = os.path.getsize(path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data, nxt, stopped = run_both(fd, 0, size, FAR)
+    finally:
+        os.close(fd)
+    assert (nxt, stopped) == (size, False) and len(data) > 5 * size
+    assert data == expected(path, 0, size, FAR)
+
+
+@needs_c
 def test_run_bad_arguments_are_refused_clearly(tmp_path):
     path = str(tmp_path / "seg.log")
     write(path, [odd_batch(random.Random(3))])
