@@ -12,6 +12,9 @@
  * written by another thread while the GIL is released) gives garbage or an error, never
  * an out-of-bounds read. kafkafs/record/fast.py holds the pure-Python twin: results and
  * error messages must stay identical.
+ *
+ * The extension's other source files (_jsonl.c: the records.jsonl lines) share the record
+ * readers, the batch layout, CRC-32C and the framing of plain runs through _speedups.h.
  */
 #include "_speedups.h"
 #include <errno.h>
