@@ -290,7 +290,10 @@ static const char MID_APPEND[] = ",\"timestamp_type\":\"LogAppendTime\",\"key\":
  * fields (whose bytes are at most `len`). */
 #define RECORD_ROOM(len, hcount) (192 + 6 * (Py_ssize_t)(len) + 56 * (Py_ssize_t)(hcount))
 
-/* One line: the record `r` (parsed by parse_one from buf[0:end)) at `offset` and `ts`. */
+/* One line: the record `r` at `offset` and `ts`, parsed by parse_one from buf, where it ends
+ * at `end`. Its headers are read again here, never past `end`, so that what is written
+ * fits in RECORD_ROOM even when the buffer changed since (a writable buffer shared while
+ * the GIL is released): garbage then, never a write out of bounds. */
 static inline Py_ssize_t
 json_record(char *o, const uint8_t *buf, Py_ssize_t end, const rec_t *r, int64_t offset,
             int64_t ts, int log_append_time, const int write)
@@ -373,11 +376,11 @@ jsonl_records(const uint8_t *buf, Py_ssize_t len, Py_ssize_t count, int exact,
         if (write) {
             if ((rc = jw_reserve(w, RECORD_ROOM(pos - from, r.hcount))))
                 return rc;
-            w->used += json_record(w->base + w->used, buf, len, &r, offset, ts,
+            w->used += json_record(w->base + w->used, buf, pos, &r, offset, ts,
                                    log_append_time, 1);
         }
         else
-            size += json_record(NULL, buf, len, &r, offset, ts, log_append_time, 0);
+            size += json_record(NULL, buf, pos, &r, offset, ts, log_append_time, 0);
     }
     if (exact && pos != len) {
         e->a = len - pos;
