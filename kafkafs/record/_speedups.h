@@ -5,7 +5,7 @@
  * DefaultRecord.readFrom validates it), the batch header's layout, CRC-32C and the framing
  * of a run of plain batches read from a segment file.
  *
- * Small readers are static inline here (each file gets its own copy, inlined in its hot
+ * The readers are static here (each source file gets its own copy, inlined in its hot
  * loops); the rest is defined once in _speedups.c with hidden visibility (shared inside
  * the extension, never exported from it).
  */
