@@ -409,8 +409,8 @@ measure_records(const uint8_t *buf, Py_ssize_t len, Py_ssize_t count, int exact,
                          fixed_ts, start, NULL, total, e, 0);
 }
 
-/* The room to start with for the lines of `len` bytes of records: about what 100-byte
- * values take (1.6x), grown when that is not enough. */
+/* The room to start with for the lines of `len` bytes of records: twice that (records of
+ * 150-byte values take 1.6x), grown when that is not enough. */
 static Py_ssize_t
 first_room(Py_ssize_t len)
 {
