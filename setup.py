@@ -5,7 +5,9 @@ succeeds and kafkafs.record.fast uses its pure-Python twins.
 With Intel's ISA-L installed (Debian: libisal-dev), the extension also gets
 ``render_file_values`` (read, CRC-32C check and render of plain batches without the GIL,
 the ``messages`` read path), with ISA-L's ``crc32_iscsi`` as the CRC-32C. Without it that
-one function is absent and the views render through the general path.
+one function is absent and the views render through the general path. (``records.jsonl``'s
+``jsonl_render_file``, kafkafs/record/_jsonl.c, is built either way: without ISA-L its
+CRC-32C is SSE4.2's or a table's.)
 """
 
 import os
@@ -26,5 +28,9 @@ def _isal() -> dict:
     return {"define_macros": [("KAFKAFS_HAVE_ISAL", "1")], "libraries": ["isal"]}
 
 
-setup(ext_modules=[Extension("kafkafs.record._speedups", ["kafkafs/record/_speedups.c"],
-                             optional=True, **_isal())])
+# one extension from several source files sharing _speedups.h (issue 21 splits the rest)
+SOURCES = ["kafkafs/record/_speedups.c", "kafkafs/record/_jsonl.c"]
+
+setup(ext_modules=[Extension("kafkafs.record._speedups", SOURCES,
+                             depends=["kafkafs/record/_speedups.h"], optional=True,
+                             **_isal())])

@@ -44,6 +44,7 @@ from ..mounttable import ADOPT_XATTR, APPEND_STAGED_XATTR, LOG_DIRS_XATTR
 from ..record import plain
 from ..record.batch import TIMESTAMP_TYPE_NAMES, Record
 from ..record.errors import CorruptRecordError
+from ..record.jsonl import text_or_base64
 from . import markstore
 from . import tree as T
 from .append import LineWriter
@@ -56,10 +57,11 @@ from .timespec import parse_timestamp
 from .views import (
     ChunkCache,
     LineView,
+    measure_jsonl,
     measure_messages,
     render_jsonl,
+    render_jsonl_run,
     render_messages,
-    text_or_base64,
 )
 
 log = logging.getLogger(__name__)
@@ -67,7 +69,7 @@ log = logging.getLogger(__name__)
 INLINE_RENDER_BYTES = 4 * 1024 * 1024  # view chunks up to this much log render on the loop
 # log bytes a view is measured over before a stat or an open answers, the first time (views.py):
 # past them the view streams with its size shown as 0 until a read reaches its end
-MEASURE_FIRST_BYTES = {T.MESSAGES: 16 * 1024 * 1024, T.JSONL: 1024 * 1024}
+MEASURE_FIRST_BYTES = {T.MESSAGES: 16 * 1024 * 1024, T.JSONL: 16 * 1024 * 1024}
 LONG_TIMEOUT = 3600.0  # seconds the kernel may cache names and attributes that never change
 SHORT_TIMEOUT = 1.0
 BLOCK_SIZE = 128 * 1024
@@ -203,10 +205,12 @@ class KafkaFS(pyfuse3.Operations):
             committed = self.committed
             if kind == T.MESSAGES:
                 v = LineView(lg, render_messages, measure_messages, committed=committed,
-                             render_run=plain.render_file_values, on_damage=report_damage)
+                             render_run=plain.render_file_values, on_damage=report_damage,
+                             cache=self.chunk_cache)
             else:
-                v = LineView(lg, render_jsonl, committed=committed, on_damage=report_damage)
-            v.chunks = self.chunk_cache
+                v = LineView(lg, render_jsonl, measure_jsonl, committed=committed,
+                             render_run=render_jsonl_run, on_damage=report_damage,
+                             cache=self.chunk_cache)
             state = markstore.load(lg.dir, self._mark_kind(kind))
             if state is not None:
                 v.import_state(state)

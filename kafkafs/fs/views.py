@@ -37,8 +37,13 @@ from collections.abc import Callable
 from ..log.isolation import AbortedFilter
 from ..log.log import Log
 from ..log.segment import READ_CHUNK
-from ..record import control, fast, plain
-from ..record.batch import TIMESTAMP_TYPE_NAMES, RecordBatch, batch_values
+from ..record import control, fast, jsonl, plain
+from ..record.batch import (
+    LOG_APPEND_TIME,
+    TIMESTAMP_TYPE_NAMES,
+    RecordBatch,
+    batch_values,
+)
 from ..record.errors import CorruptRecordError
 
 MARK_BYTES = 256 * 1024
@@ -128,17 +133,6 @@ def measure_messages(batch: RecordBatch) -> int:
         raise exc.located(position=batch.position) from None
 
 
-def text_or_base64(b: bytes | None):
-    """JSON form of a key, value or header value: the text when ``b`` is UTF-8, else
-    ``{"base64": "..."}``; None stays None."""
-    if b is None:
-        return None
-    try:
-        return b.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(b).decode("ascii")}
-
-
 def _control_json(batch: RecordBatch, ts_type: str, start: int | None = None) -> list[str]:
     """Control records as flagged objects: ``offset``, ``timestamp``, ``timestamp_type``,
     ``control`` (Kafka's ControlRecordType name: COMMIT, ABORT, LEADER_CHANGE, ...), and
@@ -159,26 +153,44 @@ def _control_json(batch: RecordBatch, ts_type: str, start: int | None = None) ->
 def render_jsonl(batch: RecordBatch, start: int | None = None) -> bytes:
     """One JSON object per record: ``offset``, ``timestamp`` (ms), ``timestamp_type``,
     ``key``, ``value``, ``headers`` (list of ``{"key", "value"}``); bytes that are not UTF-8
-    appear as ``{"base64": "..."}``. Control records (transaction markers, KRaft records)
-    appear flagged with ``control`` instead of key, value and headers. Only the records at
-    or after offset ``start`` when given. Raises CorruptRecordError."""
+    appear as ``{"base64": "..."}`` (:mod:`kafkafs.record.jsonl`: in C for a v2 batch,
+    compressed or not). Control records (transaction markers, KRaft records) appear flagged
+    with ``control`` instead of key, value and headers. Only the records at or after offset
+    ``start`` when given. Raises CorruptRecordError naming the batch's file and position."""
     ts_type = TIMESTAMP_TYPE_NAMES[batch.timestamp_type]
     if batch.is_control:
         out = _control_json(batch, ts_type, start)
         return ("\n".join(out) + "\n").encode() if out else b""
-    out = []
-    dumps = json.dumps
-    for r in batch.records():
-        if start is not None and r.offset < start:
-            continue
-        out.append(dumps({
-            "offset": r.offset, "timestamp": r.timestamp, "timestamp_type": ts_type,
-            "key": text_or_base64(r.key), "value": text_or_base64(r.value),
-            "headers": [{"key": k, "value": text_or_base64(v)} for k, v in r.headers],
-        }, ensure_ascii=False, separators=(",", ":")))
-    if not out:
-        return b""
-    return ("\n".join(out) + "\n").encode("utf-8")
+    if batch.magic < 2:  # a legacy message set: a handful of messages
+        return jsonl.record_lines(batch.records(), ts_type, start)
+    try:
+        payload, exact = batch.payload()
+        return jsonl.render(payload, batch.records_count, batch.base_offset,
+                            batch.base_timestamp, _fixed_timestamp(batch), start, exact=exact)
+    except CorruptRecordError as exc:
+        raise exc.located(path=batch.path, position=batch.position) from None
+
+
+def measure_jsonl(batch: RecordBatch) -> int:
+    """``len(render_jsonl(batch))``, without building the lines of a v2 data batch."""
+    if batch.is_control or batch.magic < 2:
+        return len(render_jsonl(batch))
+    try:
+        payload, exact = batch.payload()
+        return jsonl.rendered_size(payload, batch.records_count, batch.base_offset,
+                                   batch.base_timestamp, _fixed_timestamp(batch), exact=exact)
+    except CorruptRecordError as exc:
+        raise exc.located(path=batch.path, position=batch.position) from None
+
+
+def _fixed_timestamp(batch: RecordBatch) -> int | None:
+    """Every record's timestamp in a LogAppendTime batch (its max timestamp), else None."""
+    return batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None
+
+
+#: ``render_run`` of the ``records.jsonl`` view: the lines of a run of plain batches
+#: rendered straight from the segment file in one native pass (``render_jsonl``'s bytes)
+render_jsonl_run = jsonl.render_file
 
 
 def _is_plain(batch) -> bool:

@@ -12,60 +12,22 @@
  * written by another thread while the GIL is released) gives garbage or an error, never
  * an out-of-bounds read. kafkafs/record/fast.py holds the pure-Python twin: results and
  * error messages must stay identical.
+ *
+ * The extension's other source files (_jsonl.c: the records.jsonl lines) share the record
+ * readers, the batch layout, CRC-32C and the framing of plain runs through _speedups.h.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_speedups.h"
 #include <errno.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 #ifdef KAFKAFS_HAVE_ISAL
 #include <isa-l/crc.h>
 #endif
 
-/* payloads at least this long are scanned with the GIL released */
-#define NOGIL_THRESHOLD (64 * 1024)
-/* the smallest valid record: length varint + attributes, timestampDelta, offsetDelta,
- * keyLen, valueLen, headerCount of one byte each */
-#define MIN_RECORD_SIZE 7
-
 static PyObject *CorruptRecordError = NULL;
 
-/* ------------------------------------------------------------------------------------ */
-/* errors (recorded without the GIL, raised once it is held again)                      */
-
-enum {
-    E_OK = 0,
-    E_TRUNC,         /* the buffer ends inside the record */
-    E_VARINT_LONG,   /* 5th byte of a varint has its high bit set */
-    E_VARLONG_LONG,  /* 10th byte of a varlong has its high bit set */
-    E_LEN_NEG,       /* negative record length */
-    E_LEN_BIG,       /* record length past the end of the buffer */
-    E_KEY_NEG,       /* key length < -1 */
-    E_VAL_NEG,       /* value length < -1 */
-    E_HCOUNT_NEG,    /* negative header count */
-    E_HCOUNT_BIG,    /* header count larger than the bytes left */
-    E_HKEY_NEG,      /* null (negative) header key */
-    E_HVAL_NEG,      /* header value length < -1 */
-    E_HKEY_UTF8,     /* header key is not UTF-8 */
-    E_BODY,          /* consumed body != declared length */
-    E_LEFTOVER,      /* bytes after the last record */
-    E_COUNT_NEG,     /* negative record count */
-    E_OVERFLOW,      /* rendered size does not fit in Py_ssize_t */
-    E_PYERR,         /* a Python exception is already set */
-    E_INTERNAL
-};
-
-typedef struct {
-    Py_ssize_t index;          /* record index (0-based) */
-    Py_ssize_t count;          /* records expected */
-    long long a, b;            /* numbers for the message */
-    unsigned long long hex;    /* Kafka's "converted value" of an overlong varint */
-} perr;
-
 /* Raise the error `code` (details in *e): CorruptRecordError with Kafka's message. */
-static void
+void
 raise_perr(int code, const perr *e)
 {
     char msg[400];
@@ -138,7 +100,7 @@ raise_perr(int code, const perr *e)
 }
 
 /* Note the expected record count in *e; -1 with CorruptRecordError when it is negative. */
-static int
+int
 check_count(Py_ssize_t count, perr *e)
 {
     e->count = count;
@@ -148,293 +110,6 @@ check_count(Py_ssize_t count, perr *e)
         return -1;
     }
     return 0;
-}
-
-/* ------------------------------------------------------------------------------------ */
-/* reading                                                                              */
-
-/* ByteUtils.readVarint: at most 5 bytes, a 32-bit zigzag value. */
-static inline int
-rd_varint(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, int32_t *out, perr *e)
-{
-    Py_ssize_t pos = *ppos;
-    uint32_t b, r;
-    int shift;
-
-    if (pos >= end)
-        return E_TRUNC;
-    b = buf[pos++];
-    if (b < 0x80) {
-        r = b;
-        goto done;
-    }
-    r = b & 0x7f;
-    for (shift = 7; shift <= 21; shift += 7) {
-        if (pos >= end)
-            return E_TRUNC;
-        b = buf[pos++];
-        r |= (b & 0x7f) << shift;
-        if (b < 0x80)
-            goto done;
-    }
-    if (pos >= end)
-        return E_TRUNC;
-    b = buf[pos++];
-    if (b >= 0x80) {
-        e->hex = r;
-        return E_VARINT_LONG;
-    }
-    r |= b << 28;  /* bits past the 32nd are dropped, as in Java */
-done:
-    *out = (int32_t)((r >> 1) ^ (0u - (r & 1u)));
-    *ppos = pos;
-    return E_OK;
-}
-
-/* ByteUtils.readVarlong: at most 10 bytes, a 64-bit zigzag value. */
-static inline int
-rd_varlong(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, int64_t *out, perr *e)
-{
-    Py_ssize_t pos = *ppos;
-    uint64_t r = 0, b;
-    int shift;
-
-    if (pos < end && buf[pos] < 0x80) {  /* one byte: the common timestampDelta */
-        b = buf[pos];
-        *out = (int64_t)((b >> 1) ^ ((uint64_t)0 - (b & 1u)));
-        *ppos = pos + 1;
-        return E_OK;
-    }
-    for (shift = 0; shift < 70; shift += 7) {
-        if (pos >= end)
-            return E_TRUNC;
-        b = buf[pos++];
-        r |= (b & 0x7f) << shift;
-        if (b < 0x80) {
-            *out = (int64_t)((r >> 1) ^ ((uint64_t)0 - (r & 1u)));
-            *ppos = pos;
-            return E_OK;
-        }
-    }
-    e->hex = r;
-    return E_VARLONG_LONG;
-}
-
-/* A nullable bytes field at *ppos: varint length (-1 null; below it the error `neg_code`,
- * e->a the length) and that many bytes before `end`. *fpos: where they start (set for a
- * null too); *ppos moves past the field. */
-static inline int
-rd_field(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, int32_t *len,
-         Py_ssize_t *fpos, int neg_code, perr *e)
-{
-    Py_ssize_t pos = *ppos;
-    int rc;
-
-    if ((rc = rd_varint(buf, end, &pos, len, e)))
-        return rc;
-    *fpos = pos;
-    if (*len >= 0) {
-        if (end - pos < *len)
-            return E_TRUNC;
-        pos += *len;
-    }
-    else if (*len != -1) {
-        e->a = *len;
-        return neg_code;
-    }
-    *ppos = pos;
-    return E_OK;
-}
-
-/* Well-formed UTF-8 (Unicode table 3-7): exactly what Python's strict decoder accepts. */
-static int
-utf8_valid(const uint8_t *s, Py_ssize_t n)
-{
-    Py_ssize_t i = 0;
-    while (i < n) {
-        uint8_t c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if (c < 0xC2)
-            return 0;
-        if (c < 0xE0) {
-            if (n - i < 2 || (s[i + 1] & 0xC0) != 0x80)
-                return 0;
-            i += 2;
-            continue;
-        }
-        if (c < 0xF0) {
-            uint8_t c1, c2;
-            if (n - i < 3)
-                return 0;
-            c1 = s[i + 1];
-            c2 = s[i + 2];
-            if ((c1 & 0xC0) != 0x80 || (c2 & 0xC0) != 0x80)
-                return 0;
-            if (c == 0xE0 && c1 < 0xA0)
-                return 0;  /* overlong */
-            if (c == 0xED && c1 >= 0xA0)
-                return 0;  /* surrogate */
-            i += 3;
-            continue;
-        }
-        if (c < 0xF5) {
-            uint8_t c1, c2, c3;
-            if (n - i < 4)
-                return 0;
-            c1 = s[i + 1];
-            c2 = s[i + 2];
-            c3 = s[i + 3];
-            if ((c1 & 0xC0) != 0x80 || (c2 & 0xC0) != 0x80 || (c3 & 0xC0) != 0x80)
-                return 0;
-            if (c == 0xF0 && c1 < 0x90)
-                return 0;  /* overlong */
-            if (c == 0xF4 && c1 >= 0x90)
-                return 0;  /* > U+10FFFF */
-            i += 4;
-            continue;
-        }
-        return 0;
-    }
-    return 1;
-}
-
-/* A new reference: the `len` bytes at `p` as bytes, or None when len < 0 (a null). */
-static inline PyObject *
-bytes_or_none(const uint8_t *p, Py_ssize_t len)
-{
-    if (len >= 0)
-        return PyBytes_FromStringAndSize((const char *)p, len);
-    Py_RETURN_NONE;
-}
-
-typedef struct {
-    int64_t ts_delta;
-    int32_t off_delta, key_len, val_len, hcount;
-    Py_ssize_t key_pos, val_pos;
-    Py_ssize_t hdr_pos;  /* where the first header starts (after the header count) */
-} rec_t;
-
-/* Parse and validate the record at *ppos (DefaultRecord.readFrom); advance *ppos past it.
- *
- * headers_out NULL: validate only (safe without the GIL). Otherwise (GIL held) it receives a
- * new reference to the tuple of (str, bytes | None) headers, or NULL when there are none.
- * Returns E_OK or an error code (details in *e; E_PYERR: a Python exception is set). */
-static int
-parse_one(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, rec_t *r,
-          PyObject **headers_out, perr *e)
-{
-    Py_ssize_t pos = *ppos, start;
-    int32_t length, h;
-    int rc;
-    PyObject *headers = NULL;
-
-    if ((rc = rd_varint(buf, end, &pos, &length, e)))
-        return rc;
-    if (length < 0) {
-        e->a = length;
-        return E_LEN_NEG;
-    }
-    if (end - pos < length) {
-        e->a = length;
-        e->b = end - pos;
-        return E_LEN_BIG;
-    }
-    start = pos;
-    if (pos >= end)
-        return E_TRUNC;
-    pos++;  /* attributes: unused */
-    if ((rc = rd_varlong(buf, end, &pos, &r->ts_delta, e)))
-        return rc;
-    if ((rc = rd_varint(buf, end, &pos, &r->off_delta, e)))
-        return rc;
-    if ((rc = rd_field(buf, end, &pos, &r->key_len, &r->key_pos, E_KEY_NEG, e)) ||
-            (rc = rd_field(buf, end, &pos, &r->val_len, &r->val_pos, E_VAL_NEG, e)))
-        return rc;
-    if ((rc = rd_varint(buf, end, &pos, &r->hcount, e)))
-        return rc;
-    if (r->hcount < 0) {
-        e->a = r->hcount;
-        return E_HCOUNT_NEG;
-    }
-    if (r->hcount > end - pos) {
-        e->a = r->hcount;
-        return E_HCOUNT_BIG;
-    }
-    r->hdr_pos = pos;
-    if (r->hcount > 0 && headers_out != NULL) {
-        headers = PyTuple_New(r->hcount);
-        if (headers == NULL)
-            return E_PYERR;
-    }
-    for (h = 0; h < r->hcount; h++) {
-        int32_t kl, vl;
-        Py_ssize_t kp, vp;
-        if ((rc = rd_varint(buf, end, &pos, &kl, e)))
-            goto fail;
-        if (kl < 0) {
-            e->a = kl;
-            rc = E_HKEY_NEG;
-            goto fail;
-        }
-        if (end - pos < kl) {
-            rc = E_TRUNC;
-            goto fail;
-        }
-        kp = pos;
-        pos += kl;
-        if (!utf8_valid(buf + kp, kl)) {
-            rc = E_HKEY_UTF8;
-            goto fail;
-        }
-        if ((rc = rd_field(buf, end, &pos, &vl, &vp, E_HVAL_NEG, e)))
-            goto fail;
-        if (headers != NULL) {
-            PyObject *k, *v, *pair;
-            k = PyUnicode_DecodeUTF8((const char *)buf + kp, kl, "strict");
-            if (k == NULL) {
-                /* only if the buffer changed under us since utf8_valid */
-                if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-                    PyErr_Clear();
-                    rc = E_HKEY_UTF8;
-                }
-                else
-                    rc = E_PYERR;
-                goto fail;
-            }
-            v = bytes_or_none(buf + vp, vl);
-            if (v == NULL) {
-                Py_DECREF(k);
-                rc = E_PYERR;
-                goto fail;
-            }
-            pair = PyTuple_New(2);
-            if (pair == NULL) {
-                Py_DECREF(k);
-                Py_DECREF(v);
-                rc = E_PYERR;
-                goto fail;
-            }
-            PyTuple_SET_ITEM(pair, 0, k);
-            PyTuple_SET_ITEM(pair, 1, v);
-            PyTuple_SET_ITEM(headers, h, pair);
-        }
-    }
-    if (pos - start != length) {
-        e->a = length;
-        e->b = pos - start;
-        rc = E_BODY;
-        goto fail;
-    }
-    *ppos = pos;
-    if (headers_out != NULL)
-        *headers_out = headers;
-    return E_OK;
-fail:
-    Py_XDECREF(headers);
-    return rc;
 }
 
 typedef struct {
@@ -548,30 +223,6 @@ bv_release(bview *b)
         PyBuffer_Release(&b->view);
         b->has_view = 0;
     }
-}
-
-/* Run `stmt` (which touches no Python object) with the GIL released when `big`: how the
- * wrappers work on large inputs. */
-#define NOGIL_IF(big, stmt)          \
-    do {                             \
-        if (big) {                   \
-            Py_BEGIN_ALLOW_THREADS   \
-            stmt;                    \
-            Py_END_ALLOW_THREADS     \
-        }                            \
-        else {                       \
-            stmt;                    \
-        }                            \
-    } while (0)
-
-/* An optional int argument: 0 when it is None, else 1 with its value in *out; -1 on error. */
-static int
-optional_ll(PyObject *obj, long long *out)
-{
-    if (obj == Py_None)
-        return 0;
-    *out = PyLong_AsLongLong(obj);
-    return *out == -1 && PyErr_Occurred() ? -1 : 1;
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -755,12 +406,6 @@ sp_rendered_size(PyObject *self, PyObject *args, PyObject *kwds)
 
 /* ------------------------------------------------------------------------------------ */
 /* decode                                                                               */
-
-static inline int64_t
-wrap_add(int64_t a, int64_t b)
-{
-    return (int64_t)((uint64_t)a + (uint64_t)b);
-}
 
 PyDoc_STRVAR(decode_doc,
 "decode(payload, count, base_offset, base_timestamp, fixed_timestamp, *, exact=True,"
@@ -1545,57 +1190,85 @@ done:
 /* ------------------------------------------------------------------------------------ */
 /* render_file_values: plain batches read, checked and rendered without the GIL          */
 
-/* RecordBatch v2 header (DefaultRecordBatch): field offsets and sizes */
-#define RB_LENGTH_OFFSET 8
-#define RB_MAGIC_OFFSET 16
-#define RB_CRC_OFFSET 17
-#define RB_ATTRIBUTES_OFFSET 21
-#define RB_LAST_OFFSET_DELTA_OFFSET 23
-#define RB_BASE_TIMESTAMP_OFFSET 27
-#define RB_MAX_TIMESTAMP_OFFSET 35
-#define RB_PRODUCER_ID_OFFSET 43
-#define RB_COUNT_OFFSET 57
-#define RB_OVERHEAD 61
-#define HEADER_PEEK_BYTES 17  /* what every format's framing needs: offset, length, magic */
-#define RB_LOG_OVERHEAD 12
-/* attribute bits that take a batch off the plain path: codec, transactional, control */
-#define RB_NOT_PLAIN 0x37
+/* -- reading a run of plain batches (_speedups.h) -------------------------------------- */
 
-static inline uint32_t
-be32(const uint8_t *p)
+Py_ssize_t
+pread_full(int fd, uint8_t *buf, Py_ssize_t len, long long position)
 {
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+    Py_ssize_t got = 0;
+
+    while (got < len) {
+        ssize_t n = pread(fd, buf + got, (size_t)(len - got), (off_t)(position + got));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0)
+            break;
+        got += n;
+    }
+    return got;
 }
 
-static inline int64_t
-be64(const uint8_t *p)
+/* Whether the batch header at `b` (RB_OVERHEAD bytes) is worth reading on: a plain
+ * batch below stop_offset (plain_batch_at checks the rest). */
+static int
+first_is_plain(const uint8_t *b, int64_t stop_offset)
 {
-    return (int64_t)(((uint64_t)be32(p) << 32) | be32(p + 4));
+    return be64(b) < stop_offset && b[RB_MAGIC_OFFSET] == 2 &&
+        (int32_t)be32(b + RB_LENGTH_OFFSET) >= RB_OVERHEAD - RB_LOG_OVERHEAD &&
+        !(rb_attributes(b) & RB_NOT_PLAIN);
 }
 
-/* The attributes (int16) of the v2 batch header at b. */
-static inline int
-rb_attributes(const uint8_t *b)
+Py_ssize_t
+read_plain_window(int fd, long long position, Py_ssize_t length, int64_t stop_offset,
+                  uint8_t *buf, int *err)
 {
-    return (b[RB_ATTRIBUTES_OFFSET] << 8) | b[RB_ATTRIBUTES_OFFSET + 1];
+    Py_ssize_t got = pread_full(fd, buf, length < RB_OVERHEAD ? length : RB_OVERHEAD,
+                                position);
+
+    if (got == RB_OVERHEAD && first_is_plain(buf, stop_offset) && length > RB_OVERHEAD) {
+        Py_ssize_t more = pread_full(fd, buf + RB_OVERHEAD, length - RB_OVERHEAD,
+                                     position + RB_OVERHEAD);
+        got = more < 0 ? more : got + more;
+    }
+    if (got < 0)
+        *err = errno;
+    return got;
 }
 
-/* The last offset of the v2 batch header at b: base offset + last offset delta (wrapping). */
-static inline int64_t
-rb_last_offset(const uint8_t *b)
+Py_ssize_t
+plain_batch_at(const uint8_t *b, Py_ssize_t left, int64_t stop_offset, int32_t *count,
+               int *stopped)
 {
-    return wrap_add(be64(b), (int32_t)be32(b + RB_LAST_OFFSET_DELTA_OFFSET));
+    int32_t length;
+    Py_ssize_t size;
+
+    if (left < RB_OVERHEAD)
+        return 0;
+    length = (int32_t)be32(b + RB_LENGTH_OFFSET);
+    if (be64(b) >= stop_offset) {
+        *stopped = 1;
+        return 0;
+    }
+    if (b[RB_MAGIC_OFFSET] != 2 || length < RB_OVERHEAD - RB_LOG_OVERHEAD)
+        return 0;  /* legacy entry, zero tail or a bad size: the general path decides */
+    size = (Py_ssize_t)length + RB_LOG_OVERHEAD;
+    if (size > left)
+        return 0;  /* runs past what was read */
+    if (rb_attributes(b) & RB_NOT_PLAIN)
+        return 0;
+    *count = (int32_t)be32(b + RB_COUNT_OFFSET);
+    if (*count < 0)
+        return 0;
+    if (kk_crc32c(b + RB_ATTRIBUTES_OFFSET, size - RB_ATTRIBUTES_OFFSET) !=
+            be32(b + RB_CRC_OFFSET))
+        return 0;
+    return size;
 }
 
 #ifdef KAFKAFS_HAVE_ISAL
-
-/* CRC-32C (Castagnoli) as Kafka's Crc32C computes it, by ISA-L's crc32_iscsi (which takes
- * and returns the register without the final inversion). */
-static inline uint32_t
-crc32c_of(const uint8_t *buf, Py_ssize_t len)
-{
-    return ~crc32_iscsi((unsigned char *)buf, (int)len, 0xFFFFFFFFu);
-}
 
 /* The render loop's record parser: the record at *ppos, validated as parse_one does (it
  * accepts exactly the records parse_one accepts) but bounded by the record's own length,
@@ -1671,34 +1344,13 @@ render_plain_run(uint8_t *buf, Py_ssize_t len, int64_t stop_offset,
                  Py_ssize_t *consumed, int *stopped)
 {
     char *out = (char *)buf;
-    Py_ssize_t pos = 0, written = 0;
+    Py_ssize_t pos = 0, written = 0, size, n;
+    int32_t count;
 
     *stopped = 0;
-    while (len - pos >= RB_OVERHEAD) {
-        const uint8_t *b = buf + pos;
-        int32_t length = (int32_t)be32(b + RB_LENGTH_OFFSET);
-        int32_t count;
-        Py_ssize_t size, n;
-
-        if (be64(b) >= stop_offset) {
-            *stopped = 1;
-            break;
-        }
-        if (b[RB_MAGIC_OFFSET] != 2 || length < RB_OVERHEAD - RB_LOG_OVERHEAD)
-            break;  /* legacy entry, zero tail or a bad size: the general path decides */
-        size = (Py_ssize_t)length + RB_LOG_OVERHEAD;
-        if (size > len - pos)
-            break;  /* runs past what was read */
-        if (rb_attributes(b) & RB_NOT_PLAIN)
-            break;
-        count = (int32_t)be32(b + RB_COUNT_OFFSET);
-        if (count < 0)
-            break;
-        if (crc32c_of(b + RB_ATTRIBUTES_OFFSET, size - RB_ATTRIBUTES_OFFSET) !=
-                be32(b + RB_CRC_OFFSET))
-            break;
-        n = render_batch_records(b + RB_OVERHEAD, size - RB_OVERHEAD, count, out + written,
-                                 nl, nlen, sep, slen);
+    while ((size = plain_batch_at(buf + pos, len - pos, stop_offset, &count, stopped)) > 0) {
+        n = render_batch_records(buf + pos + RB_OVERHEAD, size - RB_OVERHEAD, count,
+                                 out + written, nl, nlen, sep, slen);
         if (n < 0)
             break;
         written += n;
@@ -1706,36 +1358,6 @@ render_plain_run(uint8_t *buf, Py_ssize_t len, int64_t stop_offset,
     }
     *consumed = pos;
     return written;
-}
-
-/* Whether the batch header at `b` (RB_OVERHEAD bytes) is worth reading on: a plain
- * batch below stop_offset (render_plain_run checks the rest). */
-static int
-first_is_plain(const uint8_t *b, int64_t stop_offset)
-{
-    return be64(b) < stop_offset && b[RB_MAGIC_OFFSET] == 2 &&
-        (int32_t)be32(b + RB_LENGTH_OFFSET) >= RB_OVERHEAD - RB_LOG_OVERHEAD &&
-        !(rb_attributes(b) & RB_NOT_PLAIN);
-}
-
-/* pread until `len` bytes or end of file; -1 with errno set on an error */
-static Py_ssize_t
-pread_full(int fd, uint8_t *buf, Py_ssize_t len, long long position)
-{
-    Py_ssize_t got = 0;
-
-    while (got < len) {
-        ssize_t n = pread(fd, buf + got, (size_t)(len - got), (off_t)(position + got));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (n == 0)
-            break;
-        got += n;
-    }
-    return got;
 }
 
 /* the null literal and separator of a render, copied (at most 7 bytes together) */
@@ -1784,25 +1406,16 @@ parse_literals(PyObject *null_obj, PyObject *sep_obj, lits_t *l)
 }
 
 /* The whole render without Python objects: read `length` bytes of `fd` at `position` into
- * `buf` (room for `length`) and render them there in place. The first header is read
- * alone first, so a run of other batches (a compressed topic) costs one small read.
- * Returns the bytes of output at `buf`, or -1 with *err set (errno of the read). */
+ * `buf` (room for `length`, read_plain_window) and render them there in place. Returns the
+ * bytes of output at `buf`, or -1 with *err set (errno of the read). */
 static Py_ssize_t
 render_from_file(int fd, long long position, Py_ssize_t length, int64_t stop_offset,
                  uint8_t *buf, const lits_t *l, Py_ssize_t *consumed, int *stopped, int *err)
 {
-    Py_ssize_t got = pread_full(fd, buf, length < RB_OVERHEAD ? length : RB_OVERHEAD,
-                                position);
+    Py_ssize_t got = read_plain_window(fd, position, length, stop_offset, buf, err);
 
-    if (got == RB_OVERHEAD && first_is_plain(buf, stop_offset) && length > RB_OVERHEAD) {
-        Py_ssize_t more = pread_full(fd, buf + RB_OVERHEAD, length - RB_OVERHEAD,
-                                     position + RB_OVERHEAD);
-        got = more < 0 ? more : got + more;
-    }
-    if (got < 0) {
-        *err = errno;
+    if (got < 0)
         return -1;
-    }
     return render_plain_run(buf, got, stop_offset, l->nl, l->nlen, l->sep, l->slen,
                             consumed, stopped);
 }
@@ -1925,6 +1538,10 @@ PyInit__speedups(void)
         Py_DECREF(m);
         return NULL;
     }
+    if (jsonl_add_functions(m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     Py_INCREF(CorruptRecordError);
     if (PyModule_AddObject(m, "CorruptRecordError", CorruptRecordError) < 0) {
         Py_DECREF(CorruptRecordError);
@@ -2044,8 +1661,8 @@ cl_crc_hw(uint32_t crc, const uint8_t *p, size_t n)
 #endif
 #endif  /* !KAFKAFS_HAVE_ISAL */
 
-static uint32_t
-cl_crc32c(const uint8_t *p, Py_ssize_t n)
+uint32_t
+kk_crc32c(const uint8_t *p, Py_ssize_t n)
 {
 #ifdef KAFKAFS_HAVE_ISAL
     return ~crc32_iscsi((unsigned char *)p, (int)n, 0xFFFFFFFFu);
@@ -2373,7 +1990,7 @@ cl_plain_batch(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end)
     count = (int32_t)be32(b + RB_COUNT_OFFSET);
     if ((rb_attributes(b) & RB_NOT_PLAIN) || count < 0)
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
-    if (cl_crc32c(b + RB_ATTRIBUTES_OFFSET, size - RB_ATTRIBUTES_OFFSET) !=
+    if (kk_crc32c(b + RB_ATTRIBUTES_OFFSET, size - RB_ATTRIBUTES_OFFSET) !=
             be32(b + RB_CRC_OFFSET))
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
     if (cl_validate(b + RB_OVERHEAD, size - RB_OVERHEAD, count, &e))
@@ -2520,7 +2137,7 @@ cl_write_header(uint8_t *p, Py_ssize_t size, const uint8_t *orig, int attributes
     cl_put_be64(p + RB_BASE_TIMESTAMP_OFFSET, base_ts);
     cl_put_be64(p + RB_MAX_TIMESTAMP_OFFSET, max_ts);
     cl_put_be32(p + RB_COUNT_OFFSET, (uint32_t)count);
-    cl_put_be32(p + RB_CRC_OFFSET, cl_crc32c(p + RB_ATTRIBUTES_OFFSET,
+    cl_put_be32(p + RB_CRC_OFFSET, kk_crc32c(p + RB_ATTRIBUTES_OFFSET,
                                              size - RB_ATTRIBUTES_OFFSET));
 }
 
@@ -3449,7 +3066,7 @@ cb_walk(CBObject *c, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, cb_walk_a
             last - w->segment_base > INT32_MAX ||
             (w->next_base >= 0 && last >= w->next_base) ||
             (w->expected >= 0 && base < w->expected) ||
-            cl_crc32c(h + RB_ATTRIBUTES_OFFSET, size - RB_ATTRIBUTES_OFFSET) !=
+            kk_crc32c(h + RB_ATTRIBUTES_OFFSET, size - RB_ATTRIBUTES_OFFSET) !=
                 be32(h + RB_CRC_OFFSET)) {
             status = CB_OTHER;
             break;

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable
 
 from crc32c import crc32c as _crc32c
 
@@ -51,17 +52,22 @@ def _check_literals(null_literal, separator) -> None:
         raise ValueError("null literal + separator must be <= 7 bytes, separator <= 6")
 
 
-def _py_render_file_values(fd: int, position: int, length: int, stop_offset: int,
-                           null_literal: bytes = b"null",
-                           separator: bytes = b"\n") -> tuple[bytes, int, bool]:
-    """``(rendered, next_position, stopped)`` for the plain batches in the ``length`` bytes
-    of file ``fd`` at ``position`` (a batch start); ``stopped`` is True when it stopped at a
-    batch whose base offset is >= ``stop_offset``. Raises OSError from the read, ValueError
-    for literals that could outgrow the input (null literal + separator over 7 bytes)."""
+def check_window(position: int, length: int) -> None:
+    """Raise ValueError unless ``position`` and ``length`` (of a file window) are >= 0."""
     if position < 0 or length < 0:
         raise ValueError("position and length must be >= 0")
-    null_literal, separator = bytes(null_literal), bytes(separator)
-    _check_literals(null_literal, separator)
+
+
+def walk_plain_run(fd: int, position: int, length: int, stop_offset: int,
+                   render: Callable[[memoryview, int], bytes]) -> tuple[bytes, int, bool]:
+    """The Python side of a run over plain batches (the twins of the C file renderers):
+    ``(rendered, next_position, stopped)`` for the plain batches in the ``length`` bytes of
+    file ``fd`` at ``position`` (a batch start), each rendered by ``render(batch, count)``
+    (``batch``: a memoryview of the whole batch, its CRC checked; ``count``: its
+    recordsCount) which raises CorruptRecordError for damaged records: the run stops
+    before that batch, as before any batch it does not take. ``stopped`` is True when it
+    stopped at a batch whose base offset is >= ``stop_offset``. Raises OSError from the
+    read."""
     buf = os.pread(fd, length, position)
     view = memoryview(buf)
     parts = []
@@ -84,12 +90,27 @@ def _py_render_file_values(fd: int, position: int, length: int, stop_offset: int
                 _U32.unpack_from(buf, pos + CRC_OFFSET)[0]:
             break
         try:
-            parts.append(fast.render_values(view[pos + BATCH_OVERHEAD:pos + size], count,
-                                            null_literal, separator, exact=True))
+            parts.append(render(view[pos:pos + size], count))
         except CorruptRecordError:
             break
         pos += size
     return b"".join(parts), position + pos, stopped
+
+
+def _py_render_file_values(fd: int, position: int, length: int, stop_offset: int,
+                           null_literal: bytes = b"null",
+                           separator: bytes = b"\n") -> tuple[bytes, int, bool]:
+    """``(rendered, next_position, stopped)`` for the plain batches in the ``length`` bytes
+    of file ``fd`` at ``position`` (a batch start); ``stopped`` is True when it stopped at a
+    batch whose base offset is >= ``stop_offset``. Raises OSError from the read, ValueError
+    for literals that could outgrow the input (null literal + separator over 7 bytes)."""
+    check_window(position, length)
+    null_literal, separator = bytes(null_literal), bytes(separator)
+    _check_literals(null_literal, separator)
+    return walk_plain_run(
+        fd, position, length, stop_offset,
+        lambda batch, count: fast.render_values(batch[BATCH_OVERHEAD:], count, null_literal,
+                                                separator, exact=True))
 
 
 try:
