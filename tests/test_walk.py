@@ -315,3 +315,4 @@ def test_a_partition_written_through_the_mount_stays_sized(mount_factory, tmp_pa
     assert os.stat(m.path("w", "0", "messages")).st_size == want
     assert sh(f"tail -n 1 {m.path('w', '0', 'messages')}").stdout == \
         b"line-0199999-" + b"z" * 100 + b"\n"
+    assert os.stat(m.path("w", "0", "records.jsonl")).st_size > want  # measured too

@@ -1,10 +1,10 @@
-"""Keeping the ``messages`` views of the partitions that grow measured, in the background,
-and their marks saved (docs/tree.md, "The size of messages").
+"""Keeping the views (``messages``, ``records.jsonl``) of the partitions that grow measured,
+in the background, and their marks saved (docs/tree.md, "The size of messages").
 
 A view's size is the length of its text, which only a pass over the records gives
 (:mod:`kafkafs.fs.views`). Measured when first read, a large partition's view shows size 0
 until a read reaches its end. So the daemon measures, a step at a time and off the event
-loop, the ``messages`` view of every partition that grows while it runs (appends through
+loop, both views of every partition that grows while it runs (appends through
 the mount, a bulk load, a live broker followed by a read-only mount), as long as the view
 was measured before or what is left to measure is at most ``UNMEASURED_LIMIT`` bytes of
 segments: a partition written through kafkafs from the start is always sized, at the cost
@@ -34,7 +34,7 @@ POLL_S = 1.0
 
 async def keep_views_measured(fs, save_interval_ms: int) -> None:
     """Run until cancelled: every ``POLL_S`` look for partitions whose log end offset moved
-    (or that are new), measure their ``messages`` views up to the log end (see the
+    (or that are new), measure their views up to the log end (see the
     module), and every ``save_interval_ms`` save the marks of the views that moved
     (:meth:`~kafkafs.fs.operations.KafkaFS.save_views`)."""
     seen = {tp: lg.log_end_offset for tp, lg in list(fs.manager.logs.items())}
@@ -61,9 +61,13 @@ async def keep_views_measured(fs, save_interval_ms: int) -> None:
 
 
 async def _measure(fs, tp: tuple[str, int]) -> None:
-    if tp not in fs.manager.logs:
-        return
-    v = fs.view(tp[0], tp[1], T.MESSAGES)
+    for kind in (T.MESSAGES, T.JSONL):
+        if tp not in fs.manager.logs:
+            return
+        await _measure_view(fs.view(tp[0], tp[1], kind))
+
+
+async def _measure_view(v) -> None:
     left = await trio.to_thread.run_sync(v.unmeasured_bytes)
     if not v.ever_sized and left > UNMEASURED_LIMIT:
         return
