@@ -78,6 +78,8 @@ PROBLEM = "problem"
 NOTE = "note"
 #: loader actions on files a running daemon leaves behind for a while (.deleted, .cleaned, .swap)
 LEFTOVER_KINDS = ("stray-file", "invalid-swap", "swapped-out", "swap")
+#: loader actions on a segment's indexes: a recovery of the segment fixes them too
+INDEX_KINDS = ("missing-index", "corrupt-index")
 
 
 @dataclass
@@ -488,6 +490,9 @@ class _Inspector:
             return
         thorough = _as_readers_see_it(thorough, pdir, tp, cfg, log_start)
         at_startup = {_key(a) for a in startup}
+        # a startup that recovers a segment rebuilds its indexes without checking them
+        # first (KAFKA-7283): what is wrong with them is fixed at startup all the same
+        rebuilt = {a.base_offset for a in startup if a.kind in REVALIDATION_KINDS}
         revalidated = [a for a in startup if a.kind in REVALIDATION_KINDS]
         if revalidated:
             first = revalidated[0].base_offset
@@ -508,7 +513,9 @@ class _Inspector:
                 severity = NOTE
                 action = f"expected while the log dir is in use; at the next startup: {action}"
             self.add(a.kind, a.path, a.message, action, partition=name, severity=severity,
-                     repairable=repairable, at_startup=_key(a) in at_startup,
+                     repairable=repairable,
+                     at_startup=_key(a) in at_startup or (a.kind in INDEX_KINDS
+                                                          and a.base_offset in rebuilt),
                      position=a.position, nbytes=a.nbytes)
 
 

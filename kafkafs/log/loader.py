@@ -12,7 +12,9 @@ Order, as Kafka does it:
    ``<offset>.snapshot.tmp`` files (a snapshot kafkafs was writing when it died).
 3. Open every ``.log`` in offset order; a segment whose index files are missing or fail the
    sanity check (the active segment's offset and time indexes, every segment's
-   ``.txnindex``: Kafka's ``TransactionIndex.sanityCheck``) is recovered on its own.
+   ``.txnindex``: Kafka's ``TransactionIndex.sanityCheck``) is recovered on its own. After
+   an unclean shutdown the segments step 4 recovers are not checked (KAFKA-7283: they are
+   validated and their indexes rebuilt anyway).
 4. After an unclean shutdown, recover every segment from the recovery point on: validate
    every batch, rebuild the indexes, truncate at the first invalid batch and delete every
    later segment.
@@ -603,6 +605,11 @@ def _load_segments(ops, *, recovery_point: int, log_start_offset: int,
         if first_bad is not None:
             start = first_bad if had_clean_shutdown else min(recovery_point, first_bad)
             recovery_point, had_clean_shutdown = start, False
+    # the segments step 4 recovers anyway (rebuilding every index): their indexes are not
+    # checked first (KAFKA-7283), which spares a crashed log the opening of its active
+    # segment's preallocated indexes twice
+    recovered_from = None if had_clean_shutdown or not segments else \
+        _floor_base(segments, recovery_point)
     for seg in segments:
         missing = _missing_index(seg, names)
         if missing is not None:
@@ -611,7 +618,7 @@ def _load_segments(ops, *, recovery_point: int, log_start_offset: int,
                 f"recover the segment: {_REBUILD}", base_offset=seg.base_offset))
             continue
         reason = rebuild.get(seg.base_offset)
-        if reason is None:
+        if reason is None and (recovered_from is None or seg.base_offset < recovered_from):
             try:
                 if seg is segments[-1]:
                     ops.sanity_check(seg)
