@@ -587,6 +587,9 @@ def test_beside_a_running_daemon(mount, tmp_path, capsys):
     rc, out, _err = check(capsys, d)
     assert f"pid {mount.proc.pid}" in out and "holds its .lock" in out
     assert rc == 0, out  # a live log: no clean-shutdown marker is expected
+    # the daemon recovered its logs when it started: no recovery is simulated beside it
+    _rc, doc = check_json(capsys, d)
+    assert not findings(doc, "revalidate"), findings(doc)
     rc, _out, err = check(capsys, d, "--repair")
     assert rc == 1 and f"held by pid {mount.proc.pid}" in err
     assert f"stop the daemon (kafkafs umount {mount.mnt})" in err
