@@ -3,9 +3,18 @@
 A :class:`LogManager` locks each log dir (``.lock``, a POSIX lock as Java's ``FileLock``
 takes, so a broker and kafkafs exclude each other), reads ``meta.properties`` and the
 checkpoint files, loads every partition dir (recovering after an unclean shutdown, told by a
-missing ``.kafka_cleanshutdown``), creates and deletes topics, keeps topic config overrides
-in a regular file per log dir, writes checkpoints, and on shutdown flushes and writes the
-clean-shutdown marker.
+missing ``.kafka_cleanshutdown``, which is deleted before the first load as Kafka does since
+KAFKA-10471), creates and deletes topics, keeps topic config overrides in a regular file
+per log dir, writes checkpoints, and on shutdown flushes and writes the clean-shutdown
+marker.
+
+Loading: the partitions of each log dir are loaded on ``num.recovery.threads.per.data.dir``
+threads (Kafka's ``LogManager.loadLogs`` runs a pool of that size per log dir). The loads
+are mostly Python work under the GIL: more threads help only where they wait on the disk
+(2,000 crashed partitions on a 2-core VM: 6.1 s with one thread and a warm page cache, 6.2
+s with two; from a cold cache 9.3 s with one, 8.2 s with eight). A lazy manager (the
+command-line tools) lists the partition dirs and loads each on first use (see
+:class:`LogManager`).
 
 Read-only managers (``read_only=True``) take no lock and write nothing. A log dir on a
 read-only filesystem is refused by a writable manager at once
