@@ -148,8 +148,6 @@ class LogManager:
         self.logs: dict[TopicPartition, Log] = {}
         #: (lazy) the partition dirs listed at startup and not loaded yet
         self._unloaded: dict[TopicPartition, _Unloaded] = {}
-        #: the log dirs whose startup found no clean-shutdown marker
-        self._unclean_dirs: set[str] = set()
         self._lock_fds: list[int] = []
         self._overrides: dict[str, dict[str, str]] = {}
         self.lock = threading.RLock()
@@ -257,10 +255,8 @@ class LogManager:
         recovery = _read_ckpt(os.path.join(d, RECOVERY_POINT_CHECKPOINT))
         starts = _read_ckpt(os.path.join(d, LOG_START_OFFSET_CHECKPOINT))
         parts = partition_dirs(d)
-        if not clean:
-            self._unclean_dirs.add(d)
-            if not self.read_only and parts and not self.lazy:
-                log.info("No clean shutdown marker in %s: recovering unflushed segments", d)
+        if not clean and not self.read_only and parts and not self.lazy:
+            log.info("No clean shutdown marker in %s: recovering unflushed segments", d)
         listed = []
         for tp, path in parts:
             known = self.logs.get(tp) or self._unloaded.get(tp)
