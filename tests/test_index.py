@@ -9,13 +9,13 @@ import struct
 
 import pytest
 
+from kafkafs.log import index as index_module
 from kafkafs.log.errors import (
     CorruptIndexError,
     IndexFullError,
     InvalidOffsetError,
     ReadOnlyLogError,
 )
-from kafkafs.log import index as index_module
 from kafkafs.log.index import OffsetIndex, TimeIndex, _used_entries
 
 

@@ -228,7 +228,8 @@ def test_segments_recovery_rebuilds_are_not_sanity_checked_first(log_dir, monkey
     last = lg.active_segment
     lg.close()
     good = os.path.getsize(last.log_path)
-    good_index = open(last.index_path, "rb").read()
+    with open(last.index_path, "rb") as f:
+        good_index = f.read()
     for seg in lg.segments():  # (empty: no aborted transaction; checked when present)
         open(seg.log_path[:-4] + ".txnindex", "ab").close()
     if not clean:
@@ -260,7 +261,8 @@ def test_segments_recovery_rebuilds_are_not_sanity_checked_first(log_dir, monkey
     assert os.path.getsize(last.log_path) == good
     assert [r.offset for r in lg.records()] == list(range(30))
     lg.close()
-    assert open(last.index_path, "rb").read() == good_index
+    with open(last.index_path, "rb") as f:
+        assert f.read() == good_index
 
 
 def test_recovery_of_corrupt_crc_deletes_later_segments(log_dir):

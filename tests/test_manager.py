@@ -351,7 +351,7 @@ def _crash(d, torn=()):
     os.unlink(os.path.join(d, ".kafka_cleanshutdown"))
     for name in torn:
         pdir = os.path.join(d, name)
-        last = sorted(n for n in os.listdir(pdir) if n.endswith(".log"))[-1]
+        last = max(n for n in os.listdir(pdir) if n.endswith(".log"))
         with open(os.path.join(pdir, last), "ab") as f:
             f.write(bytes(8) + b"\x00\x00\x01\x00" + b"torn")
 
@@ -476,7 +476,7 @@ def test_a_lazy_writer_after_a_crash_leaves_the_others_to_the_next_full_load(tmp
     assert m.shutdown() is True
     assert not os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))
     torn = os.path.join(d, "c-1")
-    last = os.path.join(torn, sorted(n for n in os.listdir(torn) if n.endswith(".log"))[-1])
+    last = os.path.join(torn, max(n for n in os.listdir(torn) if n.endswith(".log")))
     size = os.path.getsize(last)
     m = LogManager(BrokerConfig.from_properties(props).with_log_dirs([d]), lazy=True)
     m.startup()
@@ -523,7 +523,8 @@ def test_a_lazy_load_that_fails_or_finds_the_dir_gone_loses_nothing(tmp_path, mo
     m = LogManager(BrokerConfig.from_properties(props).with_log_dirs([d]), lazy=True)
     m.startup()
     shutil.rmtree(os.path.join(d, "a-1"))
-    with pytest.raises(UnknownTopicOrPartitionError, match="a-1 cannot be used: its directory .*a-1 disappeared"):
+    with pytest.raises(UnknownTopicOrPartitionError,
+                       match="a-1 cannot be used: its directory .*a-1 disappeared"):
         m.get_log("a", 1)
     assert m.partitions("a") == [0, 2, 3]
     real = manager_module.load_log

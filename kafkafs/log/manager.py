@@ -164,9 +164,10 @@ class LogManager:
         """Apply the descriptor budget (``kafkafs.max.open.files``), lock and load every log
         dir (a lazy manager lists them); producer ids already expired are dropped (Kafka
         skips them when it loads a snapshot). The partitions of each log dir are loaded on
-        ``num.recovery.threads.per.data.dir`` threads (Kafka's ``LogManager.loadLogs``). Raises LogDirLockedError, ReadOnlyFilesystemError (a writable manager on
-        a read-only filesystem: nothing is written), OSError (NotADirectoryError when a log
-        dir is some other file)."""
+        ``num.recovery.threads.per.data.dir`` threads (Kafka's ``LogManager.loadLogs``).
+        Raises LogDirLockedError, ReadOnlyFilesystemError (a writable manager on a read-only
+        filesystem: nothing is written), OSError (NotADirectoryError when a log dir is some
+        other file), and what loading a partition raises (the first, in listing order)."""
         handles.apply_budget(self.config.kafkafs_max_open_files)
         try:
             for d in self.log_dirs:
