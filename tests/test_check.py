@@ -320,6 +320,25 @@ def test_last_offset_below_base_offset_in_kafkas_words(tmp_path, capsys):
     repair_and_recheck(capsys, d)
 
 
+def test_a_bad_index_a_crash_recovery_rebuilds_is_fixed_at_startup(tmp_path, capsys):
+    """After an unclean shutdown the loader recovers the active segment without checking its
+    indexes first (KAFKA-7283): a bad index there is still a startup's business, not
+    "found by check only"."""
+    d = make_log_dir(tmp_path)
+    os.unlink(os.path.join(d, ".kafka_cleanshutdown"))
+    log_path = seg_logs(part(d))[-1]
+    index = log_path[:-4] + ".index"
+    data = read_bytes(index)
+    with open(index, "wb") as f:
+        f.write(data[:-8] + struct.pack(">ii", -5, 0))
+    hits = assert_reported_read_only(capsys, d, "corrupt-index", path=log_path)
+    assert hits[0]["at_startup"] is True
+    _rc, out, _err = check(capsys, d)
+    assert "found by check only" not in out, out
+    repair_and_recheck(capsys, d)
+    assert read_bytes(index) == data
+
+
 def test_missing_timeindex_and_orphan_index(tmp_path, capsys):
     d = make_log_dir(tmp_path)
     p = part(d)
@@ -568,6 +587,9 @@ def test_beside_a_running_daemon(mount, tmp_path, capsys):
     rc, out, _err = check(capsys, d)
     assert f"pid {mount.proc.pid}" in out and "holds its .lock" in out
     assert rc == 0, out  # a live log: no clean-shutdown marker is expected
+    # the daemon recovered its logs when it started: no recovery is simulated beside it
+    _rc, doc = check_json(capsys, d)
+    assert not findings(doc, "revalidate"), findings(doc)
     rc, _out, err = check(capsys, d, "--repair")
     assert rc == 1 and f"held by pid {mount.proc.pid}" in err
     assert f"stop the daemon (kafkafs umount {mount.mnt})" in err

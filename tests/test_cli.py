@@ -826,3 +826,46 @@ def test_writer_beside_a_process_that_is_no_kafkafs_daemon(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_commands_on_one_topic_load_only_its_partitions(tmp_path, monkeypatch):
+    """Issue 19: on a log dir of many partitions, produce to one topic, get-offsets,
+    consume, topics --describe/--alter/--delete of one topic load that topic's partitions
+    only (a lazy LogManager: the others are listed, never opened), and the log dir keeps
+    everything else as it was."""
+    from kafkafs.log import manager as manager_module
+
+    d = str(tmp_path / "logs")
+    for t in ("a", "b", "c", "d"):
+        assert run("topics", "--log-dirs", d, "--create", "--topic", t,
+                   "--partitions", "5")[0] == 0
+    loaded = []
+    real = manager_module.load_log
+
+    def recording(pdir, topic, partition, *args, **kw):
+        loaded.append((topic, partition))
+        return real(pdir, topic, partition, *args, **kw)
+
+    monkeypatch.setattr(manager_module, "load_log", recording)
+
+    def topics_loaded(*args, input=b""):
+        loaded.clear()
+        status, out, err = run(*args, "--log-dirs", d, input=input)
+        assert status == 0, err
+        return {t for t, _p in loaded}, out
+
+    assert topics_loaded("produce", "--topic", "b", input=b"one line\n")[0] == {"b"}
+    assert topics_loaded("produce", "--topic", "b", "--partition", "3",
+                         input=b"x\n") == ({"b"}, b"")
+    assert loaded == [("b", 3)]
+    assert topics_loaded("get-offsets", "--topic", "b")[0] == {"b"}
+    got, out = topics_loaded("consume", "--topic", "b", "--from-beginning",
+                             "--timeout-ms", "50")
+    assert got == {"b"} and sorted(out.splitlines()) == [b"one line", b"x"]
+    assert topics_loaded("topics", "--describe", "--topic", "c")[0] == {"c"}
+    assert topics_loaded("topics", "--alter", "--topic", "c", "--partitions", "6")[0] == set()
+    assert topics_loaded("topics", "--delete", "--topic", "a")[0] == set()
+    assert topics_loaded("topics", "--list") == (set(), b"b\nc\nd\n")
+    assert os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))
+    status, out, _err = run("get-offsets", "--log-dirs", d)
+    assert status == 0 and out.count(b"\n") == 16 and b"b:3:1\n" in out

@@ -210,6 +210,61 @@ def test_recovery_truncates_garbage_tail_and_rebuilds_index(log_dir):
     assert open(index_path, "rb").read() == good_index
 
 
+@pytest.mark.parametrize("clean", [False, True])
+def test_segments_recovery_rebuilds_are_not_sanity_checked_first(log_dir, monkeypatch, clean):
+    """KAFKA-7283: after an unclean shutdown the segments from the recovery point on are
+    recovered without their indexes being checked first (a crashed active segment's
+    preallocated indexes were opened twice); the torn tail above the recovery point is
+    still truncated and its garbage index rebuilt. After a clean shutdown the active
+    segment is still checked."""
+    from kafkafs.log.segment import LogSegment
+    from kafkafs.log.txnindex import TransactionIndex
+
+    lg = make_log(log_dir, segment_bytes=400, index_interval_bytes=50)
+    for i in range(30):
+        lg.append(recs(1, size=40))
+    bases = [s.base_offset for s in lg.segments()]
+    assert len(bases) >= 4
+    last = lg.active_segment
+    lg.close()
+    good = os.path.getsize(last.log_path)
+    with open(last.index_path, "rb") as f:
+        good_index = f.read()
+    for seg in lg.segments():  # (empty: no aborted transaction; checked when present)
+        open(seg.log_path[:-4] + ".txnindex", "ab").close()
+    if not clean:
+        with open(last.log_path, "ab") as f:
+            f.write(bytes(8) + b"\x00\x00\x01\x00" + b"torn")
+        with open(last.index_path, "wb") as f:
+            f.write(b"\xff" * 16)
+    checked = []
+    real_segment_check = LogSegment.sanity_check
+    real_txn_check = TransactionIndex.sanity_check
+
+    def segment_check(seg):
+        checked.append(seg.base_offset)
+        return real_segment_check(seg)
+
+    def txn_check(idx):
+        checked.append(idx._start_offset)
+        return real_txn_check(idx)
+
+    monkeypatch.setattr(LogSegment, "sanity_check", segment_check)
+    monkeypatch.setattr(TransactionIndex, "sanity_check", txn_check)
+    lg = load_log(os.path.dirname(last.log_path), "t", 0,
+                  LogConfig(segment_bytes=400, index_interval_bytes=50),
+                  recovery_point=bases[2] + 1, had_clean_shutdown=clean)
+    if clean:
+        assert sorted(set(checked)) == bases
+    else:
+        assert checked == bases[:2]  # 2 and later are recovered, not checked
+    assert os.path.getsize(last.log_path) == good
+    assert [r.offset for r in lg.records()] == list(range(30))
+    lg.close()
+    with open(last.index_path, "rb") as f:
+        assert f.read() == good_index
+
+
 def test_recovery_of_corrupt_crc_deletes_later_segments(log_dir):
     lg = make_log(log_dir, segment_bytes=400)
     for i in range(30):

@@ -329,3 +329,218 @@ def test_unclean_restart_recovers_only_from_the_checkpointed_recovery_point(tmp_
         [(i, b"value-%03d" % i + b"x" * 40) for i in range(40)]
     assert m.shutdown() is True
     assert read_bytes(last_index) == good_index  # rebuilt, trimmed at close
+
+
+# -- loading: recovery threads, lazy managers (issue 19) ---------------------------------------
+def _many(d, topics=3, partitions=4, n=12, **props):
+    """Topics ``a``, ``b``, ... of ``partitions`` partitions with ``n`` records each, several
+    segments, shut down cleanly. Returns the startup properties."""
+    props = {"log.segment.bytes": "300", "log.index.interval.bytes": "100", **props}
+    m = start([d], **props)
+    for t in "abcdefgh"[:topics]:
+        m.create_topic(t, partitions)
+        for p in range(partitions):
+            fill(m.get_log(t, p), n)
+    assert m.shutdown() is True
+    return props
+
+
+def _crash(d, torn=()):
+    """The state a kill -9 leaves: no clean-shutdown marker, and a torn append at the end of
+    the last segment of each partition dir in ``torn``."""
+    os.unlink(os.path.join(d, ".kafka_cleanshutdown"))
+    for name in torn:
+        pdir = os.path.join(d, name)
+        last = max(n for n in os.listdir(pdir) if n.endswith(".log"))
+        with open(os.path.join(pdir, last), "ab") as f:
+            f.write(bytes(8) + b"\x00\x00\x01\x00" + b"torn")
+
+
+def _loads(monkeypatch):
+    """Record the (topic, partition, thread name) of every load_log the manager makes."""
+    import threading
+
+    from kafkafs.log import manager as manager_module
+
+    seen = []
+    real = manager_module.load_log
+
+    def recording(pdir, topic, partition, *args, **kw):
+        seen.append((topic, partition, threading.current_thread().name))
+        return real(pdir, topic, partition, *args, **kw)
+
+    monkeypatch.setattr(manager_module, "load_log", recording)
+    return seen
+
+
+def _contents(m):
+    return {tp: [(r.offset, r.value) for r in lg.records()] for tp, lg in sorted(m.logs.items())}
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_recovery_threads_recover_every_partition(tmp_path, monkeypatch, threads):
+    """``num.recovery.threads.per.data.dir``: the partitions of a log dir are loaded on that
+    many threads (Kafka's ``LogManager.loadLogs``) with the same outcome as one: every torn
+    tail truncated, every record there, the logs listed in order."""
+    d = str(tmp_path / "logs")
+    props = _many(d)
+    ref = str(tmp_path / "ref")
+    shutil.copytree(d, ref)
+    names = sorted(n for n in os.listdir(d) if os.path.isdir(os.path.join(d, n)))
+    _crash(d, torn=names)
+    seen = _loads(monkeypatch)
+    m = start([d], **props, **{"num.recovery.threads.per.data.dir": str(threads)})
+    assert list(m.logs) == sorted(m.logs)
+    assert all(lg.log_end_offset == 12 and lg.recovery_point == 12 for lg in m.logs.values())
+    got = _contents(m)
+    assert m.shutdown() is True
+    if threads > 1:
+        assert len({name for _t, _p, name in seen}) > 1  # not all in one thread
+        assert all(name.startswith("log-recovery") for _t, _p, name in seen)
+    r = start([ref], **props)
+    assert got == _contents(r)
+    r.shutdown()
+
+
+def test_recovery_threads_raise_the_first_failure_in_listing_order(tmp_path, monkeypatch):
+    from kafkafs.log import manager as manager_module
+
+    d = str(tmp_path / "logs")
+    props = _many(d)
+    real = manager_module.load_log
+
+    def failing(pdir, topic, partition, *args, **kw):
+        if (topic, partition) in (("b", 1), ("c", 2)):
+            raise OSError(5, f"disk error in {topic}-{partition}")
+        return real(pdir, topic, partition, *args, **kw)
+
+    monkeypatch.setattr(manager_module, "load_log", failing)
+    m = LogManager(BrokerConfig.from_properties(
+        {**props, "num.recovery.threads.per.data.dir": "3"}).with_log_dirs([d]))
+    with pytest.raises(OSError, match="disk error in b-1"):
+        m.startup()
+    # the marker went before the loads (KAFKA-10471): the next start recovers
+    assert not os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))
+    monkeypatch.undo()
+    start([d], **props).shutdown()  # the lock was released
+
+
+def test_a_lazy_manager_loads_only_what_is_used_and_keeps_the_rest_as_it_was(tmp_path,
+                                                                            monkeypatch):
+    """The command-line tools' manager: the startup lists the partition dirs and loads none;
+    a partition is loaded when first used; the checkpoints keep the entries of the others
+    byte for byte (a log start offset above 0 too); a clean start ends with the marker."""
+    d = str(tmp_path / "logs")
+    props = _many(d)
+    m = start([d], **props)
+    m.get_log("c", 3).log_start_offset = 5  # a log start offset above 0 to keep
+    assert m.shutdown() is True
+    checkpoints = {n: read_bytes(os.path.join(d, n)) for n in
+                   ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint")}
+    assert b"c 3 5" in checkpoints["log-start-offset-checkpoint"]
+    seen = _loads(monkeypatch)
+    m = LogManager(BrokerConfig.from_properties(props).with_log_dirs([d]), lazy=True)
+    m.startup()
+    assert not os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))  # as Kafka's startup
+    assert (m.loaded(), m.topics(), m.partitions("b")) == (0, ["a", "b", "c"], [0, 1, 2, 3])
+    assert seen == []
+    lg = m.get_log("b", 2)
+    assert lg is m.get_log("b", 2) and [(t, p) for t, p, _n in seen] == [("b", 2)]
+    lg.append([(5000, None, b"new", ())])
+    assert m.shutdown() is True
+    assert [(t, p) for t, p, _n in seen] == [("b", 2)]
+    assert os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))
+    assert read_bytes(os.path.join(d, "log-start-offset-checkpoint")) == \
+        checkpoints["log-start-offset-checkpoint"]
+    points = ckpt.read_offset_checkpoint(os.path.join(d, "recovery-point-offset-checkpoint"))
+    assert points == {**ckpt.parse_offset_checkpoint(
+        checkpoints["recovery-point-offset-checkpoint"], "before"), ("b", 2): 13}
+    m = start([d], **props)
+    assert m.get_log("b", 2).log_end_offset == 13 and m.get_log("c", 3).log_start_offset == 5
+    m.shutdown()
+
+
+def test_a_lazy_writer_after_a_crash_leaves_the_others_to_the_next_full_load(tmp_path):
+    """After an unclean shutdown a lazy writer recovers the partitions it uses; its clean
+    shutdown does not write the marker while others were never loaded (recovered), so the
+    next full load recovers them: a torn tail in one the writer never touched is truncated
+    then. A lazy writer that loaded every partition writes the marker."""
+    d = str(tmp_path / "logs")
+    props = _many(d)
+    _crash(d, torn=["a-0", "c-1"])
+    m = LogManager(BrokerConfig.from_properties(props).with_log_dirs([d]), lazy=True)
+    m.startup()
+    lg = m.get_log("a", 0)
+    assert lg.log_end_offset == 12  # recovered: the torn tail is gone
+    lg.append([(5000, None, b"new", ())])
+    assert m.shutdown() is True
+    assert not os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))
+    torn = os.path.join(d, "c-1")
+    last = os.path.join(torn, max(n for n in os.listdir(torn) if n.endswith(".log")))
+    size = os.path.getsize(last)
+    m = LogManager(BrokerConfig.from_properties(props).with_log_dirs([d]), lazy=True)
+    m.startup()
+    m.load_all()
+    assert os.path.getsize(last) == size - 16  # recovered now
+    assert m.get_log("c", 1).log_end_offset == 12 and m.get_log("a", 0).log_end_offset == 13
+    assert m.shutdown() is True
+    assert os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))
+
+
+def test_a_lazy_manager_deletes_and_alters_topics_without_loading_them(tmp_path, monkeypatch):
+    d = str(tmp_path / "logs")
+    props = _many(d)
+    topic_id = ckpt.read_partition_metadata(os.path.join(d, "b-0", "partition.metadata"))
+    seen = _loads(monkeypatch)
+    m = LogManager(BrokerConfig.from_properties(props).with_log_dirs([d]), lazy=True)
+    m.startup()
+    m.delete_topic("a")
+    m.add_partitions("b", 6)
+    m.alter_topic_config("b", {"retention.ms": "1000"})
+    assert m.topics() == ["b", "c"] and m.partitions("b") == list(range(6))
+    assert [(t, p) for t, p, _n in seen] == []
+    assert m.shutdown() is True
+    assert not any(n.startswith("a-") for n in os.listdir(d))
+    assert ckpt.read_partition_metadata(os.path.join(d, "b-5", "partition.metadata")) == \
+        topic_id
+    points = ckpt.read_offset_checkpoint(os.path.join(d, "recovery-point-offset-checkpoint"))
+    assert {t for t, _p in points} == {"b", "c"} and points[("b", 5)] == 0
+    assert points[("b", 0)] == 12
+    m = start([d], **props)
+    assert m.get_log("b", 0).config.retention_ms == 1000 and m.topics() == ["b", "c"]
+    m.shutdown()
+
+
+def test_a_lazy_load_that_fails_or_finds_the_dir_gone_loses_nothing(tmp_path, monkeypatch):
+    """A partition dir removed after the listing: its first use is a clear
+    UnknownTopicOrPartitionError naming the dir, the others work. A load that fails (a disk
+    error) fails that use only: the partition stays as it was, checkpoint entries kept."""
+    from kafkafs.log import manager as manager_module
+
+    d = str(tmp_path / "logs")
+    props = _many(d)
+    before = ckpt.read_offset_checkpoint(os.path.join(d, "recovery-point-offset-checkpoint"))
+    m = LogManager(BrokerConfig.from_properties(props).with_log_dirs([d]), lazy=True)
+    m.startup()
+    shutil.rmtree(os.path.join(d, "a-1"))
+    with pytest.raises(UnknownTopicOrPartitionError,
+                       match="a-1 cannot be used: its directory .*a-1 disappeared"):
+        m.get_log("a", 1)
+    assert m.partitions("a") == [0, 2, 3]
+    real = manager_module.load_log
+    calls = []
+
+    def failing(*args, **kw):
+        calls.append(args[1:3])
+        if len(calls) == 1:
+            raise OSError(5, "disk error")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(manager_module, "load_log", failing)
+    with pytest.raises(OSError, match="disk error"):
+        m.get_log("b", 0)
+    assert m.loaded() == 0 and m.partitions("b") == [0, 1, 2, 3]
+    assert m.get_log("b", 0).log_end_offset == 12  # tried again on the next use
+    assert m.shutdown() is True
+    after = ckpt.read_offset_checkpoint(os.path.join(d, "recovery-point-offset-checkpoint"))
+    assert after == {tp: v for tp, v in before.items() if tp != ("a", 1)}

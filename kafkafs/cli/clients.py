@@ -315,6 +315,7 @@ def run_consume(args) -> int:
     out = sys.stdout.buffer
     count = 0
     try:
+        # the topic's partitions only are loaded (the one asked for, with --partition)
         parts = manager.partitions(args.topic)
         if not parts:
             raise CliError(f"Topic '{args.topic}' does not exist")
@@ -324,6 +325,8 @@ def run_consume(args) -> int:
             if args.partition not in parts:
                 raise CliError(f"Partition {args.partition} of topic '{args.topic}' does not exist")
             parts = [args.partition]
+        else:
+            parts = manager.load_topic(args.topic)  # (one it cannot read is left out)
         positions = {}
         for p in parts:
             lg = manager.get_log(args.topic, p)
@@ -419,7 +422,7 @@ def run_get_offsets(args) -> int:
         if args.partitions:
             wanted = {int(x) for x in args.partitions.split(",") if x.strip()}
         for t in topics:
-            for p in manager.partitions(t):
+            for p in manager.load_topic(t):  # that topic's partitions only are loaded
                 if wanted is not None and p not in wanted:
                     continue
                 found = manager.get_log(t, p).offset_for_timestamp(when)

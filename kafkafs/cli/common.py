@@ -4,7 +4,8 @@ The log dirs come from ``--log-dirs``, else ``log.dirs`` of ``--config``, else
 ``$KAFKAFS_LOG_DIRS``, else the per-user default ``$XDG_DATA_HOME/kafkafs/logs``
 (``~/.local/share/kafkafs/logs``), which is also where ``kafkafs demo`` keeps its data.
 Readers open the dirs read-only and never take the lock, so they run beside a daemon;
-writers take the lock and refuse clearly while a daemon (or broker) holds it.
+writers take the lock and refuse clearly while a daemon (or broker) holds it. Either loads a
+partition only when it first uses it (:func:`open_manager`).
 """
 
 from __future__ import annotations
@@ -137,17 +138,23 @@ def _config_names_dirs(path: str) -> bool:
     return bool(props.get("log.dirs") or props.get("log.dir"))
 
 
-def open_manager(args, *, write: bool, job: Job | None = None) -> LogManager:
+def open_manager(args, *, write: bool, job: Job | None = None,
+                 lazy: bool = True) -> LogManager:
     """Start a LogManager for the command. Readers: read-only, no lock. Writers: take the
     lock or fail with a clear CliError naming who holds it and, for a kafkafs daemon, the
-    command that does ``job`` through its mount (:mod:`kafkafs.cli.holder`)."""
+    command that does ``job`` through its mount (:mod:`kafkafs.cli.holder`).
+
+    ``lazy`` (default): the partition dirs are listed, and a partition is loaded (recovered,
+    for a writer after an unclean shutdown) only when the command first uses it
+    (:class:`~kafkafs.log.manager.LogManager`'s lazy mode): a command on one topic opens
+    that topic's dirs only, whatever else the log dirs hold."""
     config = broker_config(args)
     if not write:
         dirs = [d for d in config.log_dirs if os.path.isdir(d)]
         if not dirs:
             raise CliError(f"no log directory found at {', '.join(config.log_dirs)}")
         config = config.with_log_dirs(dirs)
-    manager = LogManager(config, read_only=not write)
+    manager = LogManager(config, read_only=not write, lazy=lazy)
     try:
         manager.startup()
     except LogDirLockedError:

@@ -54,7 +54,8 @@ def _progress(enabled: bool):
 
 def run(args) -> int:
     try:
-        manager = open_manager(args, write=True, job=_job(args))
+        # every partition loaded: the cleaner's checkpoint keeps the entries of live logs only
+        manager = open_manager(args, write=True, job=_job(args), lazy=False)
     except CliError:
         mnt = mount_serving(broker_config(args).log_dirs)
         if mnt is None:

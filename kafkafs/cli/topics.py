@@ -56,7 +56,7 @@ def run(args) -> int:
             cm = LogCleanerManager(manager.config.log_dirs, manager.logs, read_only=True)
             saved = cleaner_status.load(manager.config.log_dirs)
             for t in topics:
-                if not manager.partitions(t):
+                if not manager.load_topic(t):  # that topic's partitions only are loaded
                     raise CliError(f"Topic '{t}' does not exist as expected")
                 _describe(manager, t, cm, saved)
         elif args.create:

@@ -78,6 +78,8 @@ PROBLEM = "problem"
 NOTE = "note"
 #: loader actions on files a running daemon leaves behind for a while (.deleted, .cleaned, .swap)
 LEFTOVER_KINDS = ("stray-file", "invalid-swap", "swapped-out", "swap")
+#: loader actions on a segment's indexes: a recovery of the segment fixes them too
+INDEX_KINDS = ("missing-index", "corrupt-index")
 
 
 @dataclass
@@ -366,6 +368,11 @@ class _Inspector:
             self.partitions[tp] = path
         self.report.partitions = sorted(p.rsplit("/", 1)[-1] for p in self.partitions.values())
         clean = self._check_marker(live)
+        if live:
+            # the holder recovered these logs when it started and writes the marker when it
+            # stops: a startup now is not a recovery to simulate (findings still come from
+            # verifying every segment)
+            clean = True
         recovery, starts = self._check_checkpoints(live)
         for tp, path in sorted(self.partitions.items()):
             cfg = self.config.log.with_overrides(overrides.get(tp[0], {}))
@@ -488,6 +495,9 @@ class _Inspector:
             return
         thorough = _as_readers_see_it(thorough, pdir, tp, cfg, log_start)
         at_startup = {_key(a) for a in startup}
+        # a startup that recovers a segment rebuilds its indexes without checking them
+        # first (KAFKA-7283): what is wrong with them is fixed at startup all the same
+        rebuilt = {a.base_offset for a in startup if a.kind in REVALIDATION_KINDS}
         revalidated = [a for a in startup if a.kind in REVALIDATION_KINDS]
         if revalidated:
             first = revalidated[0].base_offset
@@ -508,7 +518,9 @@ class _Inspector:
                 severity = NOTE
                 action = f"expected while the log dir is in use; at the next startup: {action}"
             self.add(a.kind, a.path, a.message, action, partition=name, severity=severity,
-                     repairable=repairable, at_startup=_key(a) in at_startup,
+                     repairable=repairable,
+                     at_startup=_key(a) in at_startup or (a.kind in INDEX_KINDS
+                                                          and a.base_offset in rebuilt),
                      position=a.position, nbytes=a.nbytes)
 
 

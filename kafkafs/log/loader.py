@@ -12,7 +12,9 @@ Order, as Kafka does it:
    ``<offset>.snapshot.tmp`` files (a snapshot kafkafs was writing when it died).
 3. Open every ``.log`` in offset order; a segment whose index files are missing or fail the
    sanity check (the active segment's offset and time indexes, every segment's
-   ``.txnindex``: Kafka's ``TransactionIndex.sanityCheck``) is recovered on its own.
+   ``.txnindex``: Kafka's ``TransactionIndex.sanityCheck``) is recovered on its own. After
+   an unclean shutdown the segments step 4 recovers are not checked (KAFKA-7283: they are
+   validated and their indexes rebuilt anyway).
 4. After an unclean shutdown, recover every segment from the recovery point on: validate
    every batch, rebuild the indexes, truncate at the first invalid batch and delete every
    later segment.
@@ -49,6 +51,7 @@ index is rebuilt, and recovery runs from the first segment with invalid data on.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable
@@ -79,6 +82,10 @@ from .safeio import TMP_SUFFIX
 from .segment import LogSegment, SegmentScan
 
 log = logging.getLogger(__name__)
+
+#: the loader parses every name of every partition dir several times: the names repeat from
+#: one partition to the next (00000000000000000000.log, ...)
+_parse = functools.lru_cache(maxsize=1 << 16)(parse_segment_filename)
 
 #: kinds of :class:`LoadAction`, in the order the loader meets them
 ACTION_KINDS = (
@@ -152,6 +159,7 @@ class _Executor:
         self.actions: list[LoadAction] = []
         self.segments: list[LogSegment] = []  # set by _load_segments: recovery replays them
         self.log_start_offset = 0
+        self._names: set[str] | None = None
 
     def report(self, action: LoadAction) -> None:
         self.actions.append(action)
@@ -164,17 +172,27 @@ class _Executor:
             self.on_action(action)
 
     def names(self) -> set[str]:
-        return self.pdir.files()
+        # listed once, then kept up to date by unlink and rename (the steps change names
+        # through them only; opening a .swap segment may create a file: listed again)
+        if self._names is None:
+            self._names = self.pdir.files()
+        return set(self._names)
 
     def unlink(self, name: str, action: LoadAction) -> None:
         self.pdir.unlink(name)
+        if self._names is not None:
+            self._names.discard(name)
         self.report(action)
 
     def rename(self, old: str, new: str, action: LoadAction) -> None:
         self.pdir.rename(old, new)
+        if self._names is not None:
+            self._names.discard(old)
+            self._names.add(new)
         self.report(action)
 
     def swap_next_offset(self, base: int) -> int:
+        self._names = None
         swap = LogSegment(self.pdir, base, self.config, suffix=SWAP_SUFFIX,
                           check_indexes=False)
         try:
@@ -329,7 +347,7 @@ class _Planner:
 def _remove_leftovers(ops) -> None:
     dir = ops.dir
     names = ops.names()
-    parsed = [(n, parse_segment_filename(n)) for n in sorted(names)]
+    parsed = [(n, _parse(n)) for n in sorted(names)]
     cleaned = [p[0] for n, p in parsed if p and p[2] == CLEANED_SUFFIX]
     min_cleaned = min(cleaned) if cleaned else None
     log_swaps = []
@@ -358,7 +376,7 @@ def _remove_leftovers(ops) -> None:
         lo = min(log_swaps)
         hi = max(max(ops.swap_next_offset(b), b + 1) for b in log_swaps)
         for name in sorted(ops.names()):
-            p = parse_segment_filename(name)
+            p = _parse(name)
             if p and p[2] == "" and lo <= p[0] < hi:
                 ops.unlink(name, LoadAction(
                     "swapped-out", os.path.join(dir, name),
@@ -368,7 +386,7 @@ def _remove_leftovers(ops) -> None:
     # every remaining .swap file is renamed, a log's or an index's alone (a swap interrupted
     # between the renames of a segment's files)
     for name in sorted(ops.names()):
-        p = parse_segment_filename(name)
+        p = _parse(name)
         if p and p[2] == SWAP_SUFFIX:
             final = f"{filename_prefix(p[0])}{p[1]}"
             ops.rename(name, final, LoadAction(
@@ -378,7 +396,7 @@ def _remove_leftovers(ops) -> None:
     # indexes without a log file
     names = ops.names()
     for name in sorted(names):
-        p = parse_segment_filename(name)
+        p = _parse(name)
         if p and p[2] == "" and p[1] in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX) \
                 and f"{filename_prefix(p[0])}{LOG_SUFFIX}" not in names:
             path = os.path.join(dir, name)
@@ -587,7 +605,7 @@ def _load_segments(ops, *, recovery_point: int, log_start_offset: int,
     _remove_leftovers(ops)
     _remove_corrupt_snapshots(ops)
     names = ops.names()
-    bases = sorted(p[0] for p in map(parse_segment_filename, names)
+    bases = sorted(p[0] for p in map(_parse, names)
                    if p and p[1] == LOG_SUFFIX and p[2] == "")
     segments = [ops.open_segment(b) for b in bases]
     ops.segments = segments
@@ -603,6 +621,11 @@ def _load_segments(ops, *, recovery_point: int, log_start_offset: int,
         if first_bad is not None:
             start = first_bad if had_clean_shutdown else min(recovery_point, first_bad)
             recovery_point, had_clean_shutdown = start, False
+    # the segments step 4 recovers anyway (rebuilding every index): their indexes are not
+    # checked first (KAFKA-7283), which spares a crashed log the opening of its active
+    # segment's preallocated indexes twice
+    recovered_from = None if had_clean_shutdown or not segments else \
+        _floor_base(segments, recovery_point)
     for seg in segments:
         missing = _missing_index(seg, names)
         if missing is not None:
@@ -611,12 +634,13 @@ def _load_segments(ops, *, recovery_point: int, log_start_offset: int,
                 f"recover the segment: {_REBUILD}", base_offset=seg.base_offset))
             continue
         reason = rebuild.get(seg.base_offset)
-        if reason is None:
+        if reason is None and (recovered_from is None or seg.base_offset < recovered_from):
             try:
                 if seg is segments[-1]:
                     ops.sanity_check(seg)
-                else:
-                    # LogSegment.sanityCheck: the transaction index of every segment
+                elif filename_prefix(seg.base_offset) + TXN_INDEX_SUFFIX in names:
+                    # LogSegment.sanityCheck: the transaction index of every segment (a
+                    # missing one is an empty one)
                     seg.txn_index.sanity_check()
             except CorruptIndexError as exc:
                 reason = str(exc)
@@ -744,7 +768,7 @@ def load_log(dir: str | safeio.Dir, topic: str, partition: int, config: LogConfi
                                   had_clean_shutdown=had_clean_shutdown, thorough=thorough)
     else:
         names = pdir.files()
-        bases = sorted(p[0] for p in map(parse_segment_filename, names)
+        bases = sorted(p[0] for p in map(_parse, names)
                        if p and p[1] == LOG_SUFFIX and p[2] == "")
         segments = [LogSegment(pdir, b, config, writable=False) for b in bases]
     if not segments:
