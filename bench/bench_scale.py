@@ -339,6 +339,147 @@ def fig_recovery(run: Run) -> None:
     run.umount()
 
 
+def _rss_mb(run: Run) -> float:
+    return run.daemon_rss_kb() / 1024
+
+
+def _read_all(paths: list[str], parallel: int = 4) -> None:
+    """``cat`` every path to /dev/null, ``parallel`` at a time (xargs -P)."""
+    subprocess.run(["xargs", "-0", "-P", str(parallel), "-n", "50", "cat"],
+                   input=b"\0".join(p.encode() for p in paths), stdout=subprocess.DEVNULL,
+                   check=True)
+
+
+def fig_memory(run: Run) -> None:
+    """The daemon's RSS after reading every view (``messages``, ``records.jsonl``) of every
+    partition once, the files closed (target <= 300 MB), and with 200 ``tail -f`` readers
+    of as many partitions while 10 appenders write to them."""
+    run.mount()
+    report("daemon RSS after the mount", _rss_mb(run), "MB")
+    parts = [os.path.join(run.mnt, t, p) for t in sorted(os.listdir(run.mnt))
+             for p in sorted(os.listdir(os.path.join(run.mnt, t))) if p.isdigit()]
+    t = time.monotonic()
+    _read_all([os.path.join(p, v) for p in parts for v in ("messages", "records.jsonl")])
+    took = time.monotonic() - t
+    time.sleep(1)
+    report("daemon RSS after reading every view once", _rss_mb(run), "MB", 300,
+           note=f"  ({2 * len(parts)} files in {took:.1f} s)")
+    readers = [subprocess.Popen(["tail", "-n", "1", "-f", os.path.join(p, "messages")],
+                                stdout=subprocess.DEVNULL) for p in parts[:200]]
+    stop = threading.Event()
+    counts = [0]
+    writers = [threading.Thread(target=_appender_of, args=(parts[i:200:10], stop, counts))
+               for i in range(10)]
+    for w in writers:
+        w.start()
+    time.sleep(run.args.append_seconds)
+    peak = _rss_mb(run)
+    stop.set()
+    for w in writers:
+        w.join()
+    for r in readers:
+        r.kill()
+        r.wait()
+    report("daemon RSS with 200 tail -f and 10 appenders", peak, "MB",
+           note=f"  ({counts[0]} appends of 30 lines)")
+    time.sleep(1)
+    report("daemon RSS after they stopped", _rss_mb(run), "MB", 300)
+    run.umount()
+
+
+def _appender_of(parts: list[str], stop: threading.Event, counts: list[int]) -> None:
+    chunk = b"".join((b"mem-%04d-" % i).ljust(120, b"z") + b"\n" for i in range(30))
+    while not stop.is_set():
+        for p in parts:
+            with open(os.path.join(p, "append"), "ab") as f:
+                f.write(chunk)
+            counts[0] += 1
+
+
+def _drop_caches() -> None:
+    subprocess.run(["sync"], check=True)
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def _timed(cmd: str) -> tuple[float, bytes]:
+    t = time.monotonic()
+    r = subprocess.run(cmd, shell=True, capture_output=True, check=True)
+    return time.monotonic() - t, r.stdout
+
+
+def fig_large(run: Run) -> None:
+    """One partition of ``--large-records`` records of 150 B (53 M: 8 GB), written with the
+    log layer (as a broker's copy or a bulk load: its views never seen by a daemon), then
+    after a cold mount (page cache dropped): the first byte of ``records.jsonl`` and of
+    ``messages`` (``head -c 100``; target <= 100 ms), ``tail -n 10 messages`` never seen
+    (a full pass: no target can hold), then after that read and a cold remount (target <=
+    2 s); and the same for a partition of ``--through-mb`` MB appended through the mount."""
+    n = run.args.large_records
+    data = (run.args.data + f"-large-{n}") if run.args.data else os.path.join(run.work, "large")
+    if not os.path.isdir(data):
+        t = time.monotonic()
+        build_partition(data, "big", n)
+        print(f"# built a partition of {n} records in {time.monotonic() - t:.1f} s", flush=True)
+    size = sum(os.path.getsize(os.path.join(data, "big-0", f))
+               for f in os.listdir(os.path.join(data, "big-0")) if f.endswith(".log"))
+    big = Run(run.work, data, run.code, run.args)
+    shutil.rmtree(os.path.join(run.work, "cache"), ignore_errors=True)  # no marks: never seen
+    pdir = os.path.join(big.mnt, "big", "0")
+    _drop_caches()
+    big.mount()
+    gb = f"{size / 1e9:.1f} GB, {n / 1e6:g} M records"
+    took, _ = _timed(f"head -c 100 {pdir}/records.jsonl")
+    report(f"never seen, cold: head -c 100 records.jsonl ({gb})", took * 1000, "ms", 100)
+    took, _ = _timed(f"head -c 100 {pdir}/messages")
+    report("never seen, cold: head -c 100 messages", took * 1000, "ms", 100)
+    took, out = _timed(f"tail -n 10 {pdir}/messages")
+    assert out.splitlines()[-1].startswith(b"value-%d-" % (n - 1)), out[-200:]
+    report("never seen, cold: tail -n 10 messages (a full pass)", took, "s")
+    big.umount()
+    _drop_caches()
+    big.mount()
+    took, out = _timed(f"tail -n 10 {pdir}/messages")
+    assert out.splitlines()[-1].startswith(b"value-%d-" % (n - 1)), out[-200:]
+    report("read once before, cold remount: tail -n 10 messages", took, "s", 2)
+    big.umount()
+    run.peak_fds = max(run.peak_fds, big.peak_fds)
+
+    # a partition written through the mount
+    through = os.path.join(run.work, "through")
+    shutil.rmtree(through, ignore_errors=True)
+    os.makedirs(through)
+    w = Run(run.work, through, run.code, run.args)
+    w.cli("topics", "--create", "--topic", "w", "--partitions", "1")
+    w.mount()
+    line = b"through-%09d-".ljust(150, b"w") + b"\n"
+    per = (1 << 20) // len(line)
+    total = run.args.through_mb * (1 << 20) // len(line) // per * per
+    t = time.monotonic()
+    with open(os.path.join(w.mnt, "w", "0", "append"), "ab", buffering=0) as f:
+        for start in range(0, total, per):
+            f.write(b"".join(line % i for i in range(start, start + per)))
+    took = time.monotonic() - t
+    report(f"through the mount: append {total * len(line) / 1e6:.0f} MB", took, "s",
+           note=f"  ({total * len(line) / 1e6 / took:.0f} MB/s)")
+    deadline = time.monotonic() + 600
+    while os.stat(os.path.join(w.mnt, "w", "0", "messages")).st_size < total * len(line) - 1:
+        if time.monotonic() > deadline:
+            raise RuntimeError("messages was not measured in 600 s")
+        time.sleep(0.5)
+    report("through the mount: measured after the last append", time.monotonic() - t - took,
+           "s")
+    w.umount()
+    _drop_caches()
+    w.mount()
+    took, out = _timed(f"tail -n 10 {w.mnt}/w/0/messages")
+    assert out.splitlines()[-1].startswith(b"through-%09d-" % (total - 1)), out[-200:]
+    report("written through the mount, cold remount: tail -n 10", took, "s", 2)
+    w.umount()
+    run.peak_fds = max(run.peak_fds, w.peak_fds)
+    shutil.rmtree(through, ignore_errors=True)
+
+
 def fig_descriptors(run: Run) -> None:
     """The peak of open descriptors over every daemon so far, against the budget."""
     budget = DEFAULT_MAX_OPEN_FILES + BUDGET_HEADROOM
@@ -351,6 +492,8 @@ FIGURES: dict[str, Callable[[Run], None]] = {
     "cli": fig_cli,
     "crash": fig_crash,
     "recovery": fig_recovery,
+    "memory": fig_memory,
+    "large": fig_large,
     "fds": fig_descriptors,
 }
 
@@ -363,6 +506,10 @@ def main() -> None:
     ap.add_argument("--segment-bytes", type=int, default=16384)
     ap.add_argument("--append-seconds", type=float, default=5.0,
                     help="appending before the kill -9")
+    ap.add_argument("--large-records", type=int, default=53_000_000,
+                    help="records of 150 B in the large partition (53 M: 8 GB)")
+    ap.add_argument("--through-mb", type=int, default=8192,
+                    help="MB appended through the mount for the large-partition figure")
     ap.add_argument("--skip-check", action="store_true", help="no check figures (slow)")
     ap.add_argument("--data", help="keep the generated log dir here (reused when it exists)")
     ap.add_argument("--code", default=ROOT, help="the checkout whose daemon and CLI run")
