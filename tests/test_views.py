@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import weakref
 
 from kafkafs.fs import views
 from kafkafs.fs.views import LineView, measure_messages, render_jsonl, render_messages
@@ -159,4 +160,45 @@ def test_a_read_goes_on_past_a_chunk_that_renders_as_nothing(log_dir):
     assert len(v._pos) == 3  # the aborted transaction has a chunk of its own
     assert v.read(0, 4096) == b"before\nafter\n"
     assert v.read(3, 4096) == b"ore\nafter\n"
+    lg.close()
+
+
+def test_the_background_measurer_follows_a_view_it_began_while_appends_outrun_it(
+        log_dir, monkeypatch):
+    """fs.measure: a view the measurer began while its unmeasured part was small is followed
+    to the log end on later passes even when appends made the rest larger than
+    UNMEASURED_LIMIT meanwhile (an 8 GB partition written through the mount at 200 MB/s
+    stayed at size 0); a view it never began and that is too large is left alone."""
+    import trio
+
+    from kafkafs.fs import measure
+
+    monkeypatch.setattr(measure, "UNMEASURED_LIMIT", 1000)
+    monkeypatch.setattr(measure, "MEASURE_STEP_BYTES", 100)
+    monkeypatch.setattr(views, "MARK_BYTES", 50)
+    lg = make_log(log_dir)
+    line = [(1000, None, b"x" * 19, ())]  # 20 bytes of messages each
+    for _ in range(40):
+        lg.append(line)  # 800 bytes of view, ~2.8 KB of segment: over the limit in log bytes
+    v = LineView(lg, render_messages, measure_messages)
+    monkeypatch.setattr(measure, "UNMEASURED_LIMIT", v.unmeasured_bytes())
+    real_step = v.measure_step
+
+    def outrun(max_bytes):  # appends land faster than the steps measure
+        for _ in range(10):
+            lg.append(line)
+        return real_step(max_bytes)
+
+    v.measure_step = outrun
+    begun = weakref.WeakSet()
+    trio.run(measure._measure_view, v, begun)
+    assert not v.is_current() and not v.ever_sized and v in begun
+    assert v.unmeasured_bytes() > measure.UNMEASURED_LIMIT
+    v.measure_step = real_step
+    trio.run(measure._measure_view, v, begun)
+    assert v.is_current() and v.size == len(expected_messages(lg))
+
+    other = LineView(lg, render_messages, measure_messages)  # never begun, too large
+    trio.run(measure._measure_view, other, weakref.WeakSet())
+    assert other.end_offset is None
     lg.close()

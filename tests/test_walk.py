@@ -10,6 +10,7 @@ import os
 import stat
 import subprocess
 import tarfile
+import threading
 import time
 
 import pytest
@@ -316,3 +317,58 @@ def test_a_partition_written_through_the_mount_stays_sized(mount_factory, tmp_pa
     assert sh(f"tail -n 1 {m.path('w', '0', 'messages')}").stdout == \
         b"line-0199999-" + b"z" * 100 + b"\n"
     assert os.stat(m.path("w", "0", "records.jsonl")).st_size > want  # measured too
+
+
+def test_the_size_of_a_growing_view_never_goes_back(mount_factory):
+    """``stat`` of ``messages``/``records.jsonl`` while appenders write through the mount:
+    a size never goes down (a getattr that brought the view up to date while an append
+    landed once answered 0 as if the view had never been measured, and ``tail -f`` said
+    "file truncated" and printed the file again), and ``tail -f`` prints each line once."""
+    m = mount_factory()
+    os.mkdir(m.path("g"))
+    append = m.path("g", "0", "append")
+    with open(append, "ab") as f:
+        f.write(b"".join(b"first-%03d\n" % i for i in range(100)))
+    stop = threading.Event()
+    written = [100]
+
+    def appender():
+        chunk = b"".join(b"more-%05d-%s\n" % (i, b"y" * 60) for i in range(20))
+        while not stop.is_set():
+            with open(append, "ab") as f:
+                f.write(chunk)
+            written[0] += 20
+
+    tail = subprocess.Popen(["tail", "-n", "+1", "-f", "-s", "0.05", m.path("g", "0", "messages")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    threads = [threading.Thread(target=appender) for _ in range(2)]
+    for t in threads:
+        t.start()
+    last = {"messages": 0, "records.jsonl": 0}
+    deadline = time.monotonic() + 4
+    stats = 0
+    try:
+        while time.monotonic() < deadline:
+            for name in last:
+                size = os.stat(m.path("g", "0", name)).st_size
+                assert size >= last[name], (name, last[name], size, stats)
+                last[name] = size
+                stats += 1
+        stop.set()
+        for t in threads:
+            t.join()
+        want = os.stat(m.path("g", "0", "messages")).st_size
+        deadline = time.monotonic() + 20
+        out = b""
+        os.set_blocking(tail.stdout.fileno(), False)
+        while len(out) < want and time.monotonic() < deadline:
+            out += tail.stdout.read() or b""
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        tail.kill()
+        _, err = tail.communicate()
+    assert b"truncated" not in err, err
+    assert len(out) == want and out.count(b"\n") == written[0]

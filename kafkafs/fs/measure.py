@@ -6,10 +6,11 @@ A view's size is the length of its text, which only a pass over the records give
 until a read reaches its end. So the daemon measures, a step at a time and off the event
 loop, both views of every partition that grows while it runs (appends through
 the mount, a bulk load, a live broker followed by a read-only mount), as long as the view
-was measured before or what is left to measure is at most ``UNMEASURED_LIMIT`` bytes of
-segments: a partition written through kafkafs from the start is always sized, at the cost
-of one native pass over each byte appended, while a broker's partitions of many GB are not
-read whole behind the user's back. The marks of views that moved are saved every
+was measured before, or this measurer began on it, or what is left to measure is at most
+``UNMEASURED_LIMIT`` bytes of segments: a partition written through kafkafs from the start
+is always sized, at the cost of one native pass over each byte appended (even while
+appends outrun a pass: the view it began is followed to its end), while a broker's
+partitions of many GB are not read whole behind the user's back. The marks of views that moved are saved every
 ``log.flush.offset.checkpoint.interval.ms`` (and at unmount), so a remount, even after a
 crash, knows the sizes without a scan: ``tail -n`` of a large partition then reads only
 its end.
@@ -18,6 +19,7 @@ its end.
 from __future__ import annotations
 
 import logging
+import weakref
 
 import trio
 import trio.lowlevel
@@ -38,6 +40,9 @@ async def keep_views_measured(fs, save_interval_ms: int) -> None:
     module), and every ``save_interval_ms`` save the marks of the views that moved
     (:meth:`~kafkafs.fs.operations.KafkaFS.save_views`)."""
     seen = {tp: lg.log_end_offset for tp, lg in list(fs.manager.logs.items())}
+    # views this measurer began: followed whatever is left of them (weak: a view dropped
+    # with its partition goes)
+    begun: weakref.WeakSet = weakref.WeakSet()
     next_save = now_ms() + save_interval_ms
     while True:
         await trio.sleep(POLL_S)
@@ -47,7 +52,7 @@ async def keep_views_measured(fs, save_interval_ms: int) -> None:
                 continue
             seen[tp] = end
             try:
-                await _measure(fs, tp)
+                await _measure(fs, tp, begun)
             except Exception as exc:  # noqa: BLE001 - a view a read measures again later
                 log.debug("measuring %s-%d: %s", tp[0], tp[1], exc)
         for tp in [tp for tp in seen if tp not in fs.manager.logs]:
@@ -60,17 +65,18 @@ async def keep_views_measured(fs, save_interval_ms: int) -> None:
                 log.warning("cannot save the views' marks: %s", exc)
 
 
-async def _measure(fs, tp: tuple[str, int]) -> None:
+async def _measure(fs, tp: tuple[str, int], begun: weakref.WeakSet) -> None:
     for kind in (T.MESSAGES, T.JSONL):
         if tp not in fs.manager.logs:
             return
-        await _measure_view(fs.view(tp[0], tp[1], kind))
+        await _measure_view(fs.view(tp[0], tp[1], kind), begun)
 
 
-async def _measure_view(v) -> None:
+async def _measure_view(v, begun: weakref.WeakSet) -> None:
     left = await trio.to_thread.run_sync(v.unmeasured_bytes)
-    if not v.ever_sized and left > UNMEASURED_LIMIT:
+    if not v.ever_sized and v not in begun and left > UNMEASURED_LIMIT:
         return
+    begun.add(v)
     # as far as the log went when this pass began: appends meanwhile are the next pass's
     while left > 0 and v.damage is None:
         if await trio.to_thread.run_sync(v.measure_step, MEASURE_STEP_BYTES):

@@ -389,8 +389,12 @@ class KafkaFS(pyfuse3.Operations):
             seg_mtime = lg.active_segment.last_modified_ms() * 1_000_000
             if not v.is_current():
                 # never measured and too large to measure before answering: size unknown,
-                # shown as 0 (as /proc does); cat, grep and tail read it to its end
-                attr = self._attr(node, 0, seg_mtime)
+                # shown as 0 (as /proc does); cat, grep and tail read it to its end. A view
+                # measured before that is behind (an append landed while it was brought up
+                # to date, or the background measurer is part-way) shows what it measured:
+                # a size never goes back (tail -f would say "file truncated" and print the
+                # file again); the next stat asks again.
+                attr = self._attr(node, v.size if v.ever_sized else 0, seg_mtime)
                 attr.attr_timeout = 0
                 return attr
             size = v.size
