@@ -438,6 +438,10 @@ def fig_large(run: Run) -> None:
     report("never seen, cold: tail -n 10 messages (a full pass)", took, "s")
     big.umount()
     _drop_caches()
+    raw, _ = _timed(f"cat {data}/big-0/*.log > /dev/null")
+    report("  reference: cold cat of its .log files", raw, "s",
+           note=f"  (the full pass takes {took / raw:.2f}x)")
+    _drop_caches()
     big.mount()
     took, out = _timed(f"tail -n 10 {pdir}/messages")
     assert out.splitlines()[-1].startswith(b"value-%d-" % (n - 1)), out[-200:]

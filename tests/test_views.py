@@ -201,4 +201,65 @@ def test_the_background_measurer_follows_a_view_it_began_while_appends_outrun_it
     other = LineView(lg, render_messages, measure_messages)  # never begun, too large
     trio.run(measure._measure_view, other, weakref.WeakSet())
     assert other.end_offset is None
+    trio.run(measure._measure_view, other, weakref.WeakSet(), True)  # small when first seen
+    assert other.is_current()
     lg.close()
+
+
+def test_the_background_measurer_sizes_partitions_that_were_small_when_first_seen(
+        manager_factory, monkeypatch):
+    """fs.measure.keep_views_measured: a partition small when the daemon first saw it (at
+    start, or created later) is kept measured however fast it grows (it was skipped for
+    good when more than UNMEASURED_LIMIT landed before the first poll); one already large
+    at start is left to its readers."""
+    import trio
+    import trio.testing
+
+    from kafkafs.fs import measure
+    from kafkafs.fs import tree as T
+
+    monkeypatch.setattr(measure, "UNMEASURED_LIMIT", 2000)
+    monkeypatch.setattr(measure, "POLL_S", 0.01)
+    m = manager_factory()
+    small, large = m.create_topic("small", 1)[0], m.create_topic("large", 1)[0]
+    line = [(1000, None, b"x" * 99, ())]
+    for _ in range(40):
+        large.append(line)
+
+    class FS:  # what the measurer uses of KafkaFS
+        manager = m
+        views: dict = {}
+
+        def view(self, topic, partition, kind):
+            key = (topic, partition, kind)
+            if key not in self.views:
+                self.views[key] = LineView(m.get_log(topic, partition), render_messages,
+                                           measure_messages)
+            return self.views[key]
+
+        def save_views(self, changed_only=False):
+            return 0
+
+    fs = FS()
+
+    async def run():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(measure.keep_views_measured, fs, 60_000)
+            await trio.testing.wait_all_tasks_blocked()  # it noted the partitions as they are
+            later = m.create_topic("later", 1)[0]
+            for _ in range(40):  # all past the limit before the first poll
+                small.append(line)
+                large.append(line)
+                later.append(line)
+            deadline = trio.current_time() + 10
+            while not all(fs.view(t, 0, k).is_current() for t in ("small", "later")
+                          for k in (T.MESSAGES, T.JSONL)):
+                assert trio.current_time() < deadline
+                await trio.sleep(0.01)
+            await trio.sleep(0.1)
+            nursery.cancel_scope.cancel()
+
+    trio.run(run)
+    assert fs.view("small", 0, T.MESSAGES).size == 40 * 100
+    assert fs.view("later", 0, T.MESSAGES).size == 40 * 100
+    assert fs.view("large", 0, T.MESSAGES).end_offset is None
