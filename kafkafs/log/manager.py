@@ -56,7 +56,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from . import checkpoint as ckpt
-from . import handles, safeio
+from . import bulk_commit, handles, safeio
 from .config import BrokerConfig, LogConfig, validate_topic_overrides
 from .errors import (
     CorruptCheckpointError,
@@ -114,6 +114,8 @@ class _Unloaded:
     recovery_point: int
     log_start_offset: int
     clean: bool
+    #: (read-only) where an unfinished bulk commit leaves the partition visible, or None
+    limit: int | None = None
 
     @property
     def dir(self) -> str:
@@ -165,9 +167,13 @@ class LogManager:
         dir (a lazy manager lists them); producer ids already expired are dropped (Kafka
         skips them when it loads a snapshot). The partitions of each log dir are loaded on
         ``num.recovery.threads.per.data.dir`` threads (Kafka's ``LogManager.loadLogs``).
+        A writable manager then finishes the bulk commits a killed writer left unfinished
+        (:func:`kafkafs.log.bulk_commit.finish_interrupted`: rolled forward); a read-only one
+        shows each partition such a commit names only up to where it was before it.
         Raises LogDirLockedError, ReadOnlyFilesystemError (a writable manager on a read-only
         filesystem: nothing is written), OSError (NotADirectoryError when a log dir is some
-        other file), and what loading a partition raises (the first, in listing order)."""
+        other file), what loading a partition raises (the first, in listing order), and
+        CommitRecoveryError (an unfinished commit that cannot be rolled forward)."""
         handles.apply_budget(self.config.kafkafs_max_open_files)
         try:
             for d in self.log_dirs:
@@ -180,6 +186,9 @@ class LogManager:
             self._load_topic_overrides()
             for d in self.log_dirs:
                 self._load_dir(d)
+            if not self.read_only:
+                for d in self.log_dirs:
+                    bulk_commit.finish_interrupted(d, self.get_log)
         except BaseException:
             self._release_locks()
             raise
@@ -253,6 +262,9 @@ class LogManager:
             clean = root.is_file(CLEAN_SHUTDOWN_FILE)
             if clean and not self.read_only:
                 root.unlink(CLEAN_SHUTDOWN_FILE)
+        # a bulk commit that a writer has not finished: readers see its partitions as they
+        # were before it (a writable startup finishes it after loading)
+        limits = bulk_commit.read_limits(d) if self.read_only else {}
         recovery = _read_ckpt(os.path.join(d, RECOVERY_POINT_CHECKPOINT))
         starts = _read_ckpt(os.path.join(d, LOG_START_OFFSET_CHECKPOINT))
         parts = partition_dirs(d)
@@ -265,7 +277,8 @@ class LogManager:
                 log.error("Duplicate log directories for %s-%d: %s and %s; ignoring the second",
                           tp[0], tp[1], known.dir, path)
                 continue
-            entry = _Unloaded(path, d, recovery.get(tp, 0), starts.get(tp, 0), clean)
+            entry = _Unloaded(path, d, recovery.get(tp, 0), starts.get(tp, 0), clean,
+                              limits.get(tp))
             self._unloaded[tp] = entry
             listed.append(tp)
         if not self.lazy:
@@ -322,7 +335,8 @@ class LogManager:
         try:
             lg = load_log(pdir, tp[0], tp[1], self.topic_config(tp[0]),
                           recovery_point=u.recovery_point, log_start_offset=u.log_start_offset,
-                          had_clean_shutdown=u.clean, writable=not self.read_only)
+                          had_clean_shutdown=u.clean, writable=not self.read_only,
+                          limit=u.limit)
         except (OSError, LogError, CorruptRecordError) as exc:
             pdir.close()
             if not self.read_only:

@@ -38,6 +38,7 @@ import os
 import time
 from collections import defaultdict
 
+from ..log import bulk_commit
 from ..log.errors import LogDirLockedError
 from ..log.manager import LogManager, partition_dirs
 from ..log.staging import (
@@ -81,7 +82,13 @@ def publish(plan: WritePlan, messages) -> None:
         _check_runs_present(plan, runs)
         _publish(plan, runs, topics)
     finally:
-        remove_job_stage_dirs(plan.log_dir, plan.job_id)
+        if os.path.lexists(os.path.join(plan.log_dir, bulk_commit.record_name(plan.job_id))):
+            # decided but not finished (an error while appending): the next writable open
+            # of the log dir rolls it forward and needs the runs
+            log.error("kafkalog: the commit of job %s is recorded but not finished; the next "
+                      "writer on %s finishes it", plan.job_id, plan.log_dir)
+        else:
+            remove_job_stage_dirs(plan.log_dir, plan.job_id)
 
 
 class StagedRunMissingError(RuntimeError):
@@ -185,6 +192,7 @@ def _prepare_partition(plan: WritePlan, tp: TopicPlan, partition: int, names: li
 
 
 def _locally(plan: WritePlan, runs, topics, manager: LogManager) -> None:
+    appends = {}
     for topic in topics:
         tp = plan.topic_plan(topic)
         now = manager.partitions(topic)
@@ -197,14 +205,17 @@ def _locally(plan: WritePlan, runs, topics, manager: LogManager) -> None:
             log.info("kafkalog: %s topic %s with %d partitions in %s",
                      "replaced" if now else "created", topic, tp.partitions, plan.log_dir)
             continue
-        for p in range(tp.partitions):
-            names = runs.get((topic, p))
-            if names:
-                append_runs(manager.get_log(topic, p),
-                            [os.path.join(plan.log_dir, n) for n in names], verify=False)
+        appends.update(_appends_of(tp, runs))
+    bulk_commit.commit(plan.log_dir, plan.job_id, appends, manager.get_log)
+
+
+def _appends_of(tp: TopicPlan, runs) -> dict[tuple[str, int], list[str]]:
+    return {(tp.topic, p): runs[(tp.topic, p)] for p in range(tp.partitions)
+            if runs.get((tp.topic, p))}
 
 
 def _through_daemon(plan: WritePlan, runs, topics, mount: str) -> None:
+    appends = {}
     for topic in topics:
         tp = plan.topic_plan(topic)
         now = mountlink.topic_partitions(mount, topic)
@@ -218,6 +229,6 @@ def _through_daemon(plan: WritePlan, runs, topics, mount: str) -> None:
             mountlink.adopt(mount, plan.log_dir, topic, sid, tp.partitions, tp.overrides,
                             replace=bool(now))
             continue
-        for p in range(tp.partitions):
-            for name in runs.get((topic, p), []):
-                mountlink.append_staged(mount, topic, p, name)
+        appends.update(_appends_of(tp, runs))
+    if appends:
+        mountlink.commit_staged(mount, plan.log_dir, plan.job_id, appends)

@@ -42,6 +42,7 @@ from ..log import checkpoint as ckpt
 from ..log import safeio
 from ..log.config import LogConfig
 from ..log.errors import CorruptCheckpointError
+from ..log import bulk_commit
 from ..log.loader import load_log
 from ..log.manager import (
     CLEAN_SHUTDOWN_FILE,
@@ -270,6 +271,8 @@ def open_local_views(root: str, selected) -> list:
         clean = d.is_file(CLEAN_SHUTDOWN_FILE)
     recovery = _read_checkpoint(root, RECOVERY_POINT_CHECKPOINT)
     starts = _read_checkpoint(root, LOG_START_OFFSET_CHECKPOINT)
+    # a bulk commit not finished yet: its partitions are read as they were before it
+    limits = bulk_commit.read_limits(root)
     views = []
     for tp, path in parts:
         pdir = open_partition_dir(path)
@@ -278,7 +281,7 @@ def open_local_views(root: str, selected) -> list:
         try:
             lg = load_log(pdir, tp[0], tp[1], LogConfig(), recovery_point=recovery.get(tp, 0),
                           log_start_offset=starts.get(tp, 0), had_clean_shutdown=clean,
-                          writable=False)
+                          writable=False, limit=limits.get(tp))
         except (OSError, ValueError) as exc:
             log.warning("Skipping partition %s-%d in %s: %s", tp[0], tp[1], path, exc)
             continue
