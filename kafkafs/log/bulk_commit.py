@@ -15,7 +15,7 @@ So the commit (:func:`commit`) goes:
    only ``<topic>-<partition>`` directories. **Once the record is durable, the write
    happened**;
 3. the runs are appended to each partition in order and each log flushed;
-4. the record is removed (and the root fsynced).
+4. the runs are removed, then the record (and the root fsynced).
 
 Whoever next opens the log dir for writing -- a writable
 :class:`~kafkafs.log.manager.LogManager` at startup: the daemon, a CLI writer, the next
@@ -66,7 +66,7 @@ from . import faults, safeio
 from .errors import LogError
 from .log import Log
 from .names import LOG_SUFFIX, parse_segment_filename
-from .staging import iter_run, parse_stage_dir, remove_job_stage_dirs
+from .staging import iter_run, parse_stage_dir, remove_job_stage_dirs, remove_stage_dir
 
 log = logging.getLogger(__name__)
 
@@ -336,6 +336,9 @@ def commit(log_dir: str, job_id: str, runs: dict[tuple[str, int], list[str]],
         for pc in rec.partitions:
             apply_partition(logs[(pc.topic, pc.partition)], pc, log_dir)
             faults.point("commit-partition-done")
+        for pc in rec.partitions:  # (the rest of the job's: its writer's to remove)
+            for name in pc.runs:
+                remove_stage_dir(log_dir, name)
         remove_record(log_dir, rec.name)
         faults.point("commit-record-removed")
     return rec

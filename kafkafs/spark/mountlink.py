@@ -18,7 +18,7 @@ import json
 import os
 import time
 
-from ..log import bulk_commit
+from ..log import bulk_commit, faults
 from ..log.config import LogConfig, parse_properties
 from ..log.errors import LogDirLockedError
 from ..log.manager import is_locked
@@ -158,6 +158,7 @@ def commit_staged(mount: str, log_dir: str, job_id: str,
     xattr's value is ``{"log_dir": ..., "request": name}``. Raises DaemonRefusedError,
     OSError (the request file cannot be written)."""
     name = bulk_commit.write_request(log_dir, job_id, runs)
+    faults.point("commit-request-written")
     try:
         req = {"log_dir": daemon_log_dir(mount, log_dir), "request": name}
         _request(mount, COMMIT_STAGED_XATTR, json.dumps(req).encode(),
