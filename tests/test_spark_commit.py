@@ -327,7 +327,7 @@ def test_driver_killed_beside_a_mount(tmp_path):
 SPARK_DRIVER = textwrap.dedent("""
     import sys
     import kafkafs.spark
-    spark = kafkafs.spark.session("local[2]")
+    spark = kafkafs.spark.session("local[2]", "commit-kill")
     rows = [(b"k%d" % i, b"v%d" % i) for i in range(4000)]
     df = spark.createDataFrame(rows, "key binary, value binary").repartition(2)
     df.write.format("kafkalog").mode("append").option("topic", "keep").save(sys.argv[1])
@@ -335,10 +335,14 @@ SPARK_DRIVER = textwrap.dedent("""
 
 
 @pytest.mark.spark
-def test_a_spark_driver_killed_mid_commit(tmp_path):
+def test_a_spark_commit_killed_midway(tmp_path):
+    """PySpark runs a data source's commit in a Python worker of the driver: killed there,
+    the job fails and Spark calls the abort, which must leave a recorded commit alone."""
     logs = tmp_path / "logs"
     make_topic(logs)
-    run_py(SPARK_DRIVER, str(logs), kill_at="commit-append#3")
+    r = run_py(SPARK_DRIVER, str(logs), kill_at="commit-append#3", check_killed=False)
+    assert r.returncode != 0 and b"Python worker exited unexpectedly" in r.stderr
+    assert [n for n in os.listdir(logs) if n.startswith(bulk_commit.RECORD_PREFIX)]
     seen = values_read_only(logs)
     assert assert_all_or_nothing_counts(seen) == {PRE}
     run_py(RECOVER, str(logs))

@@ -82,13 +82,18 @@ def publish(plan: WritePlan, messages) -> None:
         _check_runs_present(plan, runs)
         _publish(plan, runs, topics)
     finally:
-        if os.path.lexists(os.path.join(plan.log_dir, bulk_commit.record_name(plan.job_id))):
+        if _recorded(plan):
             # decided but not finished (an error while appending): the next writable open
             # of the log dir rolls it forward and needs the runs
             log.error("kafkalog: the commit of job %s is recorded but not finished; the next "
                       "writer on %s finishes it", plan.job_id, plan.log_dir)
         else:
             remove_job_stage_dirs(plan.log_dir, plan.job_id)
+
+
+def _recorded(plan: WritePlan) -> bool:
+    """Whether the commit record of the job is in the log dir: decided, not finished."""
+    return os.path.lexists(os.path.join(plan.log_dir, bulk_commit.record_name(plan.job_id)))
 
 
 class StagedRunMissingError(RuntimeError):
@@ -116,6 +121,12 @@ def discard(plan: WritePlan, messages=()) -> None:
     (a Python worker gets ``spark.python.task.killTimeout``, 2 s, to stop) and stage more:
     the sweep goes on until no staged dir of the job has been seen for
     :data:`ABORT_QUIET_S` seconds."""
+    if _recorded(plan):
+        # the commit was decided (its record is durable) and then failed or its process
+        # died: the write happened, the next writer rolls it forward and needs the runs
+        log.error("kafkalog: abort after the commit of job %s was recorded: the write is kept "
+                  "and finished by the next writer on %s", plan.job_id, plan.log_dir)
+        return
     start = quiet_since = time.monotonic()
     removed = 0
     while True:
