@@ -356,3 +356,17 @@ def test_a_spark_commit_killed_midway(tmp_path):
 
 def assert_all_or_nothing_counts(seen):
     return {len(v) for v in seen.values()}
+
+
+def test_check_reports_an_interrupted_commit_and_repair_finishes_it(tmp_path):
+    logs = tmp_path / "logs"
+    make_topic(logs)
+    run_py(DRIVER, stage(logs), kill_at="commit-append#3")
+    tear_tail(str(logs), 1)
+    r = kafkafs("check", "--log-dirs", str(logs), check=False)
+    assert r.returncode == 1 and b"interrupted kafkalog commit" in r.stdout, r.stdout
+    assert b"keep-0 (30..230)" in r.stdout
+    r = kafkafs("check", "--repair", "--log-dirs", str(logs), check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert b"rolled forward" in r.stdout, r.stdout
+    assert_finished(logs, True)

@@ -351,7 +351,7 @@ def finish(rec: CommitRecord, get_log: Callable[[str, int], Log]) -> None:
     for pc in rec.partitions:
         try:
             lg = get_log(pc.topic, pc.partition)
-        except LogError as exc:
+        except (LogError, OSError) as exc:
             raise CommitRecoveryError(
                 f"the commit record {rec.path} names {pc.topic}-{pc.partition}, which cannot "
                 f"be opened: {exc}") from None
