@@ -346,8 +346,9 @@ def commit(log_dir: str, job_id: str, runs: dict[tuple[str, int], list[str]],
 
 def finish(rec: CommitRecord, get_log: Callable[[str, int], Log]) -> None:
     """Roll the interrupted commit ``rec`` forward (see the module), then remove its job's
-    staged dirs and the record. Raises CommitRecoveryError (record kept), and what appending
-    raises."""
+    staged dirs and the record. Raises CommitRecoveryError (record kept; also for a damaged
+    staged run: the batches before the damage are appended), and what appending raises
+    (OSError such as ENOSPC: record kept, the next writer goes on)."""
     for pc in rec.partitions:
         try:
             lg = get_log(pc.topic, pc.partition)
@@ -358,11 +359,11 @@ def finish(rec: CommitRecord, get_log: Callable[[str, int], Log]) -> None:
         with lg.lock:
             try:
                 appended = apply_partition(lg, pc, rec.log_dir)
-            except CommitRecoveryError as exc:
+            except (CommitRecoveryError, CorruptRecordError) as exc:
                 raise CommitRecoveryError(
                     f"cannot finish the interrupted commit {rec.path}: {exc}. Nothing more was "
-                    "changed; remove the record by hand to give the rest of the write up"
-                ) from None
+                    f"changed in {lg.name}; remove the record by hand to give the rest of the "
+                    "write up") from None
         if appended:
             log.warning("Finished an interrupted commit in %s: appended %d offset(s) to %s",
                         rec.log_dir, appended, lg.name)

@@ -55,8 +55,8 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from . import checkpoint as ckpt
 from . import bulk_commit, handles, safeio
+from . import checkpoint as ckpt
 from .config import BrokerConfig, LogConfig, validate_topic_overrides
 from .errors import (
     CorruptCheckpointError,

@@ -10,9 +10,13 @@ commit publishes them, per topic:
   an empty log; then the staged dirs become the topic with one rename each
   (:meth:`LogManager.adopt_topic <kafkafs.log.manager.LogManager.adopt_topic>`). A
   replaced topic's old dirs are renamed away first and deleted once the new ones are in.
-* **An existing topic**: each partition's log appends the runs in task order
-  (:func:`~kafkafs.log.staging.append_runs`): offsets follow its log end offset, rolls and
-  index entries as for any append.
+* **An existing topic**: each partition's log appends the runs in task order: offsets
+  follow its log end offset, rolls and index entries as for any append. The appends to
+  every existing partition of the job are **one commit**, decided by one durable commit
+  record in the log dir (:func:`kafkafs.log.bulk_commit.commit`): a commit killed after the
+  record is durable is rolled forward by whoever next opens the log dir for writing (the
+  daemon's start, a CLI writer, the next write's commit); one killed before it changed
+  nothing. Readers show the named partitions as they were before it meanwhile.
 
 Who does it depends on who holds the log dir (its ``.lock``):
 
@@ -21,14 +25,18 @@ Who does it depends on who holds the log dir (its ``.lock``):
   and the clean-shutdown marker and lets go;
 * a kafkafs daemon with a mount: the daemon, asked through its mount
   (:mod:`kafkafs.spark.mountlink`): a new topic's staged dirs are prepared here as above
-  and adopted by the daemon (recovered as a restored backup is); runs for an existing
-  partition are appended by the daemon's log. Nothing here writes into a partition the
-  daemon holds;
+  and adopted by the daemon (recovered as a restored backup is); the runs for existing
+  partitions are committed by the daemon as above, asked once for the whole job
+  (:func:`~kafkafs.spark.mountlink.commit_staged`). Nothing here writes into a partition
+  the daemon holds;
 * another process (a broker, another writer): the commit waits up to ``lockTimeoutMs`` for
   the lock, then refuses with a clear message -- never racing the holder.
 
 Whatever happens, every staged dir of the job is removed at the end (those of killed task
-attempts too). The abort only removes them.
+attempts too) -- except while the job's commit record is there (decided, not finished: the
+runs are needed to finish it). The abort only removes them, with the same exception:
+PySpark runs the commit in a Python worker, and when that worker dies Spark calls the
+abort.
 """
 
 from __future__ import annotations

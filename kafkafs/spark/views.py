@@ -38,11 +38,10 @@ import logging
 import os
 from dataclasses import dataclass
 
+from ..log import bulk_commit, safeio
 from ..log import checkpoint as ckpt
-from ..log import safeio
 from ..log.config import LogConfig
 from ..log.errors import CorruptCheckpointError
-from ..log import bulk_commit
 from ..log.loader import load_log
 from ..log.manager import (
     CLEAN_SHUTDOWN_FILE,
