@@ -21,6 +21,7 @@ from conftest import ROOT, Mount, kafkafs, needs_fuse
 
 from kafkafs.log import bulk_commit
 from kafkafs.log.config import BrokerConfig, LogConfig
+from kafkafs.log.loader import load_log
 from kafkafs.log.manager import LogManager
 from kafkafs.log.staging import new_job_id
 from kafkafs.record.batch import encode_batch
@@ -141,15 +142,21 @@ def values_read_only(logs) -> dict[int, list[bytes]]:
 
 def values_spark_views(logs) -> dict[int, list[bytes]]:
     """What the Spark read path's local views plan over (end offsets, segment sizes)."""
-    from kafkafs.spark.views import open_local_views
+    from kafkafs.spark.views import open_arrow_views, open_local_views
 
-    out = {}
+    out, planned = {}, {}
     for v in open_local_views(str(logs), lambda t: t == TOPIC):
         try:
             assert sum(s.size for s in v.segments) == v.log.size_in_bytes()
             out[v.partition] = [r.value for r in v.log.records(end_offset=v.log_end_offset)]
+            planned[v.partition] = (v.log_end_offset, [(s.base_offset, s.size)
+                                                       for s in v.segments])
         finally:
             v.close()
+    # a URI (object storage) plans the same offsets and bytes
+    for v in open_arrow_views(f"file://{logs}", lambda t: t == TOPIC):
+        assert (v.log_end_offset, [(s.base_offset, s.size) for s in v.segments]) == \
+            planned[v.partition]
     return out
 
 
@@ -188,8 +195,11 @@ STEPS = {
     "commit-before-record": (False, None),
     "commit-record-tmp": (False, None),
     "commit-record-written": (True, None),
-    "commit-append#1": (True, 0),   # keep-0 holds task 0's run, then a torn batch
-    "commit-append#3": (True, 1),   # keep-0 done, keep-1 half
+    # each staged run has 2 segments (segment.bytes), each appended as one chunk: 4 per
+    # partition
+    "commit-append#1": (True, 0),   # keep-0 holds half of task 0's run, then a torn batch
+    "commit-append#3": (True, 0),   # keep-0 holds task 0's run and half of task 1's, torn
+    "commit-append#6": (True, 1),   # keep-0 done, keep-1 half-way, torn
     "commit-partition-done#1": (True, None),
     "commit-partition-done#4": (True, None),  # all appended, record still there
     "commit-record-removed": (True, None),
@@ -204,6 +214,12 @@ def test_driver_killed_at_each_step_of_the_commit(tmp_path, step):
     published, torn = STEPS[step]
     run_py(DRIVER, job, kill_at=step)
     if torn is not None:
+        # the partition is between before and after (on disk: the readers' limit aside)
+        lg = load_log(str(logs / f"{TOPIC}-{torn}"), TOPIC, torn, LogConfig(), writable=False)
+        try:
+            assert PRE < lg.log_end_offset < PRE + TASKS * BATCHES * PER_BATCH
+        finally:
+            lg.close()
         tear_tail(str(logs), torn)
     recorded = any(n.startswith(bulk_commit.RECORD_PREFIX) and n.endswith(".json")
                    for n in os.listdir(logs))

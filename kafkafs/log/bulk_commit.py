@@ -130,6 +130,11 @@ def record_name(job_id: str) -> str:
     return f"{RECORD_PREFIX}{job_id}{RECORD_SUFFIX}"
 
 
+def is_record_name(name: str) -> bool:
+    """Whether ``name`` is a commit record's name (``.kafkafs-commit-<job id>.json``)."""
+    return _RECORD.match(name) is not None
+
+
 def parse_record(log_dir: str, name: str, data: bytes) -> CommitRecord:
     """The :class:`CommitRecord` in ``data`` (the file ``name`` of ``log_dir``). Raises
     CommitRecoveryError for what is not a record kafkafs wrote."""

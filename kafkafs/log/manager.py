@@ -160,6 +160,8 @@ class LogManager:
         # logs made by create_topic/add_partitions whose partition.metadata is not fsynced
         # yet (the next checkpoint_recovery_points does it)
         self._unsynced_metadata: list[Log] = []
+        #: (read-only) (topic, partition) -> the offset an unfinished bulk commit began at
+        self._limits: dict[TopicPartition, int] = {}
 
     # -- startup / shutdown ----------------------------------------------------------
     def startup(self) -> None:
@@ -184,6 +186,14 @@ class LogManager:
                 elif not os.path.isdir(d):
                     raise FileNotFoundError(errno.ENOENT, "log dir does not exist", d)
             self._load_topic_overrides()
+            # a bulk commit not finished yet (its record is in the log dir its writer
+            # staged in; its partitions may lie in any): readers see its partitions as
+            # they were before it (a writable startup finishes it after loading)
+            self._limits = {}
+            if self.read_only:
+                for d in self.log_dirs:
+                    for tp, before in bulk_commit.read_limits(d).items():
+                        self._limits[tp] = min(before, self._limits.get(tp, before))
             for d in self.log_dirs:
                 self._load_dir(d)
             if not self.read_only:
@@ -262,9 +272,6 @@ class LogManager:
             clean = root.is_file(CLEAN_SHUTDOWN_FILE)
             if clean and not self.read_only:
                 root.unlink(CLEAN_SHUTDOWN_FILE)
-        # a bulk commit that a writer has not finished: readers see its partitions as they
-        # were before it (a writable startup finishes it after loading)
-        limits = bulk_commit.read_limits(d) if self.read_only else {}
         recovery = _read_ckpt(os.path.join(d, RECOVERY_POINT_CHECKPOINT))
         starts = _read_ckpt(os.path.join(d, LOG_START_OFFSET_CHECKPOINT))
         parts = partition_dirs(d)
@@ -278,7 +285,7 @@ class LogManager:
                           tp[0], tp[1], known.dir, path)
                 continue
             entry = _Unloaded(path, d, recovery.get(tp, 0), starts.get(tp, 0), clean,
-                              limits.get(tp))
+                              self._limits.get(tp))
             self._unloaded[tp] = entry
             listed.append(tp)
         if not self.lazy:
