@@ -160,6 +160,16 @@ def values_spark_views(logs) -> dict[int, list[bytes]]:
     return out
 
 
+def values_consumed(logs) -> dict[int, list[bytes]]:
+    """What ``kafkafs consume --from-beginning`` prints, per partition."""
+    out = {}
+    for p in range(PARTS):
+        r = kafkafs("consume", "--log-dirs", str(logs), "--topic", TOPIC, "--partition",
+                    str(p), "--from-beginning", "--timeout-ms", "0")
+        out[p] = r.stdout.splitlines()
+    return out
+
+
 def assert_all_or_nothing(seen: dict[int, list[bytes]], allow_published=True):
     states = set()
     for p in range(PARTS):
@@ -225,7 +235,7 @@ def test_driver_killed_at_each_step_of_the_commit(tmp_path, step):
                    for n in os.listdir(logs))
     assert recorded == (published and step != "commit-record-removed")
     # readers before any recovery: each partition without the write or with all of it
-    for seen in (values_read_only(logs), values_spark_views(logs)):
+    for seen in (values_read_only(logs), values_spark_views(logs), values_consumed(logs)):
         states = assert_all_or_nothing(seen)
         if recorded:
             assert states == {False}  # a commit not finished is not shown
@@ -387,3 +397,21 @@ def test_check_reports_an_interrupted_commit_and_repair_finishes_it(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert b"rolled forward" in r.stdout, r.stdout
     assert_finished(logs, True)
+
+
+def test_a_reader_held_at_before_sees_the_rest_once_the_commit_finished(tmp_path):
+    logs = tmp_path / "logs"
+    make_topic(logs)
+    run_py(DRIVER, stage(logs), kill_at="commit-append#6")
+    m = manager(logs, read_only=True)
+    try:
+        logs_ = [m.get_log(TOPIC, p) for p in range(PARTS)]
+        for lg in logs_:  # following (consume, a read-only mount): still held back
+            assert not lg.refresh_from_disk()
+            assert lg.log_end_offset == PRE
+        run_py(RECOVER, str(logs))
+        for p, lg in enumerate(logs_):
+            assert lg.refresh_from_disk()
+            assert [r.value for r in lg.records()] == expected(p, True)
+    finally:
+        m.shutdown()

@@ -816,6 +816,7 @@ def load_log(dir: str | safeio.Dir, topic: str, partition: int, config: LogConfi
         log_obj.log_start_offset = leo
     # LogLoader.load: the producer state is built last, from scratch, over the loaded log
     log_obj.load_producer_state(had_clean_shutdown)
+    log_obj.limit = limit
     return log_obj
 
 

@@ -344,6 +344,8 @@ class LogManager:
                           recovery_point=u.recovery_point, log_start_offset=u.log_start_offset,
                           had_clean_shutdown=u.clean, writable=not self.read_only,
                           limit=u.limit)
+            if u.limit is not None:  # (a follower sees the rest once the commit finished)
+                lg.limit_source = lambda: _limit_of(self.log_dirs, tp)
         except (OSError, LogError, CorruptRecordError) as exc:
             pdir.close()
             if not self.read_only:
@@ -998,6 +1000,12 @@ def load_topic_overrides(log_dirs: Iterable[str]) -> dict[str, dict[str, str]]:
     for topic, conf in merged.items():
         validate_topic_overrides(conf)
     return merged
+
+
+def _limit_of(log_dirs: Iterable[str], tp: TopicPartition) -> int | None:
+    """The offset an unfinished bulk commit in ``log_dirs`` began ``tp`` at, or None."""
+    found = [lim for d in log_dirs if (lim := bulk_commit.read_limits(d).get(tp)) is not None]
+    return min(found, default=None)
 
 
 def partition_dirs(log_dir: str) -> list[tuple[TopicPartition, str]]:
