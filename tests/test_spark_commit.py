@@ -347,6 +347,12 @@ def test_driver_killed_beside_a_mount(tmp_path):
         assert "Committed job" in m.log()
     finally:
         assert m.umount() == 0
+    # the killed driver's request is left (a regular file, ignored); the next writable open
+    # of the log dir removes it
+    assert [n for n in os.listdir(logs) if n.endswith(".request.json")]
+    run_py(RECOVER, str(logs))
+    assert_finished(logs, True)
+    assert not [n for n in os.listdir(logs) if n.startswith(bulk_commit.RECORD_PREFIX)]
 
 
 # -- through a real Spark write -----------------------------------------------------------

@@ -378,11 +378,15 @@ def finish(rec: CommitRecord, get_log: Callable[[str, int], Log]) -> None:
 
 
 def finish_interrupted(log_dir: str, get_log: Callable[[str, int], Log]) -> int:
-    """Finish every interrupted commit of ``log_dir`` (its temporary records, which decided
-    nothing, removed). Returns how many were finished. Raises as :func:`finish`."""
+    """Finish every interrupted commit of ``log_dir``. Its temporary records, which decided
+    nothing, are removed, and so are the requests left by writers killed while they asked
+    a daemon (:func:`write_request`): whoever opens the log dir for writing holds its lock,
+    so no daemon serves it and no request is in flight. Returns how many commits were
+    finished. Raises as :func:`finish`."""
     with safeio.Dir.open(log_dir, follow=True) as root:
         for name in root.listdir():
-            if name.startswith(RECORD_PREFIX) and name.endswith(RECORD_SUFFIX + TMP_SUFFIX):
+            if _REQUEST.match(name) or (name.startswith(RECORD_PREFIX)
+                                        and name.endswith(RECORD_SUFFIX + TMP_SUFFIX)):
                 root.unlink(name)
     recs = read_records(log_dir)
     for rec in recs:
