@@ -421,3 +421,37 @@ def test_a_reader_held_at_before_sees_the_rest_once_the_commit_finished(tmp_path
             assert [r.value for r in lg.records()] == expected(p, True)
     finally:
         m.shutdown()
+
+
+@needs_fuse
+def test_a_commit_failing_in_the_daemon_after_its_record(tmp_path, monkeypatch):
+    """ENOSPC (injected) after the record: the driver is told, appends through the mount to
+    those partitions are refused (they would land past the commit), and the daemon's next
+    start finishes it."""
+    logs = tmp_path / "logs"
+    make_topic(logs)
+    job = stage(logs)
+    monkeypatch.setenv(bulk_commit.faults.FAIL_ENV, "commit-partition-done#2")
+    m = Mount(tmp_path)
+    m.start()
+    monkeypatch.delenv(bulk_commit.faults.FAIL_ENV)
+    try:
+        r = run_py(DRIVER, job)
+        assert r.returncode != 0 and b"no space left" in r.stderr, r.stderr.decode()[-2000:]
+        for p in range(PARTS):
+            with pytest.raises(OSError) as exc, \
+                    open(m.path(TOPIC, str(p), "append"), "ab") as f:
+                f.write(b"late\n")
+            assert exc.value.errno == 5  # EIO
+        assert "could not be finished" in m.log()
+    finally:
+        assert m.umount() == 0
+    m2 = Mount(tmp_path)
+    m2.start()
+    try:
+        for p in range(PARTS):
+            with open(m2.path(TOPIC, str(p), "messages"), "rb") as f:
+                assert f.read().splitlines() == expected(p, True)
+    finally:
+        assert m2.umount() == 0
+    assert_finished(logs, True)

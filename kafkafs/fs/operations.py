@@ -185,6 +185,10 @@ class KafkaFS(pyfuse3.Operations):
         # (topic, partition) -> set when the bulk commit holding that log's lock ends: the
         # writes through the mount wait for it off the lock, so the loop never blocks on it
         self._committing: dict[tuple[str, int], trio.Event] = {}
+        # partitions of a commit that was recorded and then failed (ENOSPC, ...): appends
+        # through the mount would land past it; refused (EIO) until the next startup
+        # finishes the commit
+        self._unfinished: set[tuple[str, int]] = set()
         manager.on_forget.append(self._partition_gone)
 
     def init(self):
@@ -874,8 +878,11 @@ class KafkaFS(pyfuse3.Operations):
     async def _commit_wait(self, node) -> None:
         """Wait (off the loop's thread: the loop runs on) until no bulk commit holds the
         lock of ``node``'s log (:meth:`_commit_staged`)."""
-        while (ev := self._committing.get((node.topic, node.partition))) is not None:
+        tp = (node.topic, node.partition)
+        while (ev := self._committing.get(tp)) is not None:
             await ev.wait()
+        if tp in self._unfinished:
+            raise _err(errno.EIO)
 
     @fuse_errors
     async def flush(self, fh):
@@ -1073,6 +1080,7 @@ class KafkaFS(pyfuse3.Operations):
         name = value.decode("utf-8", "replace")
         if "/" in name or (parse_stage_dir(name) or ())[:2] != (node.topic, node.partition):
             raise _err(errno.EINVAL)
+        await self._commit_wait(node)
         roots = [os.path.dirname(lg.dir)] + list(self.manager.log_dirs)
         path = next((os.path.join(r, name) for r in roots
                      if os.path.isdir(os.path.join(r, name))), os.path.join(roots[0], name))
@@ -1095,7 +1103,8 @@ class KafkaFS(pyfuse3.Operations):
         log's lock; a crash of the daemon meanwhile is finished by its next startup. EINVAL
         for a bad request, ENOENT for a request, staged run or partition that is not there,
         EIO for damaged staged data or a commit that could not be finished (its record then
-        stays for the next startup), EMSGSIZE for a batch over ``max.message.bytes``."""
+        stays for the next startup, and appends through the mount to its partitions get
+        EIO until then), EMSGSIZE for a batch over ``max.message.bytes``."""
         from ..log import bulk_commit
 
         try:
@@ -1113,12 +1122,21 @@ class KafkaFS(pyfuse3.Operations):
             raise _err(errno.EINVAL) from None
         while busy := [self._committing[tp] for tp in runs if tp in self._committing]:
             await busy[0].wait()  # another commit of these partitions: one at a time
+        if self._unfinished.intersection(runs):
+            raise _err(errno.EIO)
         done = trio.Event()
         for tp in runs:
             self._committing[tp] = done
         try:
             rec = await trio.to_thread.run_sync(bulk_commit.commit, log_dir, job, runs,
                                                 self.manager.get_log)
+        except BaseException:
+            if os.path.lexists(os.path.join(log_dir, bulk_commit.record_name(job))):
+                self._unfinished.update(runs)
+                log.error("The commit of job %s was recorded but could not be finished; "
+                          "appends through the mount to its %d partition(s) are refused "
+                          "until the daemon restarts and finishes it", job, len(runs))
+            raise
         finally:
             for tp in runs:
                 self._committing.pop(tp, None)
