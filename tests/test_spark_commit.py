@@ -455,3 +455,25 @@ def test_a_commit_failing_in_the_daemon_after_its_record(tmp_path, monkeypatch):
     finally:
         assert m2.umount() == 0
     assert_finished(logs, True)
+
+
+def test_a_damaged_or_missing_run_is_refused_before_the_record(tmp_path):
+    """What the commit can see before its record (a run without segments, a batch that
+    cannot be framed) refuses the commit with nothing written."""
+    from kafkafs.log.staging import job_stage_dirs
+
+    logs = tmp_path / "logs"
+    make_topic(logs)
+    job = stage(logs)
+    with open(job, "rb") as f:
+        plan, _messages = pickle.load(f)
+    names = job_stage_dirs(str(logs), plan.job_id)
+    victim = os.path.join(logs, names[3])
+    seg = max(n for n in os.listdir(victim) if n.endswith(".log"))
+    with open(os.path.join(victim, seg), "r+b") as f:
+        f.truncate(os.path.getsize(os.path.join(victim, seg)) - 7)
+    r = run_py(DRIVER, job)
+    assert r.returncode != 0 and b"incomplete batch in a staged run" in r.stderr, \
+        r.stderr.decode()[-2000:]
+    assert_finished(logs, False)
+    assert not [n for n in os.listdir(logs) if n.endswith("-delete")]

@@ -51,6 +51,7 @@ Synchronous, no trio; callers in the daemon run it off the event loop.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -213,6 +214,8 @@ def run_offsets(path: str) -> int:
     with safeio.Dir.open(path) as d:
         bases = sorted(p[0] for p in map(parse_segment_filename, d.files())
                        if p and p[1] == LOG_SUFFIX and p[2] == "")
+        if not bases:  # (as iter_run: refused before a record names it)
+            raise FileNotFoundError(errno.ENOENT, "no log segment in the staged dir", path)
         for base in bases:
             name = f"{base:020d}{LOG_SUFFIX}"
             fd = d.open_file(name)
