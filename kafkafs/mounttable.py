@@ -10,10 +10,12 @@ FSTYPE = "fuse.kafkafs"  # the type /proc/self/mounts shows for a kafkafs mount
 # the daemon's requests and answers as extended attributes (kafkafs.fs.operations serves
 # them; the CLI and kafkafs.spark.mountlink ask): on the root, the log dirs it serves; set on
 # the root (or a topic's dir), adopt staged partition dirs as a topic; set on a partition
-# dir, append a staged run
+# dir, append a staged run; set on the root, commit a write's staged runs to existing
+# partitions all or nothing
 LOG_DIRS_XATTR = "user.kafkafs.log_dirs"
 ADOPT_XATTR = "user.kafkafs.adopt"
 APPEND_STAGED_XATTR = "user.kafkafs.append_staged"
+COMMIT_STAGED_XATTR = "user.kafkafs.commit_staged"
 
 
 def mount_entries() -> list[tuple[str, str]]:

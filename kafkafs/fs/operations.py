@@ -40,7 +40,12 @@ from ..log.isolation import DEFAULT_ISOLATION_LEVEL
 from ..log.log import Log
 from ..log.manager import LogManager
 from ..log.names import parse_segment_filename
-from ..mounttable import ADOPT_XATTR, APPEND_STAGED_XATTR, LOG_DIRS_XATTR
+from ..mounttable import (
+    ADOPT_XATTR,
+    APPEND_STAGED_XATTR,
+    COMMIT_STAGED_XATTR,
+    LOG_DIRS_XATTR,
+)
 from ..record import plain
 from ..record.batch import TIMESTAMP_TYPE_NAMES, Record
 from ..record.errors import CorruptRecordError
@@ -177,6 +182,13 @@ class KafkaFS(pyfuse3.Operations):
         self.mount_time_ns = time.time_ns()
         self.initialized = trio.Event()  # set when the kernel's INIT request is answered
         self.keys = KeyView(self)  # key/<k> (fs.keys); its maps are the daemon's to save
+        # (topic, partition) -> set when the bulk commit holding that log's lock ends: the
+        # writes through the mount wait for it off the lock, so the loop never blocks on it
+        self._committing: dict[tuple[str, int], trio.Event] = {}
+        # partitions of a commit that was recorded and then failed (ENOSPC, ...): appends
+        # through the mount would land past it; refused (EIO) until the next startup
+        # finishes the commit
+        self._unfinished: set[tuple[str, int]] = set()
         manager.on_forget.append(self._partition_gone)
 
     def init(self):
@@ -860,7 +872,17 @@ class KafkaFS(pyfuse3.Operations):
         if h.node.kind in (T.KEY, T.NEW_KEY):  # fs.keys: kept until close
             return h.writer.write(self._log(h.node), buf, off)
         # append (fs.append): the lines go to the log on the loop, a pwrite each batch
+        await self._commit_wait(h.node)
         return h.writer.write(self._log(h.node), buf)
+
+    async def _commit_wait(self, node) -> None:
+        """Wait (off the loop's thread: the loop runs on) until no bulk commit holds the
+        lock of ``node``'s log (:meth:`_commit_staged`)."""
+        tp = (node.topic, node.partition)
+        while (ev := self._committing.get(tp)) is not None:
+            await ev.wait()
+        if tp in self._unfinished:
+            raise _err(errno.EIO)
 
     @fuse_errors
     async def flush(self, fh):
@@ -868,6 +890,7 @@ class KafkaFS(pyfuse3.Operations):
         if h is None or h.writer is None:
             return
         if h.node.kind == T.APPEND:
+            await self._commit_wait(h.node)
             h.writer.close(self._log(h.node))
         elif h.node.kind in (T.KEY, T.NEW_KEY):
             h.writer.flush(self._log(h.node))  # one keyed record (fs.keys)
@@ -970,7 +993,9 @@ class KafkaFS(pyfuse3.Operations):
           (``log.cleaner.enable=false``).
         * ``user.kafkafs.adopt`` on the root takes a new topic from staged partition dirs
           (:meth:`_adopt_topic`), ``user.kafkafs.append_staged`` on a partition dir appends
-          a staged run (:meth:`_append_staged`): a bulk load (``kafkalog`` Spark writes).
+          a staged run (:meth:`_append_staged`), ``user.kafkafs.commit_staged`` on the root
+          appends a whole write's staged runs all or nothing (:meth:`_commit_staged`): a
+          bulk load (``kafkalog`` Spark writes).
 
         Nothing else is settable (EACCES)."""
         if self.options.read_only:
@@ -979,6 +1004,9 @@ class KafkaFS(pyfuse3.Operations):
         sname = name.decode("utf-8", "replace")
         if sname == ADOPT_XATTR and node.kind in (T.ROOT, T.TOPIC):
             await self._adopt_topic(node, value)
+            return
+        if sname == COMMIT_STAGED_XATTR and node.kind == T.ROOT:
+            await self._commit_staged(value)
             return
         if sname == APPEND_STAGED_XATTR and node.kind == T.PARTITION:
             await self._append_staged(node, value)
@@ -1052,6 +1080,7 @@ class KafkaFS(pyfuse3.Operations):
         name = value.decode("utf-8", "replace")
         if "/" in name or (parse_stage_dir(name) or ())[:2] != (node.topic, node.partition):
             raise _err(errno.EINVAL)
+        await self._commit_wait(node)
         roots = [os.path.dirname(lg.dir)] + list(self.manager.log_dirs)
         path = next((os.path.join(r, name) for r in roots
                      if os.path.isdir(os.path.join(r, name))), os.path.join(roots[0], name))
@@ -1064,6 +1093,57 @@ class KafkaFS(pyfuse3.Operations):
         stats = await trio.to_thread.run_sync(work)
         log.info("Appended %d records (%d bytes) from %s to %s", stats.records, stats.bytes,
                  name, lg.name)
+
+    async def _commit_staged(self, value: bytes) -> None:
+        """``user.kafkafs.commit_staged`` on the root: the value is JSON ``{"log_dir": one
+        of the daemon's log dirs, "request": the name of a commit request there}``
+        (:func:`kafkafs.log.bulk_commit.write_request`: staged runs per existing
+        partition). The runs are appended as one commit decided by a durable commit record
+        (:func:`kafkafs.log.bulk_commit.commit`), on a worker thread holding every named
+        log's lock; a crash of the daemon meanwhile is finished by its next startup. EINVAL
+        for a bad request, ENOENT for a request, staged run or partition that is not there,
+        EIO for damaged staged data or a commit that could not be finished (its record then
+        stays for the next startup, and appends through the mount to its partitions get
+        EIO until then), EMSGSIZE for a batch over ``max.message.bytes``."""
+        from ..log import bulk_commit
+
+        try:
+            req = json.loads(value)
+            log_dir, name = str(req["log_dir"]), str(req["request"])
+        except (ValueError, KeyError, TypeError):
+            raise _err(errno.EINVAL) from None
+        if log_dir not in self.manager.log_dirs:
+            raise _err(errno.EINVAL)
+
+        try:
+            job, runs = await trio.to_thread.run_sync(bulk_commit.read_request, log_dir, name)
+        except ValueError as exc:
+            log.warning("commit request refused: %s", exc)
+            raise _err(errno.EINVAL) from None
+        while busy := [self._committing[tp] for tp in runs if tp in self._committing]:
+            await busy[0].wait()  # another commit of these partitions: one at a time
+        if self._unfinished.intersection(runs):
+            raise _err(errno.EIO)
+        done = trio.Event()
+        for tp in runs:
+            self._committing[tp] = done
+        try:
+            rec = await trio.to_thread.run_sync(bulk_commit.commit, log_dir, job, runs,
+                                                self.manager.get_log)
+        except BaseException:
+            if os.path.lexists(os.path.join(log_dir, bulk_commit.record_name(job))):
+                self._unfinished.update(runs)
+                log.error("The commit of job %s was recorded but could not be finished; "
+                          "appends through the mount to its %d partition(s) are refused "
+                          "until the daemon restarts and finishes it", job, len(runs))
+            raise
+        finally:
+            for tp in runs:
+                self._committing.pop(tp, None)
+            done.set()
+        if rec is not None:
+            log.info("Committed job %s: %d offset(s) to %d partition(s)", rec.job_id,
+                     sum(p.after - p.before for p in rec.partitions), len(rec.partitions))
 
     @fuse_errors
     async def removexattr(self, inode, name, ctx):

@@ -38,8 +38,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..record.errors import CorruptRecordError
+from . import bulk_commit, safeio
 from . import checkpoint as ckpt
-from . import safeio
 from .config import BrokerConfig, LogConfig, validate_topic_overrides
 from .errors import (
     CorruptCheckpointError,
@@ -377,7 +377,34 @@ class _Inspector:
         for tp, path in sorted(self.partitions.items()):
             cfg = self.config.log.with_overrides(overrides.get(tp[0], {}))
             self._check_partition(tp, path, cfg, recovery.get(tp, 0), starts.get(tp, 0), clean)
+        self._check_commits(live)
         return self.report
+
+    def _check_commits(self, live: bool) -> None:
+        """An unfinished bulk commit (:mod:`kafkafs.log.bulk_commit`): a problem the next
+        writer (or ``--repair``) rolls forward; readers see its partitions without it."""
+        for name in bulk_commit.list_records(self.dir):
+            path = os.path.join(self.dir, name)
+            try:
+                with safeio.Dir.open(self.dir, follow=True) as root:
+                    rec = bulk_commit.parse_record(self.dir, name, root.read(name))
+                parts = ", ".join(f"{p.topic}-{p.partition} ({p.before}..{p.after})"
+                                  for p in rec.partitions)
+            except (OSError, bulk_commit.CommitRecoveryError) as exc:
+                self.add("interrupted-commit", path, str(exc),
+                         "none: a writer refuses to start on it", repairable=False)
+                continue
+            if live:
+                self.add("interrupted-commit", path,
+                         f"A kafkalog commit is running or was interrupted: {parts}",
+                         "none while the log dir is in use (its holder finishes it)",
+                         severity=NOTE, repairable=False)
+                continue
+            self.add("interrupted-commit", path,
+                     f"An interrupted kafkalog commit (kill or crash while appending): "
+                     f"{parts}; readers show these partitions up to the first offset",
+                     "rolled forward (the missing staged runs appended) by the next writer: "
+                     "the daemon's start, a CLI writer, --repair", at_startup=True)
 
     def _not_regular(self, path: str, mode: int, partition: str | None = None) -> None:
         kind = safeio.describe(mode)
@@ -801,9 +828,46 @@ def repair_log_dirs(log_dirs: Iterable[str], config: BrokerConfig, *,
             unrepairable = {f.partition for f in report.findings
                             if f.partition and f.severity == PROBLEM and not f.repairable}
             _repair_dir(report, manager, config, unrepairable, on_action)
+            _finish_commits(report, config, on_action)
         return reports
     finally:
         unlock_log_dirs(manager)
+
+
+def _finish_commits(report: LogDirReport, config: BrokerConfig, on_action) -> None:
+    """(--repair, after the partitions were recovered) Roll the interrupted bulk commits
+    of the log dir forward, as a writable LogManager's startup does. A record that cannot
+    be rolled forward is left, with a finding."""
+    d = report.path
+    records = [f for f in report.problems if f.kind == "interrupted-commit" and f.repairable]
+    if not records:
+        return
+    overrides, _err = _topic_overrides(d)
+    clean = safeio.is_file(os.path.join(d, CLEAN_SHUTDOWN_FILE))
+    opened = {}
+
+    def get_log(topic: str, partition: int):
+        if (topic, partition) not in opened:
+            cfg = config.log.with_overrides((overrides or {}).get(topic, {}))
+            opened[(topic, partition)] = load_log(
+                os.path.join(d, f"{topic}-{partition}"), topic, partition, cfg,
+                had_clean_shutdown=clean)
+        return opened[(topic, partition)]
+
+    try:
+        bulk_commit.finish_interrupted(d, get_log)
+    except (OSError, LogError) as exc:
+        report.findings.append(Finding(
+            d, None, "repair-failed", d, f"an interrupted commit could not be finished: {exc}",
+            "none: the record is left", repairable=False))
+        return
+    finally:
+        for lg in opened.values():
+            lg.close()
+    for f in records:
+        _done(report, on_action, LoadAction(
+            "finish-commit", f.path, f.message, "rolled forward: every partition holds the "
+            "whole write; the staged runs and the record removed"))
 
 
 def relative(report: LogDirReport, path: str) -> str:

@@ -743,7 +743,8 @@ def load_log(dir: str | safeio.Dir, topic: str, partition: int, config: LogConfi
              recovery_point: int = 0, log_start_offset: int = 0,
              had_clean_shutdown: bool = False, writable: bool = True,
              thorough: bool = False,
-             on_action: Callable[[LoadAction], None] | None = None) -> Log:
+             on_action: Callable[[LoadAction], None] | None = None,
+             limit: int | None = None) -> Log:
     """Load the partition in ``dir`` (a path, opened not following a link, or an open
     :class:`~kafkafs.log.safeio.Dir`) and return its :class:`Log`.
 
@@ -757,7 +758,14 @@ def load_log(dir: str | safeio.Dir, topic: str, partition: int, config: LogConfi
     -- except what Kafka's loader raises too: InvalidTxnStateError (a non-transactional
     batch from a producer inside a transaction) and CorruptRecordError (a COMMIT/ABORT
     marker that cannot be parsed) met while replaying the producer state.
+
+    ``limit`` (read-only loads only): show the log as if it ended at that offset -- the
+    segments from it on are left out and the last one kept ends at the batch holding it
+    (:func:`_cut_at`); what an unfinished bulk commit appended past ``limit`` is not seen
+    (:mod:`kafkafs.log.bulk_commit`). ValueError for a writable load with a limit.
     """
+    if limit is not None and writable:
+        raise ValueError("a limit applies to read-only loads only")
     segments: list[LogSegment]
     pdir = safeio.Dir.of(dir)
     dir = pdir.path
@@ -771,6 +779,8 @@ def load_log(dir: str | safeio.Dir, topic: str, partition: int, config: LogConfi
         bases = sorted(p[0] for p in map(_parse, names)
                        if p and p[1] == LOG_SUFFIX and p[2] == "")
         segments = [LogSegment(pdir, b, config, writable=False) for b in bases]
+        if limit is not None:
+            segments = _cut_at(segments, limit)
     if not segments:
         if not writable:
             raise FileNotFoundError(f"{dir} holds no log segments")
@@ -806,7 +816,25 @@ def load_log(dir: str | safeio.Dir, topic: str, partition: int, config: LogConfi
         log_obj.log_start_offset = leo
     # LogLoader.load: the producer state is built last, from scratch, over the loaded log
     log_obj.load_producer_state(had_clean_shutdown)
+    log_obj.limit = limit
     return log_obj
+
+
+def _cut_at(segments: list[LogSegment], limit: int) -> list[LogSegment]:
+    """(read-only) ``segments`` as if the log ended at offset ``limit``: those whose base
+    is past it are closed and left out (one based at it stays, shown empty), and the size of
+    the last one kept ends where the batch holding ``limit`` begins."""
+    keep = [s for s in segments if s.base_offset <= limit] or segments[:1]
+    for seg in segments[len(keep):]:
+        seg.close()
+    last = keep[-1]
+    if last.base_offset >= limit:
+        last.size = 0
+    else:
+        batch = last.translate_offset(limit)
+        if batch is not None:
+            last.size = min(last.size, batch.position)
+    return keep
 
 
 def create_log(dir: safeio.Dir, topic: str, partition: int, config: LogConfig) -> Log:

@@ -138,6 +138,12 @@ class Log:
         self.txn_recovery_point: int | None = None
         self._txn_scan = TxnScanner(self.pdir, self.name)
         self._update_first_unstable_offset()
+        #: (read-only) the offset the log is shown as ending at while an unfinished bulk
+        #: commit appends past it (:mod:`kafkafs.log.bulk_commit`), else None; and a
+        #: callable telling whether that still holds (the offset, or None once the commit
+        #: finished), asked by :meth:`refresh_from_disk`
+        self.limit: int | None = None
+        self.limit_source: Callable[[], int | None] | None = None
 
     # -- basic state -----------------------------------------------------------------
     @property
@@ -1081,12 +1087,18 @@ class Log:
     def refresh_from_disk(self) -> bool:
         """Pick up what another process did to the directory (a live broker, or the daemon
         beside a read-only reader): new segments, bytes appended to the active one,
-        segments deleted by retention, new ``.txnindex`` files and entries. The producer
+        segments deleted by retention, new ``.txnindex`` files and entries (nothing while
+        an unfinished bulk commit holds the log at :attr:`limit`). The producer
         state is brought up to the new log end offset by replaying the new batches (a batch
         the producer state refuses is logged and skipped: a reader must go on), so
         :attr:`last_stable_offset` follows the writer's transactions. Returns whether the log
         end, start or last stable offset moved."""
         with self.lock:
+            if self.limit is not None:
+                now = self.limit_source() if self.limit_source is not None else self.limit
+                if now is not None:
+                    return False  # an unfinished bulk commit: shown as before it, still
+                self.limit = None  # finished: everything is shown from now on
             before = (self.log_start_offset, self._log_end_offset, self.last_stable_offset)
             try:
                 names = self.pdir.files()

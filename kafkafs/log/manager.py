@@ -55,8 +55,8 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from . import bulk_commit, handles, safeio
 from . import checkpoint as ckpt
-from . import handles, safeio
 from .config import BrokerConfig, LogConfig, validate_topic_overrides
 from .errors import (
     CorruptCheckpointError,
@@ -114,6 +114,8 @@ class _Unloaded:
     recovery_point: int
     log_start_offset: int
     clean: bool
+    #: (read-only) where an unfinished bulk commit leaves the partition visible, or None
+    limit: int | None = None
 
     @property
     def dir(self) -> str:
@@ -158,6 +160,8 @@ class LogManager:
         # logs made by create_topic/add_partitions whose partition.metadata is not fsynced
         # yet (the next checkpoint_recovery_points does it)
         self._unsynced_metadata: list[Log] = []
+        #: (read-only) (topic, partition) -> the offset an unfinished bulk commit began at
+        self._limits: dict[TopicPartition, int] = {}
 
     # -- startup / shutdown ----------------------------------------------------------
     def startup(self) -> None:
@@ -165,9 +169,13 @@ class LogManager:
         dir (a lazy manager lists them); producer ids already expired are dropped (Kafka
         skips them when it loads a snapshot). The partitions of each log dir are loaded on
         ``num.recovery.threads.per.data.dir`` threads (Kafka's ``LogManager.loadLogs``).
+        A writable manager then finishes the bulk commits a killed writer left unfinished
+        (:func:`kafkafs.log.bulk_commit.finish_interrupted`: rolled forward); a read-only one
+        shows each partition such a commit names only up to where it was before it.
         Raises LogDirLockedError, ReadOnlyFilesystemError (a writable manager on a read-only
         filesystem: nothing is written), OSError (NotADirectoryError when a log dir is some
-        other file), and what loading a partition raises (the first, in listing order)."""
+        other file), what loading a partition raises (the first, in listing order), and
+        CommitRecoveryError (an unfinished commit that cannot be rolled forward)."""
         handles.apply_budget(self.config.kafkafs_max_open_files)
         try:
             for d in self.log_dirs:
@@ -178,8 +186,19 @@ class LogManager:
                 elif not os.path.isdir(d):
                     raise FileNotFoundError(errno.ENOENT, "log dir does not exist", d)
             self._load_topic_overrides()
+            # a bulk commit not finished yet (its record is in the log dir its writer
+            # staged in; its partitions may lie in any): readers see its partitions as
+            # they were before it (a writable startup finishes it after loading)
+            self._limits = {}
+            if self.read_only:
+                for d in self.log_dirs:
+                    for tp, before in bulk_commit.read_limits(d).items():
+                        self._limits[tp] = min(before, self._limits.get(tp, before))
             for d in self.log_dirs:
                 self._load_dir(d)
+            if not self.read_only:
+                for d in self.log_dirs:
+                    bulk_commit.finish_interrupted(d, self.get_log)
         except BaseException:
             self._release_locks()
             raise
@@ -265,7 +284,8 @@ class LogManager:
                 log.error("Duplicate log directories for %s-%d: %s and %s; ignoring the second",
                           tp[0], tp[1], known.dir, path)
                 continue
-            entry = _Unloaded(path, d, recovery.get(tp, 0), starts.get(tp, 0), clean)
+            entry = _Unloaded(path, d, recovery.get(tp, 0), starts.get(tp, 0), clean,
+                              self._limits.get(tp))
             self._unloaded[tp] = entry
             listed.append(tp)
         if not self.lazy:
@@ -322,7 +342,10 @@ class LogManager:
         try:
             lg = load_log(pdir, tp[0], tp[1], self.topic_config(tp[0]),
                           recovery_point=u.recovery_point, log_start_offset=u.log_start_offset,
-                          had_clean_shutdown=u.clean, writable=not self.read_only)
+                          had_clean_shutdown=u.clean, writable=not self.read_only,
+                          limit=u.limit)
+            if u.limit is not None:  # (a follower sees the rest once the commit finished)
+                lg.limit_source = lambda: _limit_of(self.log_dirs, tp)
         except (OSError, LogError, CorruptRecordError) as exc:
             pdir.close()
             if not self.read_only:
@@ -977,6 +1000,12 @@ def load_topic_overrides(log_dirs: Iterable[str]) -> dict[str, dict[str, str]]:
     for topic, conf in merged.items():
         validate_topic_overrides(conf)
     return merged
+
+
+def _limit_of(log_dirs: Iterable[str], tp: TopicPartition) -> int | None:
+    """The offset an unfinished bulk commit in ``log_dirs`` began ``tp`` at, or None."""
+    found = [lim for d in log_dirs if (lim := bulk_commit.read_limits(d).get(tp)) is not None]
+    return min(found, default=None)
 
 
 def partition_dirs(log_dir: str) -> list[tuple[TopicPartition, str]]:

@@ -21,10 +21,12 @@ dir root, and the job's commit publishes the runs:
   <kafkafs.log.manager.LogManager.adopt_topic>`). More runs of the same partition are first
   appended to it (:func:`append_runs`), so the partition holds what one log appending all of
   them would hold, byte for byte.
-* An existing partition takes runs through its own log (:func:`append_runs`): the log
-  restamps the base offsets from its log end offset, rolls and indexes as for any append.
-  Beside a running daemon that log is the daemon's: the driver asks it through the mount
-  (``user.kafkafs.append_staged``, :mod:`kafkafs.fs.operations`).
+* An existing partition takes runs through its own log: the log restamps the base
+  offsets from its log end offset, rolls and indexes as for any append. The runs of a
+  job for every existing partition are appended as one commit, all or nothing
+  (:mod:`kafkafs.log.bulk_commit`). Beside a running daemon that log is the daemon's: the
+  driver asks it through the mount (``user.kafkafs.commit_staged``,
+  :mod:`kafkafs.fs.operations`).
 
 Synchronous, no trio or pyspark. Every file in a staged dir is reached through
 :mod:`kafkafs.log.safeio` (no link followed, regular files only).

@@ -5,8 +5,10 @@ writers go through the daemon or refuse). The daemon's mount answers requests ma
 extended attributes (:mod:`kafkafs.fs.operations`): its root tells the log dirs it serves
 (``user.kafkafs.log_dirs``), its ``num.partitions`` and topic config defaults; setting
 ``user.kafkafs.adopt`` on the root hands it a new topic made of staged partition dirs,
-setting ``user.kafkafs.append_staged`` on ``<topic>/<p>`` has it append a staged run. Each
-request returns when the daemon is done.
+setting ``user.kafkafs.append_staged`` on ``<topic>/<p>`` has it append a staged run, and
+setting ``user.kafkafs.commit_staged`` on the root has it commit a whole write's staged
+runs to existing partitions, all or nothing (:func:`commit_staged`). Each request returns
+when the daemon is done.
 """
 
 from __future__ import annotations
@@ -16,10 +18,17 @@ import json
 import os
 import time
 
+from ..log import bulk_commit, faults
 from ..log.config import LogConfig, parse_properties
 from ..log.errors import LogDirLockedError
 from ..log.manager import is_locked
-from ..mounttable import ADOPT_XATTR, APPEND_STAGED_XATTR, find_mount, served_log_dirs
+from ..mounttable import (
+    ADOPT_XATTR,
+    APPEND_STAGED_XATTR,
+    COMMIT_STAGED_XATTR,
+    find_mount,
+    served_log_dirs,
+)
 
 
 class DaemonRefusedError(RuntimeError):
@@ -137,3 +146,25 @@ def append_staged(mount: str, topic: str, partition: int, stage_dir: str) -> Non
     dir) to ``topic``-``partition``. Raises DaemonRefusedError."""
     _request(os.path.join(mount, topic, str(partition)), APPEND_STAGED_XATTR,
              stage_dir.encode(), f"append to {topic}-{partition}", mount)
+
+
+def commit_staged(mount: str, log_dir: str, job_id: str,
+                  runs: dict[tuple[str, int], list[str]]) -> None:
+    """Have the daemon mounted at ``mount`` append the staged runs ``runs`` (``(topic,
+    partition) -> [staged dir names in log_dir]``, in order) to those existing partitions
+    as one commit (:func:`kafkafs.log.bulk_commit.commit`, under the logs' locks): one
+    request, whatever the number of partitions. The runs are named in a request file in
+    ``log_dir`` (:func:`~kafkafs.log.bulk_commit.write_request`, removed afterwards); the
+    xattr's value is ``{"log_dir": ..., "request": name}``. Raises DaemonRefusedError,
+    OSError (the request file cannot be written)."""
+    name = bulk_commit.write_request(log_dir, job_id, runs)
+    faults.point("commit-request-written")
+    try:
+        req = {"log_dir": daemon_log_dir(mount, log_dir), "request": name}
+        _request(mount, COMMIT_STAGED_XATTR, json.dumps(req).encode(),
+                 f"commit {len(runs)} partition(s) of job {job_id}", mount)
+    finally:
+        try:
+            bulk_commit.remove_request(log_dir, job_id)
+        except OSError:
+            pass

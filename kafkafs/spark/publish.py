@@ -10,9 +10,13 @@ commit publishes them, per topic:
   an empty log; then the staged dirs become the topic with one rename each
   (:meth:`LogManager.adopt_topic <kafkafs.log.manager.LogManager.adopt_topic>`). A
   replaced topic's old dirs are renamed away first and deleted once the new ones are in.
-* **An existing topic**: each partition's log appends the runs in task order
-  (:func:`~kafkafs.log.staging.append_runs`): offsets follow its log end offset, rolls and
-  index entries as for any append.
+* **An existing topic**: each partition's log appends the runs in task order: offsets
+  follow its log end offset, rolls and index entries as for any append. The appends to
+  every existing partition of the job are **one commit**, decided by one durable commit
+  record in the log dir (:func:`kafkafs.log.bulk_commit.commit`): a commit killed after the
+  record is durable is rolled forward by whoever next opens the log dir for writing (the
+  daemon's start, a CLI writer, the next write's commit); one killed before it changed
+  nothing. Readers show the named partitions as they were before it meanwhile.
 
 Who does it depends on who holds the log dir (its ``.lock``):
 
@@ -21,14 +25,18 @@ Who does it depends on who holds the log dir (its ``.lock``):
   and the clean-shutdown marker and lets go;
 * a kafkafs daemon with a mount: the daemon, asked through its mount
   (:mod:`kafkafs.spark.mountlink`): a new topic's staged dirs are prepared here as above
-  and adopted by the daemon (recovered as a restored backup is); runs for an existing
-  partition are appended by the daemon's log. Nothing here writes into a partition the
-  daemon holds;
+  and adopted by the daemon (recovered as a restored backup is); the runs for existing
+  partitions are committed by the daemon as above, asked once for the whole job
+  (:func:`~kafkafs.spark.mountlink.commit_staged`). Nothing here writes into a partition
+  the daemon holds;
 * another process (a broker, another writer): the commit waits up to ``lockTimeoutMs`` for
   the lock, then refuses with a clear message -- never racing the holder.
 
 Whatever happens, every staged dir of the job is removed at the end (those of killed task
-attempts too). The abort only removes them.
+attempts too) -- except while the job's commit record is there (decided, not finished: the
+runs are needed to finish it). The abort only removes them, with the same exception:
+PySpark runs the commit in a Python worker, and when that worker dies Spark calls the
+abort.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ import os
 import time
 from collections import defaultdict
 
+from ..log import bulk_commit
 from ..log.errors import LogDirLockedError
 from ..log.manager import LogManager, partition_dirs
 from ..log.staging import (
@@ -81,7 +90,18 @@ def publish(plan: WritePlan, messages) -> None:
         _check_runs_present(plan, runs)
         _publish(plan, runs, topics)
     finally:
-        remove_job_stage_dirs(plan.log_dir, plan.job_id)
+        if _recorded(plan):
+            # decided but not finished (an error while appending): the next writable open
+            # of the log dir rolls it forward and needs the runs
+            log.error("kafkalog: the commit of job %s is recorded but not finished; the next "
+                      "writer on %s finishes it", plan.job_id, plan.log_dir)
+        else:
+            remove_job_stage_dirs(plan.log_dir, plan.job_id)
+
+
+def _recorded(plan: WritePlan) -> bool:
+    """Whether the commit record of the job is in the log dir: decided, not finished."""
+    return os.path.lexists(os.path.join(plan.log_dir, bulk_commit.record_name(plan.job_id)))
 
 
 class StagedRunMissingError(RuntimeError):
@@ -109,6 +129,12 @@ def discard(plan: WritePlan, messages=()) -> None:
     (a Python worker gets ``spark.python.task.killTimeout``, 2 s, to stop) and stage more:
     the sweep goes on until no staged dir of the job has been seen for
     :data:`ABORT_QUIET_S` seconds."""
+    if _recorded(plan):
+        # the commit was decided (its record is durable) and then failed or its process
+        # died: the write happened, the next writer rolls it forward and needs the runs
+        log.error("kafkalog: abort after the commit of job %s was recorded: the write is kept "
+                  "and finished by the next writer on %s", plan.job_id, plan.log_dir)
+        return
     start = quiet_since = time.monotonic()
     removed = 0
     while True:
@@ -185,6 +211,7 @@ def _prepare_partition(plan: WritePlan, tp: TopicPlan, partition: int, names: li
 
 
 def _locally(plan: WritePlan, runs, topics, manager: LogManager) -> None:
+    appends = {}
     for topic in topics:
         tp = plan.topic_plan(topic)
         now = manager.partitions(topic)
@@ -197,14 +224,17 @@ def _locally(plan: WritePlan, runs, topics, manager: LogManager) -> None:
             log.info("kafkalog: %s topic %s with %d partitions in %s",
                      "replaced" if now else "created", topic, tp.partitions, plan.log_dir)
             continue
-        for p in range(tp.partitions):
-            names = runs.get((topic, p))
-            if names:
-                append_runs(manager.get_log(topic, p),
-                            [os.path.join(plan.log_dir, n) for n in names], verify=False)
+        appends.update(_appends_of(tp, runs))
+    bulk_commit.commit(plan.log_dir, plan.job_id, appends, manager.get_log)
+
+
+def _appends_of(tp: TopicPlan, runs) -> dict[tuple[str, int], list[str]]:
+    return {(tp.topic, p): runs[(tp.topic, p)] for p in range(tp.partitions)
+            if runs.get((tp.topic, p))}
 
 
 def _through_daemon(plan: WritePlan, runs, topics, mount: str) -> None:
+    appends = {}
     for topic in topics:
         tp = plan.topic_plan(topic)
         now = mountlink.topic_partitions(mount, topic)
@@ -218,6 +248,6 @@ def _through_daemon(plan: WritePlan, runs, topics, mount: str) -> None:
             mountlink.adopt(mount, plan.log_dir, topic, sid, tp.partitions, tp.overrides,
                             replace=bool(now))
             continue
-        for p in range(tp.partitions):
-            for name in runs.get((topic, p), []):
-                mountlink.append_staged(mount, topic, p, name)
+        appends.update(_appends_of(tp, runs))
+    if appends:
+        mountlink.commit_staged(mount, plan.log_dir, plan.job_id, appends)

@@ -38,8 +38,8 @@ import logging
 import os
 from dataclasses import dataclass
 
+from ..log import bulk_commit, safeio
 from ..log import checkpoint as ckpt
-from ..log import safeio
 from ..log.config import LogConfig
 from ..log.errors import CorruptCheckpointError
 from ..log.loader import load_log
@@ -270,6 +270,8 @@ def open_local_views(root: str, selected) -> list:
         clean = d.is_file(CLEAN_SHUTDOWN_FILE)
     recovery = _read_checkpoint(root, RECOVERY_POINT_CHECKPOINT)
     starts = _read_checkpoint(root, LOG_START_OFFSET_CHECKPOINT)
+    # a bulk commit not finished yet: its partitions are read as they were before it
+    limits = bulk_commit.read_limits(root)
     views = []
     for tp, path in parts:
         pdir = open_partition_dir(path)
@@ -278,7 +280,7 @@ def open_local_views(root: str, selected) -> list:
         try:
             lg = load_log(pdir, tp[0], tp[1], LogConfig(), recovery_point=recovery.get(tp, 0),
                           log_start_offset=starts.get(tp, 0), had_clean_shutdown=clean,
-                          writable=False)
+                          writable=False, limit=limits.get(tp))
         except (OSError, ValueError) as exc:
             log.warning("Skipping partition %s-%d in %s: %s", tp[0], tp[1], path, exc)
             continue
@@ -369,6 +371,23 @@ class ArrowView(PartitionView):
 
     def _file(self, k: int) -> SegmentFile:
         return SegmentFile(self.root, self.dir_name, self.segments[k].name)
+
+    def cut_at(self, limit: int) -> None:
+        """Plan the partition as if it ended at offset ``limit`` (an unfinished bulk commit
+        began there: :mod:`kafkafs.log.bulk_commit`): the segments past it are left out and
+        the last one kept ends where the batch holding ``limit`` begins."""
+        if limit >= self.log_end_offset:
+            return
+        keep = [s for s in self.segments if s.base_offset <= limit] or self.segments[:1]
+        k = len(keep) - 1
+        pos = 0 if keep[k].base_offset >= limit else self.start_position(k, limit)
+        if pos is not None:
+            keep[k] = SegmentInfo(keep[k].base_offset, keep[k].name,
+                                  min(pos, keep[k].size), keep[k].identity)
+        self.segments = keep
+        self.log_end_offset = max(limit, keep[0].base_offset)
+        self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
+        self._lso = None
 
     def _index_file(self, k: int, suffix: str) -> bytes:
         name = filename_prefix(self.segments[k].base_offset) + suffix
@@ -499,6 +518,24 @@ def _arrow_log_starts(root: str) -> dict:
         return {}
 
 
+def _arrow_commit_limits(d: ArrowDir, entries: dict) -> dict:
+    """``{(topic, partition): before}`` of the unfinished bulk commits whose records lie
+    in the log dir ``d`` (:func:`kafkafs.log.bulk_commit.read_limits` for a URI)."""
+    out: dict = {}
+    for name, (is_dir, _size, _mtime) in entries.items():
+        if is_dir or not bulk_commit.is_record_name(name):
+            continue
+        try:
+            rec = bulk_commit.parse_record(d.shown, name, d.read(name))
+        except (OSError, bulk_commit.CommitRecoveryError) as exc:
+            log.warning("Ignoring commit record %s: %s", d.join(name), exc)
+            continue
+        for pc in rec.partitions:
+            key = (pc.topic, pc.partition)
+            out[key] = min(pc.before, out.get(key, pc.before))
+    return out
+
+
 def open_arrow_views(root: str, selected) -> list:
     """:class:`ArrowView` of every partition dir under the URI ``root`` whose topic
     ``selected(topic)`` takes (a partition without segments is skipped with a warning).
@@ -506,6 +543,7 @@ def open_arrow_views(root: str, selected) -> list:
     d = ArrowDir.open(root)
     entries = d.entries()
     starts = None
+    limits = _arrow_commit_limits(d, entries)
     views = []
     for name in sorted(entries):
         tp = parse_partition_dir(name)
@@ -514,7 +552,10 @@ def open_arrow_views(root: str, selected) -> list:
         if starts is None:
             starts = _arrow_log_starts(root)
         try:
-            views.append(ArrowView(root, name, tp[0], tp[1], starts.get(tp, 0)))
+            view = ArrowView(root, name, tp[0], tp[1], starts.get(tp, 0))
+            if tp in limits:
+                view.cut_at(limits[tp])
+            views.append(view)
         except (OSError, ValueError) as exc:
             log.warning("Skipping partition %s-%d in %s: %s", tp[0], tp[1], d.join(name), exc)
     return views
