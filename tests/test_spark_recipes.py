@@ -110,3 +110,124 @@ def test_first_example_runs_as_printed_from_a_fresh_shell(tmp_path):
     rows = re.findall(r"^\|\s*k0\|\s*(o\d-\d)\|\s*(\d+)\|$", r.stdout, re.M)
     assert sorted(rows) == sorted((f"o{p}-{i}", str(i)) for p in (0, 1) for i in range(3)), \
         r.stdout
+
+
+# -- on a cluster --------------------------------------------------------------------------
+def clean_env(home: str) -> dict:
+    """What a shell on a cluster machine has: PATH with the Python the driver's venv was
+    made from first (``python3`` there has no kafkafs) and without the venv, java, no
+    PYTHONPATH, VIRTUAL_ENV or PYSPARK_*; SPARK_HOME the pyspark package's own Spark."""
+    import pyspark
+
+    venv_bin = os.path.realpath(os.path.dirname(sys.executable))
+    base_bin = os.path.dirname(getattr(sys, "_base_executable", None) or sys.executable)
+    path = [base_bin] + [p for p in os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep)
+                         if p and os.path.realpath(p) != venv_bin]
+    env = {"PATH": os.pathsep.join(path), "HOME": home, "LANG": "C.UTF-8",
+           "SPARK_HOME": os.path.dirname(pyspark.__file__), "SPARK_LOCAL_IP": "127.0.0.1"}
+    for name in ("JAVA_HOME", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS",
+                 "PIP_CONFIG_FILE"):
+        if os.environ.get(name):
+            env[name] = os.environ[name]
+    return env
+
+
+@pytest.fixture
+def clean_cluster(tmp_path):
+    """A standalone master and two workers (one core each) started with pyspark's own
+    ``bin/spark-class`` in :func:`clean_env`: their executors see neither the suite's venv
+    nor this checkout. Yields (master URL, env, worker dirs)."""
+    env = clean_env(os.path.expanduser("~"))  # ~ for pip's cache: the recipe installs
+    spark_class = os.path.join(env["SPARK_HOME"], "bin", "spark-class")
+    base = tmp_path / "cluster"
+    base.mkdir()
+    port, ui = free_port(), free_port()
+    procs = []
+
+    def start(name, *args):
+        with open(base / f"{name}.log", "wb") as log:
+            procs.append(subprocess.Popen([spark_class, *args], env=env, stdout=log,
+                                          stderr=subprocess.STDOUT, cwd=str(base)))
+
+    start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+          "--port", str(port), "--webui-port", str(ui))
+    work_dirs = []
+    for i in range(2):
+        wd = base / f"worker{i}"
+        wd.mkdir()
+        work_dirs.append(str(wd))
+        start(f"worker{i}", "org.apache.spark.deploy.worker.Worker",
+              f"spark://127.0.0.1:{port}", "--host", "127.0.0.1", "--cores", "1",
+              "--memory", "1g", "--work-dir", str(wd), "--webui-port", str(free_port()))
+    try:
+        deadline = time.monotonic() + 120
+        while alive_workers(ui) < 2:
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+                raise RuntimeError("the standalone cluster did not come up: " + " ".join(
+                    (base / f"{n}.log").read_text(errors="replace")[-2000:]
+                    for n in ("master", "worker0", "worker1")))
+            time.sleep(0.5)
+        yield f"spark://127.0.0.1:{port}", env, work_dirs
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def checkout_copy(dest: str) -> str:
+    """The checkout's tracked files (or, without git, its tree less what builds and runs
+    leave) copied to ``dest``: the recipe builds its wheel there."""
+    try:
+        names = subprocess.run(["git", "-C", ROOT, "ls-files", "-z"], capture_output=True,
+                               check=True).stdout.split(b"\0")
+    except (OSError, subprocess.CalledProcessError):
+        shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(
+            ".git", ".venv", "var", "build", "dist", "*.egg-info", "__pycache__", "*.so",
+            ".pytest_cache"))
+        return dest
+    for name in filter(None, (n.decode() for n in names)):
+        src = os.path.join(ROOT, name)
+        if os.path.isfile(src):
+            os.makedirs(os.path.dirname(os.path.join(dest, name)), exist_ok=True)
+            shutil.copy2(src, os.path.join(dest, name))
+    return dest
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_cluster_recipe_runs_as_printed(clean_cluster, tmp_path):
+    """docs/spark.md "On a cluster": the wheel, the environment at one path and
+    spark-submit, run exactly as printed (paths and the master's port substituted) from a
+    copy of the checkout, on a cluster whose processes see neither the suite's venv nor the
+    checkout. The job's counts per key land in the log dir, and executors of both workers
+    ran it."""
+    master, env, work_dirs = clean_cluster
+    section = spark_md_section("On a cluster")
+    shell, = [b for b in code_blocks(section, "sh") if "spark-submit" in b]
+    job, = code_blocks(section, "python")
+    logs = str(tmp_path / "logs")
+    counts = make_log_dir(logs, partitions=4, keys=5, per_key=50)
+    opt = str(tmp_path / "opt-kafkalog")
+    for text in ("/opt/kafkalog", "spark://127.0.0.1:7077", "/srv/kafka-logs"):
+        assert text in shell, text
+    shell = shell.replace("/opt/kafkalog", opt).replace("spark://127.0.0.1:7077", master) \
+        .replace("/srv/kafka-logs", logs)
+    src = checkout_copy(str(tmp_path / "src"))
+    with open(os.path.join(src, "my_job.py"), "w") as f:
+        f.write(job)
+    r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", shell], cwd=src, env=env,
+                       capture_output=True, text=True, timeout=1100)
+    assert r.returncode == 0, errors_of(r.stderr) + r.stdout[-2000:]
+    wheels = os.listdir(os.path.join(src, "dist"))
+    assert len(wheels) == 1 and re.fullmatch(r"kafkafs-0\.1\.0-cp\d+-cp\d+-linux_\w+\.whl",
+                                             wheels[0]), wheels
+    got = dict(read_topic(logs, "orders-per-key"))
+    assert got == {k: str(n).encode() for k, n in counts.items()}
+    # the executors ran in the workers' own processes
+    for wd in work_dirs:
+        assert any(os.path.isfile(os.path.join(wd, app, ex, "stderr"))
+                   for app in os.listdir(wd) for ex in os.listdir(os.path.join(wd, app))), wd
