@@ -708,7 +708,7 @@ def test_the_mount_reads_across_a_gap_as_documented(tmp_path, mount_factory):
     for o in (first, last):
         assert not os.path.exists(m.path("t", "0", "offset", str(o)))
     with open(m.path("t", "0", "offset", str(first - 1)), "rb") as f:
-        assert f.read() == dict((o, v) for o, _k, v in expected)[first - 1]
+        assert f.read() == {o: v for o, _k, v in expected}[first - 1]
     listed = {int(n) for n in os.listdir(m.path("t", "0", "offset"))}
     assert first - 1 in listed and last + 1 in listed
     assert not listed & set(range(first, last + 1))

@@ -10,6 +10,7 @@ show."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -35,14 +36,14 @@ def spark_md_section(title: str) -> str:
     """The text of docs/spark.md's section ``## title`` (up to the next ``## ``)."""
     with open(SPARK_MD, encoding="utf-8") as f:
         text = f.read()
-    m = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    m = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.DOTALL | re.MULTILINE)
     assert m, f"docs/spark.md has no section {title!r}"
     return m.group(1)
 
 
 def code_blocks(text: str, lang: str) -> list[str]:
     """The ``lang`` fenced blocks of ``text``, in order."""
-    return re.findall(rf"^```{lang}\n(.*?)^```", text, re.S | re.M)
+    return re.findall(rf"^```{lang}\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
 
 
 def make_log_dir(path: str, topic: str = "orders", partitions: int = 2,
@@ -104,10 +105,10 @@ def test_first_example_runs_as_printed_from_a_fresh_shell(tmp_path):
     env = fresh_shell_env(str(home))
     assert "VIRTUAL_ENV" not in env
     r = subprocess.run([sys.executable, str(script)], env=env, cwd=str(home),
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=600, check=False)
     assert r.returncode == 0, errors_of(r.stderr)
     # show(): one row per record, key, value and offset
-    rows = re.findall(r"^\|\s*k0\|\s*(o\d-\d)\|\s*(\d+)\|$", r.stdout, re.M)
+    rows = re.findall(r"^\|\s*k0\|\s*(o\d-\d)\|\s*(\d+)\|$", r.stdout, re.MULTILINE)
     assert sorted(rows) == sorted((f"o{p}-{i}", str(i)) for p in (0, 1) for i in range(3)), \
         r.stdout
 
@@ -220,7 +221,7 @@ def test_cluster_recipe_runs_as_printed(clean_cluster, tmp_path):
     with open(os.path.join(src, "my_job.py"), "w") as f:
         f.write(job)
     r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", shell], cwd=src, env=env,
-                       capture_output=True, text=True, timeout=1100)
+                       capture_output=True, text=True, timeout=1100, check=False)
     assert r.returncode == 0, errors_of(r.stderr) + r.stdout[-2000:]
     wheels = os.listdir(os.path.join(src, "dist"))
     assert len(wheels) == 1 and re.fullmatch(r"kafkafs-0\.1\.0-cp\d+-cp\d+-linux_\w+\.whl",
@@ -231,3 +232,125 @@ def test_cluster_recipe_runs_as_printed(clean_cluster, tmp_path):
     for wd in work_dirs:
         assert any(os.path.isfile(os.path.join(wd, app, ex, "stderr"))
                    for app in os.listdir(wd) for ex in os.listdir(os.path.join(wd, app))), wd
+
+
+# -- object storage ------------------------------------------------------------------------
+BUCKET = "backups"
+
+
+@pytest.fixture(scope="module")
+def s3_server(tmp_path_factory):
+    """moto's S3 server on 127.0.0.1, checking credentials as AWS does (moto's IAM: a
+    request signed with a key it did not issue, or with the wrong secret, is refused),
+    holding bucket ``backups`` with a log dir uploaded to ``backups/kafka/broker-1``
+    (topic ``orders``, 3 partitions). Yields (endpoint ``host:port``, access key id,
+    secret, {(partition, offset): value})."""
+    pytest.importorskip("moto.server")
+    import boto3
+    from pyarrow import fs
+
+    base = tmp_path_factory.mktemp("s3")
+    port = free_port()
+    endpoint = f"127.0.0.1:{port}"
+    # the first 3 requests (creating the user, its policy, its key) are let through
+    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="3")
+    with open(base / "moto.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
+                                 "-p", str(port)], stdout=log, stderr=subprocess.STDOUT,
+                                env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("moto's server did not start: "
+                                       + (base / "moto.log").read_text(errors="replace"))
+                time.sleep(0.2)
+        iam = boto3.client("iam", endpoint_url=f"http://{endpoint}", region_name="us-east-1",
+                           aws_access_key_id="setup", aws_secret_access_key="setup")
+        iam.create_user(UserName="kafkalog")
+        iam.put_user_policy(UserName="kafkalog", PolicyName="s3", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17",
+             "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+        key = iam.create_access_key(UserName="kafkalog")["AccessKey"]
+        key_id, secret = key["AccessKeyId"], key["SecretAccessKey"]
+
+        def s3(secret_key):
+            return fs.S3FileSystem(access_key=key_id, secret_key=secret_key,
+                                   region="us-east-1", scheme="http",
+                                   endpoint_override=endpoint, allow_bucket_creation=True)
+
+        logs = str(base / "logs")
+        make_log_dir(logs, partitions=3, keys=2, per_key=5)
+        expected = {}
+        m = LogManager(BrokerConfig.from_properties({}).with_log_dirs([logs]), read_only=True)
+        m.startup()
+        for p in m.partitions("orders"):
+            for r in m.get_log("orders", p).records():
+                expected[(p, r.offset)] = r.value.decode()
+        m.shutdown()
+        s3(secret).create_dir(BUCKET)
+        fs.copy_files(logs, f"{BUCKET}/kafka/broker-1",
+                      source_filesystem=fs.LocalFileSystem(),
+                      destination_filesystem=s3(secret))
+        with pytest.raises(OSError, match="ACCESS_DENIED"):  # the server checks
+            s3("not-the-secret").get_file_info(f"{BUCKET}/kafka/broker-1/orders-0")
+        yield endpoint, key_id, secret, expected
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+S3_JOB = """
+import json, sys
+from pyspark.sql import SparkSession
+import kafkafs.spark
+
+uri, conf = sys.argv[1], json.loads(sys.argv[2])
+builder = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+for key, value in conf.items():
+    builder = builder.config(key, value)
+spark = builder.getOrCreate()
+kafkafs.spark.register(spark)
+df = spark.read.format("kafkalog").option("subscribe", "orders").load(uri)
+print(json.dumps(sorted([r.partition, r.offset, r.value.decode()] for r in df.collect())))
+"""
+
+
+@pytest.mark.parametrize("how", ["environment", "uri", "executor-env"])
+def test_s3_endpoint_and_credentials_as_documented(s3_server, tmp_path, how):
+    """docs/spark.md "Endpoint and credentials", each way a separate Spark application
+    reading the uploaded log dir: ``environment`` (AWS_* variables, the endpoint in
+    AWS_ENDPOINT_URL), ``uri`` (endpoint_override, scheme and region in the URI; the
+    credentials from the environment; an AWS_ENDPOINT_URL pointing elsewhere loses),
+    ``executor-env`` (as on a cluster: the variables only in spark.executorEnv.*, none in
+    the driver's environment). The server refuses requests without the right credentials,
+    so every process that read got them."""
+    endpoint, key_id, secret, expected = s3_server
+    home = tmp_path / "home"
+    home.mkdir()  # no ~/.aws
+    env = fresh_shell_env(str(home))
+    env["AWS_EC2_METADATA_DISABLED"] = "true"  # no instance profile to look for
+    aws = {"AWS_ACCESS_KEY_ID": key_id, "AWS_SECRET_ACCESS_KEY": secret,
+           "AWS_DEFAULT_REGION": "us-east-1"}
+    uri = f"s3://{BUCKET}/kafka/broker-1"
+    conf = {}
+    if how == "environment":
+        env.update(aws, AWS_ENDPOINT_URL=f"http://{endpoint}")
+    elif how == "uri":
+        env.update(aws, AWS_ENDPOINT_URL=f"http://127.0.0.1:{free_port()}")  # nobody there
+        uri += f"?endpoint_override={endpoint}&scheme=http&region=us-east-1"
+    else:
+        conf = {f"spark.executorEnv.{k}": v
+                for k, v in {**aws, "AWS_ENDPOINT_URL": f"http://{endpoint}"}.items()}
+    script = tmp_path / "job.py"
+    script.write_text(S3_JOB)
+    r = subprocess.run([sys.executable, str(script), uri, json.dumps(conf)], env=env,
+                       cwd=str(home), capture_output=True, text=True, timeout=600, check=False)
+    assert r.returncode == 0, errors_of(r.stderr)
+    rows = json.loads(r.stdout.strip().splitlines()[-1])
+    assert {(p, o): v for p, o, v in rows} == expected
+    assert len(rows) == len(expected) == 30
