@@ -95,7 +95,8 @@ class Finding:
     ``partition-file``, ``topic-configs``, ``lock``, ``revalidate``, ``changed``,
     ``load-failed``, ``repair-failed``, ``not-regular-file``: a link, FIFO, socket or device
     where kafkafs only ever uses regular files; ``missing-offsets``: offsets between two
-    segments of a topic that is not compacted that no segment holds, :class:`OffsetGap`); ``path``: the file or directory concerned
+    segments of a topic that is not compacted that no segment holds, :class:`OffsetGap`);
+    ``path``: the file or directory concerned
     (absolute); ``message``: what is wrong, in Kafka's words where Kafka has words for it;
     ``action``: what Kafka's startup / ``--repair`` does about it, or why nothing is done;
     ``severity``: ``"problem"`` or ``"note"`` (notes never make the exit status non-zero);
