@@ -626,3 +626,91 @@ def test_plan_matches_the_loader_on_swaps_and_leftovers(tmp_path, clean):
         [(a.kind, a.path, a.position, a.nbytes) for a in done]
     assert {"swap", "swapped-out", "stray-file", "invalid-swap", "truncate"} <= \
         {a.kind for a in done}
+
+
+# -- a segment missing in the middle -------------------------------------------------------
+def _drop_segment(pdir, i):
+    """Delete the i-th segment (its .log and indexes) of ``pdir``: returns (first, last), the
+    offsets it held, read before the deletion."""
+    logs = seg_logs(pdir)
+    first = int(os.path.basename(logs[i])[:-4])
+    last = int(os.path.basename(logs[i + 1])[:-4]) - 1
+    prefix = logs[i][:-4]
+    for suffix in (".log", ".index", ".timeindex", ".txnindex"):
+        if os.path.exists(prefix + suffix):
+            os.unlink(prefix + suffix)
+    return first, last
+
+
+def test_a_segment_missing_in_the_middle_is_a_finding_with_its_offsets(tmp_path, capsys):
+    d = make_log_dir(tmp_path, batches=60)
+    p = part(d)
+    assert len(seg_logs(p)) >= 4
+    first, last = _drop_segment(p, 1)
+    after = seg_logs(p)[1]
+    (hit,) = assert_reported_read_only(capsys, d, "missing-offsets", path=after, position=0)
+    assert hit["partition"] == "t-0"
+    assert hit["repairable"] is False and hit["severity"] == "problem"
+    assert f"Offsets {first} to {last} ({last - first + 1} offset(s)) are missing" \
+        in hit["message"]
+    rc, out, _ = check(capsys, d)
+    assert rc == 1
+    line = [ln for ln in out.splitlines() if "are missing" in ln]
+    assert len(line) == 1 and line[0].startswith("problem (not repairable): t-0/")
+    assert f"Offsets {first} to {last}" in line[0]
+    assert out.rstrip().endswith("1 problem(s) (0 repairable with --repair, 1 not)")
+    # --repair cannot bring the records back: it says so, repairs the rest and keeps the gap
+    with open(seg_logs(p)[-1], "ab") as f:
+        f.write(b"\1" * 20)  # a torn write at the tail: repairable
+    rc, out, _ = check(capsys, d, "--repair")
+    assert rc == 1
+    assert "did: " in out and "truncate" not in out.split("after repair:")[1]
+    after_repair = out.split("after repair:")[1]
+    assert f"Offsets {first} to {last}" in after_repair
+    assert after_repair.rstrip().endswith("1 problem(s) (0 repairable with --repair, 1 not)")
+    offsets = [o for o, _k, _v in read_records(p)]
+    assert offsets == [o for o in range(offsets[-1] + 1) if not first <= o <= last]
+
+
+def test_consume_warns_on_stderr_where_it_skips_a_gap(tmp_path, capsys):
+    d = make_log_dir(tmp_path, batches=60)
+    first, last = _drop_segment(part(d), 2)
+    capsys.readouterr()
+    rc = main(["consume", "--log-dirs", d, "--topic", "t", "--from-beginning",
+               "--timeout-ms", "0", "--property", "print.offset=true"])
+    out, err = capsys.readouterr()
+    assert rc == 0
+    assert f"t-0: offsets {first} to {last} are missing from the log" in err
+    assert err.count("are missing") == 1
+    # the records around the gap are all printed
+    assert f"Offset:{first - 1}\t" in out and f"Offset:{last + 1}\t" in out
+
+
+def test_a_gap_in_a_compacted_topic_is_no_finding(tmp_path, capsys):
+    d = make_log_dir(tmp_path, batches=60)
+    _drop_segment(part(d), 1)
+    # cleanup.policy=compact: a cleaned log has gaps by design
+    rc, out, err = check(capsys, d, "--override", "log.cleanup.policy=compact")
+    assert "are missing" not in out
+    assert rc == 0, out + err
+
+
+def test_the_mount_reads_across_a_gap_as_documented(tmp_path, mount_factory):
+    """docs/operations.md: messages runs across the gap without an error, offset/N of the
+    gap is ENOENT and not listed, the records on either side read."""
+    d = make_log_dir(tmp_path, batches=60)
+    first, last = _drop_segment(part(d), 1)
+    m = mount_factory(log_dirs=[d], options=["ro"])
+    with open(m.path("t", "0", "messages"), "rb") as f:
+        lines = f.read().splitlines()
+    expected = read_records(part(d))
+    assert lines == [v for _o, _k, v in expected]
+    for o in (first, last):
+        assert not os.path.exists(m.path("t", "0", "offset", str(o)))
+    with open(m.path("t", "0", "offset", str(first - 1)), "rb") as f:
+        assert f.read() == {o: v for o, _k, v in expected}[first - 1]
+    listed = {int(n) for n in os.listdir(m.path("t", "0", "offset"))}
+    assert first - 1 in listed and last + 1 in listed
+    assert not listed & set(range(first, last + 1))
+    assert m.umount() == 0
+    assert "Traceback" not in m.log() and "Damaged" not in m.log()

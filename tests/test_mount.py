@@ -250,6 +250,62 @@ def test_restored_backup_appears_in_mount(mount_factory, tmp_path):
     assert open(m.path("restored", "0", "messages"), "rb").read() == b"r1\nr2\nr3\n"
 
 
+# a daemon that ends slowly: its main thread returns from ``kafkafs mount`` and ends
+# (the kernel then shows the process as a zombie, "Z") while another of its threads goes on
+# for LINGER seconds -- as a thread finishing a write or unmapping a large heap does
+_LINGERING_DAEMON = """
+import ctypes, os, sys, threading, time
+from kafkafs.cli.main import main
+rc = main(sys.argv[2:])
+def finish():
+    time.sleep(float(sys.argv[1]))
+    os._exit(rc)
+threading.Thread(target=finish).start()
+ctypes.CDLL(None).pthread_exit(None)  # this thread only (ctypes lets go of the GIL)
+"""
+
+
+class _LingeringMount(Mount):
+    linger = 2.0
+
+    def command(self):
+        python, _m, _kafkafs, *args = super().command()
+        return [python, "-c", _LINGERING_DAEMON, str(self.linger), *args]
+
+
+@pytest.mark.skipif(not fuse_available(), reason="FUSE is not available")
+def test_umount_returns_once_the_daemon_has_exited(tmp_path):
+    """docs/cli.md: umount waits for the daemon to exit -- every thread of it, not only the
+    main one: when it returns the daemon's parent can reap it at once, and with --timeout
+    too short it says the daemon still runs and exits 1."""
+    m = _LingeringMount(tmp_path).start()
+    try:
+        pid = int(os.getxattr(m.mnt, "user.kafkafs.pid"))
+        assert pid == m.proc.pid
+        t0 = time.monotonic()
+        r = kafkafs("umount", m.mnt, check=False)
+        took = time.monotonic() - t0
+        assert r.returncode == 0, r.stderr
+        assert m.proc.poll() == 0  # exited, every thread (a waitpid reaps it at once)
+        assert took >= _LingeringMount.linger - 0.5
+        assert not os.path.ismount(m.mnt)
+    finally:
+        m.stop()
+    m = _LingeringMount(tmp_path)
+    m.linger = 5.0
+    m.start()
+    try:
+        pid = m.proc.pid
+        r = kafkafs("umount", m.mnt, "--timeout", "1", check=False)
+        assert r.returncode == 1
+        assert f"unmounted, but the daemon (pid {pid}) is still running after 1s" in \
+            r.stderr.decode()
+        assert m.proc.poll() is None
+        assert m.proc.wait(15) == 0
+    finally:
+        m.stop()
+
+
 def test_umount_flushes_and_exits_zero(mount_factory):
     m = mount_factory()
     os.mkdir(m.path("t"))

@@ -352,6 +352,13 @@ def run_consume(args) -> int:
                 for batch in lg.batches(positions[p]):
                     if batch.base_offset >= end:
                         break
+                    if batch.base_offset > positions[p] and not lg.config.compact:
+                        # no segment holds these offsets (one deleted or lost): Kafka's
+                        # consumer skips them silently; say so (kafkafs check names the gap)
+                        print(f"kafkafs consume: warning: {args.topic}-{p}: offsets "
+                              f"{positions[p]} to {batch.base_offset - 1} are missing from "
+                              "the log (a segment deleted or lost?); skipped (kafkafs check "
+                              "reports it)", file=sys.stderr)
                     if batch.is_control or (aborted is not None and batch.is_transactional
                                             and aborted.is_aborted(batch)):
                         positions[p] = batch.next_offset

@@ -169,30 +169,76 @@ def is_mounted(mountpoint: str) -> bool:
 
 
 def run_umount(args) -> int:
+    """Unmount ``args.mountpoint`` (``fusermount3 -u``, else ``umount``) and wait up to
+    ``args.timeout`` seconds for its daemon to exit (:func:`wait_for_exit`; the daemon's pid
+    is its root's ``user.kafkafs.pid``, read before unmounting). Returns 0 once the daemon
+    has exited; raises CliError when nothing is mounted there, the unmount fails, or the
+    daemon still runs when the time is up. When the pid cannot be read (a mount the caller
+    may not look into) it says so on stderr and returns 0 without waiting."""
     mountpoint = os.path.abspath(args.mountpoint)
     if not is_mounted(mountpoint):
         raise CliError(f"{mountpoint} is not mounted")
     pid = _daemon_pid(mountpoint)
+    start = _start_time(pid) if pid is not None else None
     tool = shutil.which("fusermount3") or shutil.which("fusermount")
     cmd = [tool, "-u", mountpoint] if tool else ["umount", mountpoint]
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if res.returncode != 0:
         raise CliError(res.stderr.strip() or f"{cmd[0]} failed with status {res.returncode}")
-    if pid is not None:
-        deadline = time.monotonic() + args.timeout
-        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
-            if _is_zombie(pid):
-                break
-            time.sleep(0.05)
-        if os.path.exists(f"/proc/{pid}") and not _is_zombie(pid):
-            raise CliError(f"unmounted, but the daemon (pid {pid}) is still running after "
-                           f"{args.timeout:g}s")
+    if pid is None or start is None:
+        print(f"kafkafs umount: note: unmounted; the daemon's pid could not be read from "
+              f"{mountpoint} (user.kafkafs.pid), so this did not wait for it to exit",
+              file=sys.stderr)
+        return 0
+    if not wait_for_exit(pid, start, args.timeout):
+        raise CliError(f"unmounted, but the daemon (pid {pid}) is still running after "
+                       f"{args.timeout:g}s")
     return 0
 
 
-def _is_zombie(pid: int) -> bool:
+def wait_for_exit(pid: int, start: str, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds (polling every 50 ms) for process ``pid``, started at
+    ``start`` (:func:`_start_time`), to have exited: every one of its threads gone, so that
+    its files, locks and memory are released and its parent can reap it (a zombie counts as
+    exited). Returns whether it has."""
+    deadline = time.monotonic() + timeout
+    while not _exited(pid, start):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state first), or None when
+    the process is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _start_time(pid: int) -> str | None:
+    """The start time of process ``pid`` in clock ticks since boot (``/proc/PID/stat``
+    field 22), which tells it from a later process given the same pid; None when gone."""
+    fields = _stat_fields(pid)
+    return fields[19] if fields is not None and len(fields) > 19 else None
+
+
+def _exited(pid: int, start: str) -> bool:
+    """Whether the process ``pid`` started at ``start`` has exited. A zombie has only when
+    it is the last of its threads: the kernel marks a thread-group leader whose own thread
+    ended ``Z`` while its other threads may still be exiting (finishing a write, unmapping
+    memory), holding the process's files and locks; only once they are gone can its parent
+    reap it (``/proc/PID/task`` lists only the leader then)."""
+    fields = _stat_fields(pid)
+    if fields is None or len(fields) <= 19 or fields[19] != start:
+        return True  # gone (or its pid given to another process since)
+    if fields[0] not in ("Z", "X"):
+        return False
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return True
+    return all(t == str(pid) for t in threads)

@@ -12,7 +12,9 @@ that cannot be read (Kafka deletes them and rebuilds the state), invalid or torn
 the position
 and the bytes recovery truncates, and the later segments it deletes), offsets that go back,
 missing or garbled checkpoint files, a missing ``.kafka_cleanshutdown``, ``meta.properties``
-problems, and directories a broker refuses (``-delete``/``-future``/``-stray`` ones are listed
+problems, offsets missing between two segments of a topic that is not compacted (a
+segment deleted or lost: Kafka's recovery does not notice, readers skip the gap),
+and directories a broker refuses (``-delete``/``-future``/``-stray`` ones are listed
 as ignored). The partition findings come from :func:`~kafkafs.log.loader.plan_load`, the
 loader's own steps run without writing (``thorough``: every segment is verified, not only
 those a startup recovers).
@@ -92,7 +94,9 @@ class Finding:
     ``clean-shutdown``, ``foreign-dir``, ``ignored-dir``, ``duplicate-partition``,
     ``partition-file``, ``topic-configs``, ``lock``, ``revalidate``, ``changed``,
     ``load-failed``, ``repair-failed``, ``not-regular-file``: a link, FIFO, socket or device
-    where kafkafs only ever uses regular files); ``path``: the file or directory concerned
+    where kafkafs only ever uses regular files; ``missing-offsets``: offsets between two
+    segments of a topic that is not compacted that no segment holds, :class:`OffsetGap`);
+    ``path``: the file or directory concerned
     (absolute); ``message``: what is wrong, in Kafka's words where Kafka has words for it;
     ``action``: what Kafka's startup / ``--repair`` does about it, or why nothing is done;
     ``severity``: ``"problem"`` or ``"note"`` (notes never make the exit status non-zero);
@@ -520,7 +524,8 @@ class _Inspector:
                      "partition away and restore it from a replica or backup",
                      partition=name, repairable=False)
             return
-        thorough = _as_readers_see_it(thorough, pdir, tp, cfg, log_start)
+        met, gaps = _reader_walk(pdir, tp, cfg, log_start)
+        thorough = _as_readers_see_it(thorough, met)
         at_startup = {_key(a) for a in startup}
         # a startup that recovers a segment rebuilds its indexes without checking them
         # first (KAFKA-7283): what is wrong with them is fixed at startup all the same
@@ -549,6 +554,10 @@ class _Inspector:
                      at_startup=_key(a) in at_startup or (a.kind in INDEX_KINDS
                                                           and a.base_offset in rebuilt),
                      position=a.position, nbytes=a.nbytes)
+        if not cfg.compact:
+            for gap in gaps:
+                self.add(GAP_KIND, gap.path, gap.message(), GAP_ACTION, partition=name,
+                         repairable=False, at_startup=False, position=gap.position)
 
 
 def _key(a: LoadAction):
@@ -563,8 +572,8 @@ ORDER_ACTION = ("none: Kafka's recovery does not repair this (a lookup by offset
 DATA_KINDS = ("truncate", "invalid-tail", ORDER_KIND)
 
 
-def _as_readers_see_it(actions: list[LoadAction], pdir: safeio.Dir, tp, cfg: LogConfig,
-                       log_start: int) -> list[LoadAction]:
+def _as_readers_see_it(actions: list[LoadAction],
+                       met: CorruptRecordError | None) -> list[LoadAction]:
     """``actions`` with the partition's first damage named where every reader
     (``consume``, ``get-offsets``, ``dump``, the mount) meets it, with their reason.
 
@@ -574,15 +583,14 @@ def _as_readers_see_it(actions: list[LoadAction], pdir: safeio.Dir, tp, cfg: Log
     offset lies below its first for data. Readers also hold each batch below the next
     segment's base offset and below the log end offset, where the last segment's last batch
     ends (:meth:`~kafkafs.log.log.Log.segment_batches`). Every partition is walked once
-    more as a reader walks it (read-only, from the log start offset; CRCs are the scan's
-    business); a damage met before any the loader reports, and not reported already,
+    more as a reader walks it (:func:`_reader_walk`, whose first damage is ``met``, or None);
+    a damage met before any the loader reports, and not reported already,
     becomes the partition's one offset-order finding (unrepairable: recovery does not touch
     offsets). The loader's later order findings go: one forged offset shows as several, and
     the first already says what to do with the partition."""
     first = next((i for i, a in enumerate(actions) if a.kind == ORDER_KIND), None)
     if first is not None:
         actions = [a for i, a in enumerate(actions) if i <= first or a.kind != ORDER_KIND]
-    met = _readers_damage(pdir, tp, cfg, log_start)
     if met is None or met.path is None or met.position is None or \
             any((a.path, a.position) == (met.path, met.position) for a in actions):
         return actions
@@ -607,25 +615,71 @@ def _place(path: str, position: int) -> tuple[int, int]:
     return (parsed[0] if parsed else -1, position)
 
 
-def _readers_damage(pdir: safeio.Dir, tp, cfg: LogConfig,
-                    log_start: int) -> CorruptRecordError | None:
-    """The first damage a reader of the partition meets in framing and offsets (CRCs not
-    checked), or None (also when the partition cannot be loaded: the loader's findings say
-    why)."""
+@dataclass
+class OffsetGap:
+    """Offsets ``first`` to ``last`` (inclusive) held by no segment of a partition: the
+    segment ``before`` (a ``.log`` path) ends at ``first - 1`` and the next segment, ``path``,
+    starts at ``last + 1``; ``position``: the byte position in ``path`` where reading resumes
+    (always 0: a segment's start)."""
+
+    first: int
+    last: int
+    before: str
+    path: str
+    position: int = 0
+
+    @property
+    def count(self) -> int:
+        """How many offsets are missing."""
+        return self.last - self.first + 1
+
+    def message(self) -> str:
+        """The finding's message, offsets and files named."""
+        return (f"Offsets {self.first} to {self.last} ({self.count} offset(s)) are missing: "
+                f"{os.path.basename(self.before)} ends at offset {self.first - 1} and "
+                f"{os.path.basename(self.path)} starts at offset {self.last + 1} (a segment "
+                "deleted or lost; in a topic that is not compacted, offsets follow each other "
+                "without a gap). Readers skip the gap without an error, as a Kafka broker "
+                "serves such a log")
+
+
+GAP_KIND = "missing-offsets"
+GAP_ACTION = ("none: no recovery can bring the records back (Kafka's does not notice the "
+              "gap); restore the missing segment (its .log and indexes) from a replica or "
+              "backup. --repair leaves the gap and repairs the partition's other damage; if "
+              "the topic was once compacted (cleanup.policy changed since), the gap is "
+              "legitimate")
+
+
+def _reader_walk(pdir: safeio.Dir, tp, cfg: LogConfig, log_start: int
+                 ) -> tuple[CorruptRecordError | None, list[OffsetGap]]:
+    """Walk the partition as a reader does (read-only, from the log start offset, framing and
+    offsets only: CRCs are the scan's business). Returns the first damage met in framing and
+    offsets (or None, also when the partition cannot be loaded: the loader's findings say
+    why) and every gap between segments met before it: a segment whose base offset lies past
+    the offset that follows the last batch before it (:class:`OffsetGap`). Gaps are
+    legitimate in a compacted topic; the caller judges."""
+    gaps: list[OffsetGap] = []
     try:
         lg = load_log(pdir, tp[0], tp[1], cfg, log_start_offset=log_start, writable=False)
     except (OSError, LogError, CorruptRecordError):
-        return None
+        return None, gaps
+    seg_path, expected = None, None
     try:
-        for _batch in lg.segment_batches(validate=False):
-            pass
+        for seg, batch in lg.segment_batches(validate=False):
+            if seg.log_path != seg_path:
+                if expected is not None and seg.base_offset > expected:
+                    gaps.append(OffsetGap(expected, seg.base_offset - 1, seg_path,
+                                          seg.log_path))
+                seg_path = seg.log_path
+            expected = batch.next_offset
     except CorruptRecordError as exc:
-        return exc
+        return exc, gaps
     except (OSError, LogError):
-        return None
+        return None, gaps
     finally:
         lg.close()
-    return None
+    return None, gaps
 
 
 def _check_ensemble(reports: list[LogDirReport], metas: list[tuple[str, dict | None]]) -> None:
@@ -825,8 +879,11 @@ def repair_log_dirs(log_dirs: Iterable[str], config: BrokerConfig, *,
     try:
         reports = inspect_log_dirs(dirs, config, owned=True)
         for report in reports:
+            # a gap in the offsets does not stop the partition's other repairs: the
+            # loader loads it as it is, and the gap stays (and is reported again)
             unrepairable = {f.partition for f in report.findings
-                            if f.partition and f.severity == PROBLEM and not f.repairable}
+                            if f.partition and f.severity == PROBLEM and not f.repairable
+                            and f.kind != GAP_KIND}
             _repair_dir(report, manager, config, unrepairable, on_action)
             _finish_commits(report, config, on_action)
         return reports
