@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import time
 
 from pyspark.sql.datasource import DataSourceStreamReader
@@ -54,35 +53,21 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from .options import format_tp, format_tp_set, java_long, parse_options
+from .options import (
+    format_tp,
+    format_tp_set,
+    java_long,
+    parse_options,
+    stream_settings,
+    time_string_ms,
+)
 
 __all__ = ["KafkaLogStreamReader", "offsets_from_json", "offsets_to_json", "rate_limit",
            "time_string_ms"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_TRIGGER_DELAY = "15m"
-_TIME_SUFFIX_US = {"us": 1, "ms": 1000, "s": 1000_000, "m": 60_000_000, "min": 60_000_000,
-                   "h": 3600_000_000, "d": 86400_000_000}
-_TIME = re.compile(r"(-?[0-9]+)([a-z]+)?")
 _SEEN_LIMIT = 1000  # distinct planner warnings remembered per query
-
-
-def time_string_ms(text: str) -> int:
-    """Spark's ``Utils.timeStringAsMs``: ``"15m"`` → 900000; no suffix means ms; suffixes
-    us, ms, s, m, min, h, d. Raises ValueError with Spark's message."""
-    lower = text.strip().lower()
-    m = _TIME.fullmatch(lower)
-    why = f"Failed to parse time string: {text}"
-    if m and m.group(2) is not None and m.group(2) not in _TIME_SUFFIX_US:
-        why = f'Invalid suffix: "{m.group(2)}"'
-        m = None
-    if m is None:
-        raise ValueError("Time must be specified as seconds (s), milliseconds (ms), "
-                         "microseconds (us), minutes (m or min), hour (h), or day (d). "
-                         f"E.g. 50s, 100ms, or 250us.\n{why}")
-    us = int(m.group(1)) * _TIME_SUFFIX_US[m.group(2) or "ms"]
-    return int(us / 1000)  # TimeUnit.convert truncates toward zero
 
 
 def offsets_to_json(offsets: dict) -> dict:
@@ -169,27 +154,16 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options, schema):
         self.options = parse_options(options, streaming=True)
         self.schema = schema
-        raw = self.options.raw
-        self.max_offsets = self._positive(raw, "maxoffsetspertrigger", "maxOffsetsPerTrigger")
-        self.min_offsets = self._positive(raw, "minoffsetspertrigger", "minOffsetsPerTrigger")
-        self.max_trigger_delay_ms = time_string_ms(raw.get("maxtriggerdelay",
-                                                           DEFAULT_MAX_TRIGGER_DELAY))
-        self.fetch_attempts = max(1, java_long(raw.get("fetchoffset.numretries", "3").strip()))
-        self.retry_interval_ms = max(0, java_long(
-            raw.get("fetchoffset.retryintervalms", "1000").strip()))
+        settings = stream_settings(self.options.raw)
+        self.max_offsets = settings["max_offsets"]
+        self.min_offsets = settings["min_offsets"]
+        self.max_trigger_delay_ms = settings["max_trigger_delay_ms"]
+        self.fetch_attempts = settings["fetch_attempts"]
+        self.retry_interval_ms = settings["retry_interval_ms"]
         self._last_trigger_ms = 0
         self._target: dict | None = None  # Trigger.AvailableNow: {tp: offset} to read up to
         self._latest: dict | None = None
         self._seen: set = set()
-
-    @staticmethod
-    def _positive(raw: dict, key: str, shown: str) -> int | None:
-        if key not in raw:
-            return None
-        n = java_long(raw[key].strip())
-        if n <= 0:
-            raise ValueError(f"{shown} must be positive, not {n}")
-        return n
 
     # -- the log dirs now -------------------------------------------------------------------
 
