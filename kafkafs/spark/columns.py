@@ -402,7 +402,7 @@ def read_slice(sl):
         f, base, size = found
         log.info("Segment %s/%s changed since planning: reading offsets [%d, %d) from %s",
                  sl.dir_name, sl.file_name, sl.start_offset, sl.end_offset, f.path)
-        sl = _with(sl, base_offset=base, file_name=os.path.basename(f.path),
+        sl = _with(sl, base_offset=base, file_name=f.name,
                    next_base=-1)
         start, hint, end = 0, size, size
     rows = 0

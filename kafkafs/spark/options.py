@@ -134,9 +134,10 @@ class ReadOptions:
     """The parsed options (see the module). ``strategy`` is ``"subscribe"`` (``topics``),
     ``"subscribePattern"`` (``pattern``) or ``"assign"`` (``assigned``: topic-partitions in
     the order given); ``ending`` is None for a stream; ``raw``: every option, keys in lower
-    case (what a stream reader reads its own options from)."""
+    case (what a stream reader reads its own options from). Neither ``paths`` (a URI may
+    carry credentials) nor ``raw`` is in the repr."""
 
-    paths: tuple
+    paths: tuple = field(repr=False)
     strategy: str
     topics: tuple = ()
     pattern: str | None = None

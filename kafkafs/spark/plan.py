@@ -53,6 +53,7 @@ from .options import (
     format_tp,
     format_tp_set,
 )
+from .fileio import display
 from .views import PartitionView, open_views
 
 __all__ = [
@@ -121,7 +122,7 @@ def open_partitions(opts: ReadOptions) -> dict:
             if missing:
                 raise ValueError(
                     f"Topic-partition {format_tp(missing[0])} of option 'assign' is in none "
-                    f"of the log dirs {', '.join(opts.paths)}")
+                    f"of the log dirs {', '.join(map(display, opts.paths))}")
             wanted = set(opts.assigned)
             for tp in [tp for tp in found if tp not in wanted]:
                 found.pop(tp).close()
@@ -132,7 +133,7 @@ def open_partitions(opts: ReadOptions) -> dict:
         absent = [t for t in opts.topics if not any(tp[0] == t for tp in found)]
         if absent:
             log.warning("Topics %s are in none of the log dirs %s: nothing to read from them",
-                        ", ".join(absent), ", ".join(opts.paths))
+                        ", ".join(absent), ", ".join(map(display, opts.paths)))
     return dict(sorted(found.items()))
 
 

@@ -53,6 +53,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from .fileio import display
 from .options import (
     format_tp,
     format_tp_set,
@@ -319,7 +320,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 if tp not in views:
                     data_loss(fail, f"Could not read records in offset [{first}, {stop}) for "
                               f"topic partition {format_tp(tp)}: it is in none of the log "
-                              f"dirs {', '.join(opts.paths)} any more.")
+                              f"dirs {', '.join(map(display, opts.paths))} any more.")
                     continue
                 ranges[tp] = (first, stop)
             bounded = bound_ranges(views, ranges, opts)
