@@ -169,8 +169,8 @@ def test_partitioning_options_keep_the_records(spark, plain):
     read, never what they read."""
     want = expected(plain, "plain", {0: (0, None), 1: (0, None)}, headers=False)
     natural = read(spark, plain, subscribe="plain").rdd.getNumPartitions()
-    assert natural == len(bases(os.path.join(plain, "plain-0"))) + \
-        len(bases(os.path.join(plain, "plain-1")))
+    assert natural == 2  # one task per topic-partition, as Spark's Kafka source, whatever
+    assert len(bases(os.path.join(plain, "plain-0"))) > 2  # the count of segments
     for options, check in (
             ({"minPartitions": str(natural * 3)},
              lambda n: natural * 2 <= n <= natural * 4),

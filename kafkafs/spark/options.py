@@ -27,8 +27,11 @@ check, with their messages:
 
 kafkalog's own options: ``path`` (what ``load(PATH)`` passes; one or more log dirs,
 comma-separated, local paths or URIs of any filesystem ``pyarrow.fs`` opens; ``load([...])``
-passes ``paths``) and ``maxBytesPerPartition`` (default 128 MiB: a segment larger than this
-is read by several tasks, split along its ``.index`` entries).
+passes ``paths``) and ``maxPartitionBytes`` (bytes, default 128 MiB, as Spark's
+``spark.sql.files.maxPartitionBytes``; ``maxBytesPerPartition`` is its older name): how many
+bytes of segments one task reads at most -- small segments of one offset range are packed
+into one task up to it, a larger segment is read by several tasks, split along its
+``.index`` entries.
 
 Errors are ValueError (Spark's IllegalArgumentException) with Spark's messages.
 
@@ -149,7 +152,7 @@ class ReadOptions:
     min_partitions: int | None = None
     max_records_per_partition: int | None = None
     isolation_level: str = DEFAULT_ISOLATION_LEVEL
-    max_bytes_per_partition: int = DEFAULT_MAX_BYTES_PER_PARTITION
+    max_bytes_per_partition: int = DEFAULT_MAX_BYTES_PER_PARTITION  # maxPartitionBytes
     raw: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -473,10 +476,13 @@ def parse_options(options, *, streaming: bool = False) -> ReadOptions:
     fail_on_data_loss = java_bool(opts.get("failondataloss", "true"))
     include_headers = java_bool(opts.get("includeheaders", "false"))
     max_bytes = DEFAULT_MAX_BYTES_PER_PARTITION
-    if "maxbytesperpartition" in opts:
-        max_bytes = java_long(opts["maxbytesperpartition"])
-        if max_bytes <= 0:
-            raise ValueError("maxBytesPerPartition must be positive")
+    for key, shown in (("maxpartitionbytes", "maxPartitionBytes"),
+                       ("maxbytesperpartition", "maxBytesPerPartition")):
+        if key in opts:
+            max_bytes = java_long(opts[key].strip())
+            if max_bytes <= 0:
+                raise ValueError(f"{shown} must be positive")
+            break
     return ReadOptions(paths=_paths(opts), starting=start, ending=end,
                        fail_on_data_loss=fail_on_data_loss, include_headers=include_headers,
                        min_partitions=min_partitions, max_records_per_partition=max_records,

@@ -281,9 +281,9 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return offsets_to_json(self._latest) if self._latest else None
 
     def partitions(self, start: dict, end: dict) -> list:
-        """The :class:`~kafkafs.spark.plan.SegmentSlice` input partitions of the micro-batch
+        """The :class:`~kafkafs.spark.plan.ReadTask` input partitions of the micro-batch
         ``[start, end)`` (see the module). Raises DataLossError under failOnDataLoss."""
-        from .plan import bound_ranges, data_loss, plan_slices
+        from .plan import bound_ranges, data_loss, group_tasks, plan_slices
 
         begin, until = offsets_from_json(start), offsets_from_json(end)
         if begin == until:
@@ -324,16 +324,13 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     continue
                 ranges[tp] = (first, stop)
             bounded = bound_ranges(views, ranges, opts)
-            return plan_slices(views, bounded, opts)
+            return group_tasks(plan_slices(views, bounded, opts))
 
     def read(self, partition):
-        """The records of one slice, as ``pyarrow.RecordBatch`` es (on an executor)."""
-        from .columns import read_slice
-        from .plan import SegmentSlice
+        """The records of one task, as ``pyarrow.RecordBatch`` es (on an executor)."""
+        from .reader import read_partition
 
-        if not isinstance(partition, SegmentSlice):
-            return iter(())
-        return read_slice(partition)
+        return read_partition(partition)
 
     def commit(self, end: dict) -> None:
         """Nothing to do: the log dirs are never changed by a reader (as Spark's Kafka source
