@@ -218,6 +218,10 @@ def build_compacted(logs: str) -> None:
             kp_batch(40, recs([40]), compression=codecs.ZSTD)]
     seg2 = [kp_batch(50, recs([52]), offset_deltas=[2])]
     write_segments(os.path.join(logs, "compacted-0"), {0: seg0, 30: seg1, 50: seg2})
+    # the broker's cleaner records the partitions it cleaned: that is how a reader of a
+    # broker's log dir (which keeps no topic configs) knows the gaps are compaction's
+    with open(os.path.join(logs, "cleaner-offset-checkpoint"), "w") as f:
+        f.write("0\n1\ncompacted 0 53\n")
 
 
 def test_compacted_topic_with_offset_gaps(spark, tmp_path):

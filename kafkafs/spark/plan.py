@@ -332,6 +332,14 @@ class ReadTask(InputPartition):
         return self.slices[0].tp
 
     @property
+    def topic(self) -> str:
+        return self.slices[0].topic
+
+    @property
+    def partition(self) -> int:
+        return self.slices[0].partition
+
+    @property
     def start_offset(self) -> int:
         return self.slices[0].start_offset
 
