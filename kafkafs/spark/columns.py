@@ -39,6 +39,7 @@ import json
 import logging
 import os
 
+from ..log import safeio
 from ..log.isolation import AbortedFilter
 from ..log.segment import (
     check_batch_order,
@@ -49,7 +50,7 @@ from ..log.txnindex import AbortedTxn
 from ..record import columnar, fast
 from ..record.batch import LOG_OVERHEAD, iter_batches, min_entry_length
 from ..record.errors import CorruptRecordError
-from .fileio import SegmentFile, list_segments
+from .fileio import SegmentFile, is_uri, list_segments
 from .views import scan_aborted
 
 __all__ = ["arrow_schema", "read_slice", "read_slices", "to_record_batch"]
@@ -433,19 +434,30 @@ def read_slices(slices):
         return
     first = slices[0]
     builder = columnar.ColumnBuilder(headers=first.include_headers)
-    for sl in slices:
-        yield from _read_one(sl, builder)
+    parent = None
+    if len(slices) > 1 and not is_uri(first.root):
+        try:
+            parent = safeio.Dir.open(os.path.join(first.root, first.dir_name))
+        except FileNotFoundError:
+            parent = None  # (each slice finds its file gone)
+    try:
+        for sl in slices:
+            yield from _read_one(sl, builder, parent)
+    finally:
+        if parent is not None:
+            parent.close()
     if builder.rows:
         yield to_record_batch(builder.finish(), first.topic, first.partition,
                               first.include_headers)
 
 
-def _read_one(sl, builder):
-    """The batches of one slice read into ``builder`` (see :func:`read_slices`)."""
+def _read_one(sl, builder, parent=None):
+    """The batches of one slice read into ``builder`` (see :func:`read_slices`); ``parent``:
+    its partition dir, open (local log dirs)."""
     from .plan import data_loss
 
     try:
-        f = SegmentFile(sl.root, sl.dir_name, sl.file_name)
+        f = SegmentFile(sl.root, sl.dir_name, sl.file_name, parent)
     except FileNotFoundError:
         f = None
     start, hint, end = sl.start_position, sl.end_hint, sl.end_position

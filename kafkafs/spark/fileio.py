@@ -162,12 +162,14 @@ class SegmentFile:
     """A segment's ``.log`` open for reading on an executor.
 
     ``root``: the log dir (path or URI), ``dir_name``: the partition dir, ``name``: the
-    file; ``path``: how to show the file (:func:`display`). Raises FileNotFoundError when it is gone (retention, a cleaner swap, a topic
+    file; ``parent``: the partition dir already open (a local :class:`~kafkafs.log.safeio.Dir`:
+    a task reading many segments opens it once); ``path``: how to show the file
+    (:func:`display`). Raises FileNotFoundError when it is gone (retention, a cleaner swap, a topic
     deleted) -- for a local file also when it is a link or special file. ``identity``:
     ``(st_dev, st_ino)`` of a local file (a cleaner replaces a segment by renaming a new
     file over it), None on a pyarrow filesystem."""
 
-    def __init__(self, root: str, dir_name: str, name: str):
+    def __init__(self, root: str, dir_name: str, name: str, parent: safeio.Dir | None = None):
         self.path = display(root, dir_name, name)
         self.name = name
         self.bytes_read = 0
@@ -178,8 +180,11 @@ class SegmentFile:
             self._file = fs.open_input_file(f"{base.rstrip('/')}/{dir_name}/{name}")
             self.identity = None
         else:
-            with safeio.Dir.open(os.path.join(root, dir_name)) as d:
-                self._fd = d.open_file(name)
+            if parent is not None:  # the partition dir, opened once for several files
+                self._fd = parent.open_file(name)
+            else:
+                with safeio.Dir.open(os.path.join(root, dir_name)) as d:
+                    self._fd = d.open_file(name)
             st = os.fstat(self._fd)
             self.identity = (st.st_dev, st.st_ino)
 

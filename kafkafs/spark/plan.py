@@ -514,8 +514,8 @@ def plan_slices(views: dict, ranges: dict, opts: ReadOptions, *,
        each (``minPartitions``, ``maxRecordsPerPartition``);
     2. each range cut at segment boundaries, byte ranges from the ``.index``; a part larger
        than ``maxPartitionBytes`` split along its index entries;
-    3. the parts of one range packed, in order, into tasks of at most ``maxPartitionBytes``
-       planned bytes (one part at least): many small segments make one task, a large
+    3. the parts of one range packed, in order, into ``ceil(bytes / maxPartitionBytes)``
+       tasks of about equal planned bytes: many small segments make one task, a large
        segment several.
 
     With ``resolve_aborted`` (and read_committed) each slice carries its aborted
@@ -538,17 +538,22 @@ def plan_slices(views: dict, ranges: dict, opts: ReadOptions, *,
                 aborted[tp] = tuple((t.producer_id, t.first_offset, t.last_offset)
                                     for t in view.aborted_txns(s, e))
             bases[tp] = [seg.base_offset for seg in view.segments]
+        parts = [part for piece in _range_pieces(view, bases[tp], start, end,
+                                                 opts.fail_on_data_loss)
+                 for part in _split_bytes(piece, math.ceil(piece.bytes / target))]
+        if not parts:
+            continue
+        # ceil(bytes / target) tasks of about equal bytes: a part goes to the task its
+        # first byte falls in (contiguous, none much over the target)
+        total = sum(part.bytes for part in parts)
+        count = math.ceil(total / target)
+        goal = total / count
         acc = 0
-        for piece in _range_pieces(view, bases[tp], start, end, opts.fail_on_data_loss):
-            for part in _split_bytes(piece, math.ceil(piece.bytes / target)):
-                if acc and acc + part.bytes > target:
-                    task += 1
-                    acc = 0
-                part.task = task
-                acc += part.bytes
-                pieces.append(part)
-        if acc:
-            task += 1
+        for part in parts:
+            part.task = task + min(count - 1, int(acc // goal))
+            acc += part.bytes
+            pieces.append(part)
+        task += count
     out = []
     for p in pieces:
         view = p.view

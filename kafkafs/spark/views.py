@@ -254,10 +254,16 @@ class LocalView(PartitionView):
         self.last_stable_offset = lg.last_stable_offset
         self._segs = lg.segments()
         self.segments = []
+        # identities from one listing of the dir (its entries' inode numbers and the dir's
+        # device) rather than an fstat through a lease of each of thousands of segments
+        inodes = _inodes(lg.dir) if len(self._segs) > 1 else {}
         for seg in self._segs:
-            st = seg.stat()
-            self.segments.append(SegmentInfo(seg.base_offset, os.path.basename(seg.log_path),
-                                             seg.size, (st.st_dev, st.st_ino)))
+            name = os.path.basename(seg.log_path)
+            identity = inodes.get(name)
+            if identity is None:
+                st = seg.stat()
+                identity = (st.st_dev, st.st_ino)
+            self.segments.append(SegmentInfo(seg.base_offset, name, seg.size, identity))
         self._entries: dict[int, list] = {}
 
     def offset_for_timestamp(self, timestamp: int) -> int | None:
@@ -277,6 +283,19 @@ class LocalView(PartitionView):
 
     def close(self) -> None:
         self.log.close(take_snapshot=False)
+
+
+def _inodes(path: str) -> dict:
+    """``{name: (st_dev, st_ino)}`` of the regular files of the directory ``path`` ({} when
+    it cannot be listed)."""
+    try:
+        with safeio.Dir.open(path) as d:
+            dev = os.fstat(d.fd).st_dev
+            with os.scandir(d.fd) as it:
+                return {e.name: (dev, e.inode()) for e in it
+                        if e.is_file(follow_symlinks=False)}
+    except OSError:
+        return {}
 
 
 def _read_checkpoint(root: str, name: str) -> dict:
