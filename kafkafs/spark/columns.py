@@ -28,6 +28,13 @@ in the partition dir: the segment now holding the slice's start offset is read, 
 from its start; when none holds it the offsets are lost (:class:`~kafkafs.spark.plan.DataLossError`
 under failOnDataLoss, else a warning and no rows).
 
+A task reads its slices (:func:`read_slices`: the segments of one offset range of one
+partition, in order) into one builder, so many small segments still make Arrow batches of
+about ``BATCH_ROWS`` rows, and opens the partition dir once for all of them. A slice of a
+partition that is not compacted and that is read to its segment's end must have met every
+offset up to its end offset; offsets missing there are a missing segment
+(:class:`~kafkafs.spark.plan.DataLossError` under failOnDataLoss, else a warning).
+
 With the environment variable ``KAFKAFS_SPARK_READ_STATS`` naming a file, each slice read
 appends one JSON line ``{"topic", "partition", "file", "rows", "bytes_read"}`` to it (what
 ``bench/bench_spark_read.py`` sums).

@@ -8,6 +8,9 @@ only) and the planner reads them with the log layer itself; URIs go through
 ``pyarrow.fs.FileSystem.from_uri`` (credentials as pyarrow finds them: environment,
 instance profile, ...).
 
+:func:`display` is how every path kafkalog shows (messages, warnings) is written: as the
+user wrote it, credentials masked, partition dir and file in the path part of a URI.
+
 :class:`SegmentFile` is what an executor reads a segment through: ``read(pos, n)`` and the
 bytes it has read so far (:attr:`SegmentFile.bytes_read`, what the benchmark reports).
 :class:`ArrowDir` is what the planner lists and reads a partition dir through on a pyarrow
