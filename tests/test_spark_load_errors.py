@@ -35,8 +35,8 @@ STREAM_REFUSED = [
     ({"subscribe": "t", "endingOffsetsByTimestamp": '{"t": {"0": 1}}'},
      "ending timestamp not valid in streaming queries"),
     ({"subscribe": "t", "subscribePattern": "t.*"},
-     "Only one of the following options can be specified for Kafka source: subscribe, "
-     "subscribepattern, assign. See the docs for more details."),
+     ("Only one of the following options can be specified for Kafka source: subscribe, "
+      "subscribepattern, assign. See the docs for more details.")),
     ({"subscribe": "t", "maxOffsetsPerTrigger": "0"}, "maxOffsetsPerTrigger must be positive"),
     ({"subscribe": "t", "maxOffsetsPerTrigger": "abc"}, 'For input string: "abc"'),
     ({"subscribe": "t", "maxTriggerDelay": "5 parsecs"}, "Time must be specified as seconds"),

@@ -48,7 +48,7 @@ def fake_s3(tmp_path, monkeypatch):
     for i in range(60):
         lg.append([(1_700_000_000_000, None, b"value-%03d" % i * 4, [])])
     lg.close()
-    first = sorted(n for n in os.listdir(path) if n.endswith(".log"))[0]
+    first = min(n for n in os.listdir(path) if n.endswith(".log"))
     for suffix in (".log", ".index", ".timeindex"):  # retention took the first segment
         os.unlink(path / (first[:-4] + suffix))
 

@@ -194,7 +194,7 @@ def test_a_range_starting_in_the_hole(holed, caplog):
 
 
 def test_a_read_beside_the_hole_is_fine(holed):
-    root, gone, after = holed
+    root, gone, _after = holed
     got = read_offsets(group_tasks(plan_read(opts(
         root, startingOffsets='{"t": {"0": 0}}', endingOffsets=json.dumps({"t": {"0": gone}})))))
     assert got == list(range(gone))

@@ -84,7 +84,7 @@ def display(root: str, *names: str) -> str:
     if query.startswith("?"):
         params = []
         for item in query[1:].split("&"):
-            name, eq, value = item.partition("=")
+            name, eq, _value = item.partition("=")
             params.append(f"{name}={MASK}" if eq and _SECRET_PARAM.search(name) else item)
         query = "?" + "&".join(params)
     return f"{scheme}://{path}{query}{fragment}"

@@ -98,10 +98,12 @@ def install() -> None:
     targets = [(DataFrameReader, "batch"), (DataStreamReader, "streaming")]
     try:
         from pyspark.sql.connect.readwriter import DataFrameReader as ConnectReader
-        from pyspark.sql.connect.streaming.readwriter import DataStreamReader as ConnectStream
+        from pyspark.sql.connect.streaming.readwriter import (
+            DataStreamReader as ConnectStream,
+        )
 
         targets += [(ConnectReader, "batch"), (ConnectStream, "streaming")]
-    except Exception:  # noqa: BLE001 - Spark Connect's dependencies (grpc) not installed
+    except Exception:  # noqa: BLE001, S110 - Spark Connect's dependencies (grpc) absent
         pass
     for cls, kind in targets:
         _wrap_format(cls, kind)

@@ -55,11 +55,11 @@ from dataclasses import dataclass, field
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
 
 __all__ = [
-    "QUERY_TYPE_OPTION",
     "EARLIEST",
-    "OptionError",
     "LATEST",
+    "QUERY_TYPE_OPTION",
     "OffsetLimit",
+    "OptionError",
     "ReadOptions",
     "TopicPartition",
     "format_tp",

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import InputPartition
 
+from .fileio import display
 from .options import (
     EARLIEST,
     LATEST,
@@ -67,7 +68,6 @@ from .options import (
     format_tp,
     format_tp_set,
 )
-from .fileio import display
 from .views import PartitionView, open_views
 
 __all__ = [
