@@ -169,8 +169,8 @@ def test_partitioning_options_keep_the_records(spark, plain):
     read, never what they read."""
     want = expected(plain, "plain", {0: (0, None), 1: (0, None)}, headers=False)
     natural = read(spark, plain, subscribe="plain").rdd.getNumPartitions()
-    assert natural == len(bases(os.path.join(plain, "plain-0"))) + \
-        len(bases(os.path.join(plain, "plain-1")))
+    assert natural == 2  # one task per topic-partition, as Spark's Kafka source, whatever
+    assert len(bases(os.path.join(plain, "plain-0"))) > 2  # the count of segments
     for options, check in (
             ({"minPartitions": str(natural * 3)},
              lambda n: natural * 2 <= n <= natural * 4),
@@ -218,6 +218,10 @@ def build_compacted(logs: str) -> None:
             kp_batch(40, recs([40]), compression=codecs.ZSTD)]
     seg2 = [kp_batch(50, recs([52]), offset_deltas=[2])]
     write_segments(os.path.join(logs, "compacted-0"), {0: seg0, 30: seg1, 50: seg2})
+    # the broker's cleaner records the partitions it cleaned: that is how a reader of a
+    # broker's log dir (which keeps no topic configs) knows the gaps are compaction's
+    with open(os.path.join(logs, "cleaner-offset-checkpoint"), "w") as f:
+        f.write("0\n1\ncompacted 0 53\n")
 
 
 def test_compacted_topic_with_offset_gaps(spark, tmp_path):

@@ -22,12 +22,16 @@ PYSPARK_DEFAULT_PYTHON = "python3"  # what pyspark runs without PYSPARK_PYTHON
 def register(spark) -> None:
     """Register the ``kafkalog`` data source with ``spark`` (a ``SparkSession``), its Python
     workers (planning on the driver, reading and writing on the executors) running
-    :func:`executor_python`: this interpreter unless the user chose one.
+    :func:`executor_python`: this interpreter unless the user chose one. Installs
+    :mod:`kafkafs.spark.loadcheck`'s hooks: bad read options are refused at ``load()`` with
+    ``pyspark.errors.IllegalArgumentException`` and Spark's message.
 
     Idempotent. Raises ImportError without pyspark.
     """
+    from . import loadcheck
     from .source import KafkaLogDataSource
 
+    loadcheck.install()  # option errors at load(), as Spark's Kafka source gives them
     use_executor_python(spark)
     spark.dataSource.register(KafkaLogDataSource)  # takes the context's Python now
 

@@ -28,6 +28,13 @@ in the partition dir: the segment now holding the slice's start offset is read, 
 from its start; when none holds it the offsets are lost (:class:`~kafkafs.spark.plan.DataLossError`
 under failOnDataLoss, else a warning and no rows).
 
+A task reads its slices (:func:`read_slices`: the segments of one offset range of one
+partition, in order) into one builder, so many small segments still make Arrow batches of
+about ``BATCH_ROWS`` rows, and opens the partition dir once for all of them. A slice of a
+partition that is not compacted and that is read to its segment's end must have met every
+offset up to its end offset; offsets missing there are a missing segment
+(:class:`~kafkafs.spark.plan.DataLossError` under failOnDataLoss, else a warning).
+
 With the environment variable ``KAFKAFS_SPARK_READ_STATS`` naming a file, each slice read
 appends one JSON line ``{"topic", "partition", "file", "rows", "bytes_read"}`` to it (what
 ``bench/bench_spark_read.py`` sums).
@@ -39,6 +46,7 @@ import json
 import logging
 import os
 
+from ..log import safeio
 from ..log.isolation import AbortedFilter
 from ..log.segment import (
     check_batch_order,
@@ -49,10 +57,10 @@ from ..log.txnindex import AbortedTxn
 from ..record import columnar, fast
 from ..record.batch import LOG_OVERHEAD, iter_batches, min_entry_length
 from ..record.errors import CorruptRecordError
-from .fileio import SegmentFile, list_segments
+from .fileio import SegmentFile, is_uri, list_segments
 from .views import scan_aborted
 
-__all__ = ["arrow_schema", "read_slice", "to_record_batch"]
+__all__ = ["arrow_schema", "read_slice", "read_slices", "to_record_batch"]
 
 log = logging.getLogger(__name__)
 
@@ -170,12 +178,18 @@ class _SliceReader:
     """The state of one slice read (see the module)."""
 
     def __init__(self, sl, f: SegmentFile, start_position: int, end_hint: int,
-                 end_position: int):
+                 end_position: int, builder=None):
         self.sl, self.f = sl, f
         self.pos, self.hint, self.limit = start_position, end_hint, end_position
         self.first_position = start_position
         self.win = _Window(f, end_position)
-        self.builder = columnar.ColumnBuilder(headers=sl.include_headers)
+        # a builder shared by the slices of one task keeps its rows between them (Spark
+        # takes fewer, larger Arrow batches); the caller finishes it
+        self.shared = builder is not None
+        self.builder = builder if builder is not None else \
+            columnar.ColumnBuilder(headers=sl.include_headers)
+        self.rows = 0  # rows this slice gave
+        self.at_end = False  # the segment was read to its end (planned size or zero tail)
         self.expected = -1
         # read_committed: transactional batches go by the general path and the filter of
         # aborted transactions (looked up at the first one when the plan did not)
@@ -192,7 +206,36 @@ class _SliceReader:
         return want
 
     def batches(self):
-        """Yield RecordBatches until the slice is read."""
+        """Yield RecordBatches until the slice is read (with a shared builder, the rows
+        left in it are the caller's to finish); then check for a missing segment."""
+        b = self.builder
+        rows_before, given = b.rows, 0
+        for batch in self._batches():
+            given += batch.num_rows
+            yield batch
+        self.rows = given + b.rows - rows_before
+        self._check_continuity()
+
+    def _check_continuity(self) -> None:
+        """A slice of a partition that is not compacted, read to the end of its segment,
+        must have met every offset up to its end offset: the segment ends where the next
+        one starts. Offsets missing there are a missing segment (data loss)."""
+        sl = self.sl
+        if sl.compacted or not self.at_end:
+            return
+        got = max(self.expected, sl.start_offset)
+        if got < sl.end_offset:
+            from .plan import data_loss
+
+            after = f"the next segment starts at offset {sl.next_base}" if sl.next_base >= 0 \
+                else f"the log end offset was {sl.end_offset} when the query was planned"
+            data_loss(sl.fail_on_data_loss,
+                      f"Could not read records in offset [{got}, {sl.end_offset}) for topic "
+                      f"partition {sl.topic}-{sl.partition}: {self.f.path} ends before offset "
+                      f"{got} and {after}: a segment is missing from a partition that is "
+                      "not compacted.")
+
+    def _batches(self):
         b = self.builder
         while True:
             want = self._want()
@@ -200,6 +243,8 @@ class _SliceReader:
             if got < HEADER_PEEK:
                 if got < want and self.win.stop < self.limit:
                     self._shrunk()
+                else:
+                    self.at_end = True
                 break  # the planned end: what is left is less than a header
             i = self.pos - self.win.start
             j, status, self.expected = b.add_batches(
@@ -219,12 +264,13 @@ class _SliceReader:
                     if not self._whole_batch():
                         break
                 elif self.win.stop >= self.limit:  # END at the planned end
+                    self.at_end = True
                     break
             except Exception:
                 if b.rows:  # every intact record before the damage is delivered first
                     yield self._finish()
                 raise
-        if b.rows:
+        if b.rows and not self.shared:
             yield self._finish()
 
     def _shrunk(self) -> None:
@@ -264,6 +310,7 @@ class _SliceReader:
         head = w.buf[self.pos - w.start:self.pos - w.start + HEADER_PEEK]
         if not any(head[:LOG_OVERHEAD]):
             self._zero_tail()
+            self.at_end = True
             return False
         length = int.from_bytes(head[8:12], "big", signed=True)
         if length < min_entry_length(head[16]):
@@ -381,10 +428,43 @@ def read_slice(sl):
     """Yield the ``pyarrow.RecordBatch`` es of the records of ``sl`` (a
     :class:`~kafkafs.spark.plan.SegmentSlice`) in offset order (see the module). Raises
     CorruptRecordError, DataLossError, OSError."""
+    return read_slices([sl])
+
+
+def read_slices(slices):
+    """Yield the ``pyarrow.RecordBatch`` es of the records of ``slices`` (the
+    :class:`~kafkafs.spark.plan.SegmentSlice` s of one task: one topic-partition, offset
+    ranges in order), in offset order: one column builder for all of them, so small
+    segments make batches of about ``BATCH_ROWS`` rows as large ones do. Raises
+    CorruptRecordError, DataLossError, OSError."""
+    if not slices:
+        return
+    first = slices[0]
+    builder = columnar.ColumnBuilder(headers=first.include_headers)
+    parent = None
+    if len(slices) > 1 and not is_uri(first.root):
+        try:
+            parent = safeio.Dir.open(os.path.join(first.root, first.dir_name))
+        except FileNotFoundError:
+            parent = None  # (each slice finds its file gone)
+    try:
+        for sl in slices:
+            yield from _read_one(sl, builder, parent)
+    finally:
+        if parent is not None:
+            parent.close()
+    if builder.rows:
+        yield to_record_batch(builder.finish(), first.topic, first.partition,
+                              first.include_headers)
+
+
+def _read_one(sl, builder, parent=None):
+    """The batches of one slice read into ``builder`` (see :func:`read_slices`); ``parent``:
+    its partition dir, open (local log dirs)."""
     from .plan import data_loss
 
     try:
-        f = SegmentFile(sl.root, sl.dir_name, sl.file_name)
+        f = SegmentFile(sl.root, sl.dir_name, sl.file_name, parent)
     except FileNotFoundError:
         f = None
     start, hint, end = sl.start_position, sl.end_hint, sl.end_position
@@ -402,16 +482,13 @@ def read_slice(sl):
         f, base, size = found
         log.info("Segment %s/%s changed since planning: reading offsets [%d, %d) from %s",
                  sl.dir_name, sl.file_name, sl.start_offset, sl.end_offset, f.path)
-        sl = _with(sl, base_offset=base, file_name=os.path.basename(f.path),
-                   next_base=-1)
+        sl = _with(sl, base_offset=base, file_name=f.name, next_base=-1)
         start, hint, end = 0, size, size
-    rows = 0
+    reader = _SliceReader(sl, f, start, hint, end, builder)
     try:
-        for batch in _SliceReader(sl, f, start, hint, end).batches():
-            rows += batch.num_rows
-            yield batch
+        yield from reader.batches()
     finally:
-        _report(sl, f, rows)
+        _report(sl, f, reader.rows)
         f.close()
 
 

@@ -8,6 +8,9 @@ only) and the planner reads them with the log layer itself; URIs go through
 ``pyarrow.fs.FileSystem.from_uri`` (credentials as pyarrow finds them: environment,
 instance profile, ...).
 
+:func:`display` is how every path kafkalog shows (messages, warnings) is written: as the
+user wrote it, credentials masked, partition dir and file in the path part of a URI.
+
 :class:`SegmentFile` is what an executor reads a segment through: ``read(pos, n)`` and the
 bytes it has read so far (:attr:`SegmentFile.bytes_read`, what the benchmark reports).
 :class:`ArrowDir` is what the planner lists and reads a partition dir through on a pyarrow
@@ -22,9 +25,14 @@ import re
 
 from ..log import safeio
 
-__all__ = ["ArrowDir", "SegmentFile", "arrow_filesystem", "is_uri", "join", "list_segments"]
+__all__ = ["ArrowDir", "SegmentFile", "arrow_filesystem", "display", "is_uri", "join",
+           "list_segments"]
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+MASK = "***"
+#: URI query parameters whose values are never shown (pyarrow's and object stores' names)
+_SECRET_PARAM = re.compile(r"key|secret|token|password|passwd|credential|signature|sig$",
+                           re.IGNORECASE)
 
 
 def is_uri(root: str) -> bool:
@@ -40,9 +48,51 @@ def arrow_filesystem(uri: str):
     return fs.FileSystem.from_uri(uri)
 
 
+def display(root: str, *names: str) -> str:
+    """How to show the log dir ``root`` (a local path or a URI) with ``names`` (a partition
+    dir, a file) under it in a message or a log line: as the user wrote it, credentials
+    masked, the names in the path part. ``s3://KEY:SECRET@bucket/dir?region=us-east-1``
+    with ``t-0`` shows as ``s3://***:***@bucket/dir/t-0?region=us-east-1``: the user info
+    of the URI (before ``@``) is masked whole, and so is the value of every query parameter
+    whose name says it holds a secret (``access_key``, ``secret_key``, ``session_token``,
+    ``password``, ...). Every path kafkalog shows goes through this function."""
+    if not is_uri(root):
+        return os.path.join(root, *names)
+    scheme, rest = root.split("://", 1)
+    cut = len(rest)
+    for sep in ("?", "#"):
+        if sep in rest:
+            cut = min(cut, rest.index(sep))
+    head, tail = rest[:cut], rest[cut:]
+    slash = head.find("/")
+    authority = head if slash < 0 else head[:slash]
+    if "@" in authority:
+        at = authority.rindex("@")
+    elif "@" in head and ":" in authority:  # a secret holding an unescaped '/'
+        at = head.rindex("@")
+    else:
+        at = -1
+    if at >= 0:
+        user = head[:at]
+        head = (f"{MASK}:{MASK}" if ":" in user else MASK) + head[at:]
+    path = head.rstrip("/") if names else head
+    path = "/".join([path, *names]) if names else path
+    query, fragment = tail, ""
+    if "#" in query:
+        query, fragment = query.split("#", 1)
+        fragment = "#" + fragment
+    if query.startswith("?"):
+        params = []
+        for item in query[1:].split("&"):
+            name, eq, _value = item.partition("=")
+            params.append(f"{name}={MASK}" if eq and _SECRET_PARAM.search(name) else item)
+        query = "?" + "&".join(params)
+    return f"{scheme}://{path}{query}{fragment}"
+
+
 def join(root: str, *names: str) -> str:
-    """``root`` and ``names`` joined with ``/`` (a URI or a local path), for messages."""
-    return "/".join([root.rstrip("/"), *names]) if is_uri(root) else os.path.join(root, *names)
+    """``root`` and ``names`` for messages: :func:`display`."""
+    return display(root, *names)
 
 
 def list_segments(root: str, dir_name: str) -> list:
@@ -64,21 +114,23 @@ def list_segments(root: str, dir_name: str) -> list:
 
 
 class ArrowDir:
-    """A directory on a pyarrow filesystem (``fs`` and ``path`` in it; ``shown``: how to
-    name it in messages). Names are single components."""
+    """A directory on a pyarrow filesystem (``fs`` and ``path`` in it), ``names`` below the
+    log dir URI ``root``; ``shown``: how to name it in messages (:func:`display`). Names are
+    single components."""
 
-    def __init__(self, fs, path: str, shown: str):
+    def __init__(self, fs, path: str, root: str, names: tuple = ()):
         self.fs = fs
         self.path = path.rstrip("/")
-        self.shown = shown
+        self.root, self.names = root, tuple(names)
+        self.shown = display(root, *names)
 
     @classmethod
     def open(cls, root: str, *names: str) -> ArrowDir:
         fs, path = arrow_filesystem(root)
-        return cls(fs, "/".join([path.rstrip("/"), *names]), join(root, *names))
+        return cls(fs, "/".join([path.rstrip("/"), *names]), root, names)
 
     def child(self, name: str) -> ArrowDir:
-        return ArrowDir(self.fs, f"{self.path}/{name}", f"{self.shown.rstrip('/')}/{name}")
+        return ArrowDir(self.fs, f"{self.path}/{name}", self.root, (*self.names, name))
 
     def entries(self) -> dict:
         """``{name: (is_dir, size, mtime_ns)}`` of the directory's entries. Raises
@@ -105,20 +157,24 @@ class ArrowDir:
             return f.read_at(n, pos)
 
     def join(self, name: str) -> str:
-        return f"{self.shown.rstrip('/')}/{name}"
+        """How to show the entry ``name`` of this directory (:func:`display`)."""
+        return display(self.root, *self.names, name)
 
 
 class SegmentFile:
     """A segment's ``.log`` open for reading on an executor.
 
     ``root``: the log dir (path or URI), ``dir_name``: the partition dir, ``name``: the
-    file. Raises FileNotFoundError when it is gone (retention, a cleaner swap, a topic
+    file; ``parent``: the partition dir already open (a local :class:`~kafkafs.log.safeio.Dir`:
+    a task reading many segments opens it once); ``path``: how to show the file
+    (:func:`display`). Raises FileNotFoundError when it is gone (retention, a cleaner swap, a topic
     deleted) -- for a local file also when it is a link or special file. ``identity``:
     ``(st_dev, st_ino)`` of a local file (a cleaner replaces a segment by renaming a new
     file over it), None on a pyarrow filesystem."""
 
-    def __init__(self, root: str, dir_name: str, name: str):
-        self.path = join(root, dir_name, name)
+    def __init__(self, root: str, dir_name: str, name: str, parent: safeio.Dir | None = None):
+        self.path = display(root, dir_name, name)
+        self.name = name
         self.bytes_read = 0
         self._fd = -1
         self._file = None
@@ -127,8 +183,11 @@ class SegmentFile:
             self._file = fs.open_input_file(f"{base.rstrip('/')}/{dir_name}/{name}")
             self.identity = None
         else:
-            with safeio.Dir.open(os.path.join(root, dir_name)) as d:
-                self._fd = d.open_file(name)
+            if parent is not None:  # the partition dir, opened once for several files
+                self._fd = parent.open_file(name)
+            else:
+                with safeio.Dir.open(os.path.join(root, dir_name)) as d:
+                    self._fd = d.open_file(name)
             st = os.fstat(self._fd)
             self.identity = (st.st_dev, st.st_ino)
 

@@ -27,10 +27,22 @@ check, with their messages:
 
 kafkalog's own options: ``path`` (what ``load(PATH)`` passes; one or more log dirs,
 comma-separated, local paths or URIs of any filesystem ``pyarrow.fs`` opens; ``load([...])``
-passes ``paths``) and ``maxBytesPerPartition`` (default 128 MiB: a segment larger than this
-is read by several tasks, split along its ``.index`` entries).
+passes ``paths``) and ``maxPartitionBytes`` (bytes, default 128 MiB, as Spark's
+``spark.sql.files.maxPartitionBytes``; ``maxBytesPerPartition`` is its older name): how many
+bytes of segments one task reads at most -- small segments of one offset range are packed
+into one task up to it, a larger segment is read by several tasks, split along its
+``.index`` entries.
 
 Errors are ValueError (Spark's IllegalArgumentException) with Spark's messages.
+
+Where Spark's Kafka source refuses a bad option -- at ``load()``, before any query runs --
+:func:`validate_at_load` does, called by the source's ``schema()`` (what PySpark runs when
+``load()`` is called, batch and stream alike). A Python data source is not told whether it
+is being loaded for a batch read or a stream, so :func:`kafkafs.spark.register` marks the
+option map: ``spark.read.format("kafkalog")`` and ``spark.readStream.format("kafkalog")``
+add :data:`QUERY_TYPE_OPTION` (``batch`` / ``streaming``), see :mod:`kafkafs.spark.loadcheck`.
+Errors raised there are :class:`OptionError`; ``load()`` re-raises them as PySpark's
+``IllegalArgumentException`` with the message alone (what Spark's own source raises).
 """
 
 from __future__ import annotations
@@ -45,12 +57,17 @@ from ..log.isolation import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
 __all__ = [
     "EARLIEST",
     "LATEST",
+    "QUERY_TYPE_OPTION",
     "OffsetLimit",
+    "OptionError",
     "ReadOptions",
     "TopicPartition",
     "format_tp",
     "format_tp_set",
     "parse_options",
+    "stream_settings",
+    "time_string_ms",
+    "validate_at_load",
 ]
 
 log = logging.getLogger(__name__)
@@ -59,6 +76,9 @@ log = logging.getLogger(__name__)
 EARLIEST = -2
 LATEST = -1
 DEFAULT_MAX_BYTES_PER_PARTITION = 128 * 1024 * 1024
+DEFAULT_MAX_TRIGGER_DELAY = "15m"
+#: set by kafkafs.spark.register's hooks on the option map: "batch" or "streaming"
+QUERY_TYPE_OPTION = "kafkalog.internal.queryType"
 
 TopicPartition = tuple  # (topic: str, partition: int)
 
@@ -71,6 +91,11 @@ _OFFSETS_EXAMPLE = '{"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}'
 _TIMESTAMPS_EXAMPLE = ('{"topicA": {"0": 123456789, "1": 123456789},\n'
                        '"topicB": {"0": 123456789, "1": 123456789}}')
 _ASSIGN_EXAMPLE = '{"topicA":[0,1],"topicB":[0,1]}'
+
+
+class OptionError(ValueError):
+    """A bad option refused at ``load()`` (Spark's IllegalArgumentException); its message
+    is Spark's."""
 
 
 def format_tp(tp: TopicPartition) -> str:
@@ -112,9 +137,10 @@ class ReadOptions:
     """The parsed options (see the module). ``strategy`` is ``"subscribe"`` (``topics``),
     ``"subscribePattern"`` (``pattern``) or ``"assign"`` (``assigned``: topic-partitions in
     the order given); ``ending`` is None for a stream; ``raw``: every option, keys in lower
-    case (what a stream reader reads its own options from)."""
+    case (what a stream reader reads its own options from). Neither ``paths`` (a URI may
+    carry credentials) nor ``raw`` is in the repr."""
 
-    paths: tuple
+    paths: tuple = field(repr=False)
     strategy: str
     topics: tuple = ()
     pattern: str | None = None
@@ -126,7 +152,7 @@ class ReadOptions:
     min_partitions: int | None = None
     max_records_per_partition: int | None = None
     isolation_level: str = DEFAULT_ISOLATION_LEVEL
-    max_bytes_per_partition: int = DEFAULT_MAX_BYTES_PER_PARTITION
+    max_bytes_per_partition: int = DEFAULT_MAX_BYTES_PER_PARTITION  # maxPartitionBytes
     raw: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -450,12 +476,89 @@ def parse_options(options, *, streaming: bool = False) -> ReadOptions:
     fail_on_data_loss = java_bool(opts.get("failondataloss", "true"))
     include_headers = java_bool(opts.get("includeheaders", "false"))
     max_bytes = DEFAULT_MAX_BYTES_PER_PARTITION
-    if "maxbytesperpartition" in opts:
-        max_bytes = java_long(opts["maxbytesperpartition"])
-        if max_bytes <= 0:
-            raise ValueError("maxBytesPerPartition must be positive")
+    for key, shown in (("maxpartitionbytes", "maxPartitionBytes"),
+                       ("maxbytesperpartition", "maxBytesPerPartition")):
+        if key in opts:
+            max_bytes = java_long(opts[key].strip())
+            if max_bytes <= 0:
+                raise ValueError(f"{shown} must be positive")
+            break
     return ReadOptions(paths=_paths(opts), starting=start, ending=end,
                        fail_on_data_loss=fail_on_data_loss, include_headers=include_headers,
                        min_partitions=min_partitions, max_records_per_partition=max_records,
                        isolation_level=isolation, max_bytes_per_partition=max_bytes,
                        raw=opts, **strategy)
+
+
+# -- stream settings and the checks done at load() ------------------------------------------
+
+_TIME_SUFFIX_US = {"us": 1, "ms": 1000, "s": 1000_000, "m": 60_000_000, "min": 60_000_000,
+                   "h": 3600_000_000, "d": 86400_000_000}
+_TIME = re.compile(r"(-?[0-9]+)([a-z]+)?")
+
+
+def time_string_ms(text: str) -> int:
+    """Spark's ``Utils.timeStringAsMs``: ``"15m"`` -> 900000; no suffix means ms; suffixes
+    us, ms, s, m, min, h, d. Raises ValueError with Spark's message."""
+    lower = text.strip().lower()
+    m = _TIME.fullmatch(lower)
+    why = f"Failed to parse time string: {text}"
+    if m and m.group(2) is not None and m.group(2) not in _TIME_SUFFIX_US:
+        why = f'Invalid suffix: "{m.group(2)}"'
+        m = None
+    if m is None:
+        raise ValueError("Time must be specified as seconds (s), milliseconds (ms), "
+                         "microseconds (us), minutes (m or min), hour (h), or day (d). "
+                         f"E.g. 50s, 100ms, or 250us.\n{why}")
+    us = int(m.group(1)) * _TIME_SUFFIX_US[m.group(2) or "ms"]
+    return int(us / 1000)  # TimeUnit.convert truncates toward zero
+
+
+def _positive(raw: dict, key: str, shown: str) -> int | None:
+    if key not in raw:
+        return None
+    n = java_long(raw[key].strip())
+    if n <= 0:
+        raise ValueError(f"{shown} must be positive, not {n}")
+    return n
+
+
+def stream_settings(raw: dict) -> dict:
+    """A stream's own settings from the (lower-case) option map, as
+    ``KafkaMicroBatchStream`` reads them: ``max_offsets`` / ``min_offsets``
+    (``maxOffsetsPerTrigger`` / ``minOffsetsPerTrigger``, offsets, None when not given),
+    ``max_trigger_delay_ms`` (``maxTriggerDelay``, default 15m), ``fetch_attempts``
+    (``fetchOffset.numRetries``, default 3, at least 1) and ``retry_interval_ms``
+    (``fetchOffset.retryIntervalMs``, default 1000). Raises ValueError: ``For input string:
+    "abc"`` for a number that is not one (``Long.parseLong``), ``maxOffsetsPerTrigger must
+    be positive, not 0``, Spark's time-string message."""
+    return {
+        "max_offsets": _positive(raw, "maxoffsetspertrigger", "maxOffsetsPerTrigger"),
+        "min_offsets": _positive(raw, "minoffsetspertrigger", "minOffsetsPerTrigger"),
+        "max_trigger_delay_ms": time_string_ms(raw.get("maxtriggerdelay",
+                                                       DEFAULT_MAX_TRIGGER_DELAY)),
+        "fetch_attempts": max(1, java_long(raw.get("fetchoffset.numretries", "3").strip())),
+        "retry_interval_ms": max(0, java_long(
+            raw.get("fetchoffset.retryintervalms", "1000").strip())),
+    }
+
+
+def validate_at_load(options) -> None:
+    """The checks Spark's Kafka source makes when ``load()`` runs
+    (``KafkaSourceProvider.validateBatchOptions`` / ``validateStreamOptions``, and for a
+    stream the settings of :func:`stream_settings`), by the query type
+    :data:`QUERY_TYPE_OPTION` says. Without it (a write; a reader not made through the
+    hooks of :func:`kafkafs.spark.register`) nothing is checked here: the reader checks
+    when Spark creates it. Raises :class:`OptionError` with Spark's message."""
+    opts = lower_keys(options)
+    kind = opts.get(QUERY_TYPE_OPTION.lower())
+    if kind not in ("batch", "streaming"):
+        return
+    try:
+        parsed = parse_options(opts, streaming=kind == "streaming")
+        if kind == "streaming":
+            stream_settings(parsed.raw)
+    except OptionError:
+        raise
+    except ValueError as exc:
+        raise OptionError(str(exc)) from None

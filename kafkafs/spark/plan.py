@@ -18,19 +18,32 @@ partitions, works out its own ``{tp: (start, end)}`` offsets, checks them with
    log end offset)`` under read_uncommitted. A start below the log start offset, or an end
    past what can be read, is data loss: an error under ``failOnDataLoss=true`` (Spark's
    ``KAFKA_DATA_LOSS`` message), else a warning and the range narrowed.
-3. :func:`plan_slices` -- cut each range into :class:`SegmentSlice` input partitions: one per
-   segment the range touches, byte range from the ``.index`` (the batch holding the start
-   offset to the index entry past the end offset), segments larger than
-   ``maxBytesPerPartition`` split along their index entries, then split further for
-   ``maxRecordsPerPartition`` (offset ranges of at most that many offsets) and
-   ``minPartitions`` (the largest slices split in proportion to their bytes, as Spark's
-   ``KafkaOffsetRangeCalculator`` splits by offsets). Each slice carries what an executor
-   needs and nothing more: the file, byte range, offset range, the segment's size at planning
-   (where reading stops whatever happens to the file later), the isolation level. Under
-   read_committed, the aborted transactions are looked up by the executor that meets a
-   transactional batch (:func:`~kafkafs.spark.views.scan_aborted`), so a read of data
-   without transactions reads nothing more; ``plan_slices(..., resolve_aborted=True)``
-   looks them up while planning instead.
+3. :func:`plan_slices` -- cut the ranges as Spark's Kafka source does
+   (:func:`offset_ranges`, ``KafkaOffsetRangeCalculator``: one offset range per
+   topic-partition, split for ``maxRecordsPerPartition`` and ``minPartitions`` by offsets),
+   then each range at segment boundaries into :class:`SegmentSlice` s (byte range from the
+   ``.index``: the batch holding the start offset to the index entry past the end offset; a
+   segment larger than ``maxPartitionBytes`` split along its index entries), and pack the
+   slices of each range, in order, into tasks of at most ``maxPartitionBytes`` (default
+   128 MiB, as Spark's ``spark.sql.files.maxPartitionBytes``): :func:`group_tasks` makes the
+   :class:`ReadTask` input partitions, so the number of tasks follows the data's size, not
+   its segment count. Each slice carries what an executor needs and nothing more: the file,
+   byte range, offset range, the segment's size at planning (where reading stops whatever
+   happens to the file later), the isolation level. Under read_committed, the aborted
+   transactions are looked up by the executor that meets a transactional batch
+   (:func:`~kafkafs.spark.views.scan_aborted`), so a read of data without transactions
+   reads nothing more; ``plan_slices(..., resolve_aborted=True)`` looks them up while
+   planning instead.
+
+**Missing segments.** In a partition that is not compacted (see
+:func:`~kafkafs.spark.views.compacted_partitions`) every segment ends where the next one
+starts. A segment deleted from the middle leaves offsets no segment holds: the planner finds
+a range that starts in such a hole (the segment before it holds no batch at or past the
+start), the executor one that it reaches (it reads the segment before the hole to its end
+and stops short of the next segment's base offset), with no byte read beyond what the read
+needs either way. Both are data loss (:func:`data_loss`: ``KAFKA_DATA_LOSS`` naming the
+offsets under ``failOnDataLoss=true``, else a warning and the offsets skipped). Compacted
+partitions have such gaps by design and are not checked.
 
 Errors: ValueError (Spark's IllegalArgumentException), :class:`DataLossError`,
 FileNotFoundError for a log dir that does not exist.
@@ -38,6 +51,7 @@ FileNotFoundError for a log dir that does not exist.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import logging
 import math
@@ -45,6 +59,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import InputPartition
 
+from .fileio import display
 from .options import (
     EARLIEST,
     LATEST,
@@ -57,11 +72,14 @@ from .views import PartitionView, open_views
 
 __all__ = [
     "DataLossError",
+    "ReadTask",
     "SegmentSlice",
     "bound_ranges",
     "close_views",
     "data_loss",
+    "group_tasks",
     "limit_offsets",
+    "offset_ranges",
     "open_partitions",
     "plan_read",
     "plan_slices",
@@ -121,7 +139,7 @@ def open_partitions(opts: ReadOptions) -> dict:
             if missing:
                 raise ValueError(
                     f"Topic-partition {format_tp(missing[0])} of option 'assign' is in none "
-                    f"of the log dirs {', '.join(opts.paths)}")
+                    f"of the log dirs {', '.join(map(display, opts.paths))}")
             wanted = set(opts.assigned)
             for tp in [tp for tp in found if tp not in wanted]:
                 found.pop(tp).close()
@@ -132,7 +150,7 @@ def open_partitions(opts: ReadOptions) -> dict:
         absent = [t for t in opts.topics if not any(tp[0] == t for tp in found)]
         if absent:
             log.warning("Topics %s are in none of the log dirs %s: nothing to read from them",
-                        ", ".join(absent), ", ".join(opts.paths))
+                        ", ".join(absent), ", ".join(map(display, opts.paths)))
     return dict(sorted(found.items()))
 
 
@@ -245,24 +263,28 @@ def bound_ranges(views: dict, ranges: dict, opts: ReadOptions) -> dict:
     return out
 
 
-# -- 3. slices --------------------------------------------------------------------------------
+# -- 3. slices and tasks ----------------------------------------------------------------------
 
 class SegmentSlice(InputPartition):
-    """One input partition: the records with ``start_offset <= offset < end_offset`` of one
-    segment, read from the batch at ``start_position`` on; the ``.index`` says they end
-    before ``end_hint``; nothing at or past ``end_position`` (the segment's size at
-    planning) is read. ``root``/``dir_name``/``file_name`` name the file (local path or
-    URI), ``identity`` the local file planned (a cleaner's swap replaces it), ``next_base``
-    the next segment's base offset (-1: none). ``aborted``: ``(producer_id, first_offset,
-    last_offset)`` of the aborted transactions overlapping the slice, what a read_committed
-    read drops; None: looked up by the reader when it meets a transactional batch. Small
+    """One segment's part of a read: the records with ``start_offset <= offset <
+    end_offset`` of one segment, read from the batch at ``start_position`` on; the
+    ``.index`` says they end before ``end_hint``; nothing at or past ``end_position`` (the
+    segment's size at planning) is read. ``root``/``dir_name``/``file_name`` name the file
+    (local path or URI), ``identity`` the local file planned (a cleaner's swap replaces it),
+    ``next_base`` the next segment's base offset (-1: none). ``aborted``: ``(producer_id,
+    first_offset, last_offset)`` of the aborted transactions overlapping the slice, what a
+    read_committed read drops; None: looked up by the reader when it meets a transactional
+    batch. ``compacted``: the topic is compacted (offsets may be missing between segments:
+    see :func:`~kafkafs.spark.views.compacted_partitions`); when it is not, offsets of
+    ``[start_offset, end_offset)`` the segment does not hold are a missing segment, data
+    loss. ``task``: the number of the Spark task (:class:`ReadTask`) that reads it. Small
     and picklable."""
 
     def __init__(self, *, topic: str, partition: int, root: str, dir_name: str,
                  file_name: str, base_offset: int, next_base: int, start_offset: int,
                  end_offset: int, start_position: int, end_hint: int, end_position: int,
                  identity, aborted: tuple | None, read_committed: bool, include_headers: bool,
-                 fail_on_data_loss: bool):
+                 fail_on_data_loss: bool, compacted: bool = False, task: int = 0):
         super().__init__(None)
         self.topic, self.partition = topic, partition
         self.root, self.dir_name, self.file_name = root, dir_name, file_name
@@ -275,6 +297,8 @@ class SegmentSlice(InputPartition):
         self.read_committed = read_committed
         self.include_headers = include_headers
         self.fail_on_data_loss = fail_on_data_loss
+        self.compacted = compacted
+        self.task = task
 
     @property
     def tp(self) -> tuple:
@@ -294,6 +318,98 @@ class SegmentSlice(InputPartition):
     __hash__ = None
 
 
+class ReadTask(InputPartition):
+    """One Spark input partition (one task): ``slices``, :class:`SegmentSlice` s of one
+    topic-partition whose offset ranges follow each other, read in order by one task
+    (:func:`~kafkafs.spark.columns.read_slices`). Picklable."""
+
+    def __init__(self, slices):
+        super().__init__(None)
+        self.slices = tuple(slices)
+
+    @property
+    def tp(self) -> tuple:
+        return self.slices[0].tp
+
+    @property
+    def topic(self) -> str:
+        return self.slices[0].topic
+
+    @property
+    def partition(self) -> int:
+        return self.slices[0].partition
+
+    @property
+    def start_offset(self) -> int:
+        return self.slices[0].start_offset
+
+    @property
+    def end_offset(self) -> int:
+        return self.slices[-1].end_offset
+
+    @property
+    def planned_bytes(self) -> int:
+        return sum(sl.planned_bytes for sl in self.slices)
+
+    def __repr__(self):
+        return (f"ReadTask({format_tp(self.tp)} offsets [{self.start_offset}, "
+                f"{self.end_offset}), {len(self.slices)} slices, {self.planned_bytes} bytes)")
+
+    def __eq__(self, other):
+        return isinstance(other, ReadTask) and self.slices == other.slices
+
+    __hash__ = None
+
+
+def _round_half_up(x: float) -> int:
+    return math.floor(x + 0.5)  # Scala's math.round
+
+
+def _divide(tp, start: int, end: int, parts: int) -> list:
+    """``KafkaOffsetRangeCalculator.getDividedPartition``: ``[start, end)`` in ``parts``
+    ranges of ``size // parts`` offsets (the last ones take the remainder), empty ones
+    dropped."""
+    out = []
+    remaining = end - start
+    for part in range(parts):
+        this = remaining // (parts - part)
+        remaining -= this
+        stop = min(start + this, end)
+        if stop > start:
+            out.append((tp, start, stop))
+        start = stop
+    return out
+
+
+def offset_ranges(ranges: dict, min_partitions: int | None,
+                  max_records: int | None) -> list:
+    """Spark's ``KafkaOffsetRangeCalculator.getRanges``: the ``[(tp, start, end), ...]``
+    offset ranges Spark's Kafka source makes of ``ranges`` (``{tp: (start, end)}``): one per
+    topic-partition with offsets to read; with ``maxRecordsPerPartition`` each split into
+    ``ceil(size / maxRecords)`` ranges; then, while fewer than ``minPartitions``, the ranges
+    whose share of the offsets (``round(size / total * minPartitions)``) is more than one
+    are split in proportion, the others left whole. Sizes are offset counts, as Spark's."""
+    out = [(tp, s, e) for tp, (s, e) in sorted(ranges.items()) if e > s]
+    if (min_partitions is None or len(out) >= min_partitions) and max_records is None:
+        return out
+    if max_records is not None:
+        out = [r for tp, s, e in out for r in _divide(tp, s, e, math.ceil((e - s) / max_records))]
+    if min_partitions is not None and min_partitions > len(out):
+        total = sum(e - s for _tp, s, e in out)
+
+        def part_count(size, total_size, parts):
+            if total_size <= 0:
+                return 1
+            return max(_round_half_up(size / total_size * parts), 1)
+
+        unsplit = [r for r in out if part_count(r[2] - r[1], total, min_partitions) == 1]
+        split_total = total - sum(e - s for _tp, s, e in unsplit)
+        split_min = max(min_partitions - len(unsplit), 1)
+        out = [r for tp, s, e in out
+               for r in _divide(tp, s, e, part_count(e - s, split_total, split_min))]
+    return out
+
+
 @dataclass
 class _Piece:
     view: PartitionView
@@ -302,6 +418,7 @@ class _Piece:
     end: int
     start_position: int
     end_hint: int
+    task: int = 0
 
     @property
     def bytes(self) -> int:
@@ -309,10 +426,18 @@ class _Piece:
 
 
 def _piece(view: PartitionView, k: int, start: int, end: int) -> _Piece | None:
-    position = view.start_position(k, start)
-    if position is None:
-        return None
-    return _Piece(view, k, start, end, position, max(position, view.end_hint(k, end)))
+    """Segment ``k``'s part holding offsets ``[start, end)``, its byte range from the
+    ``.index`` (a whole segment needs no index: bytes 0 to its size); None when the segment
+    holds none of them."""
+    seg = view.segments[k]
+    if start == seg.base_offset:
+        position = 0
+    else:
+        position = view.start_position(k, start)
+        if position is None:
+            return None
+    hint = seg.size if end >= view.segment_end(k) else view.end_hint(k, end)
+    return _Piece(view, k, start, end, position, max(position, hint))
 
 
 def _cut(piece: _Piece, offsets: list) -> list:
@@ -351,67 +476,84 @@ def _split_bytes(piece: _Piece, parts: int) -> list:
     return _cut(piece, cuts)
 
 
-def _split_records(piece: _Piece, max_records: int) -> list:
-    span = piece.end - piece.start
-    if span <= max_records:
-        return [piece]
-    parts = math.ceil(span / max_records)
-    return _cut(piece, [piece.start + span * i // parts for i in range(1, parts)])
+def _missing_segment(view: PartitionView, k: int, start: int, end: int, fail: bool) -> None:
+    data_loss(fail, f"Could not read records in offset [{start}, {end}) for topic partition "
+                    f"{format_tp(view.tp)}: no segment of {view.path} holds them (the "
+                    f"segment {view.segments[k].name} ends before {start}, the next one "
+                    f"starts at {end}): a segment is missing from a partition that is not "
+                    "compacted.")
 
 
-def _min_partitions(pieces: list, min_partitions: int) -> list:
-    """Spark's ``KafkaOffsetRangeCalculator.getRanges`` by bytes: pieces whose share of the
-    bytes rounds to one part stay whole, the others are split in proportion."""
-    if len(pieces) >= min_partitions:
-        return pieces
-    total = sum(p.bytes for p in pieces)
-
-    def part_count(size, total_size, parts):
-        return max(round(size / total_size * parts), 1)
-
-    whole = {id(p) for p in pieces if part_count(p.bytes, total, min_partitions) == 1}
-    split_total = total - sum(p.bytes for p in pieces if id(p) in whole)
-    split_parts = max(min_partitions - len(whole), 1)
+def _range_pieces(view: PartitionView, bases: list, start: int, end: int,
+                  fail: bool) -> list:
+    """The per-segment pieces of offsets ``[start, end)`` of ``view`` (``bases``: its
+    segments' base offsets). A segment that holds none of the offsets it should is, in a
+    partition that is not compacted, a missing segment: data loss (:func:`data_loss`)."""
     out = []
-    for p in pieces:
-        if id(p) in whole:
-            out.append(p)
-        else:
-            out.extend(_split_bytes(p, part_count(p.bytes, split_total, split_parts)))
+    k = max(bisect.bisect_right(bases, start) - 1, 0)
+    while k < len(bases) and bases[k] < end:
+        lo, hi = max(start, bases[k]), min(end, view.segment_end(k))
+        if lo < hi:
+            piece = _piece(view, k, lo, hi)
+            if piece is not None:
+                out.append(piece)
+            elif not view.compacted:
+                _missing_segment(view, k, lo, hi, fail)
+        k += 1
     return out
 
 
 def plan_slices(views: dict, ranges: dict, opts: ReadOptions, *,
                 resolve_aborted: bool = False) -> list:
-    """The :class:`SegmentSlice` input partitions reading ``ranges`` (``{tp: (start,
-    end)}``, offsets within each view's ``[log start offset, log end offset]``) of
-    ``views`` (see the module), in topic, partition and offset order; with
-    ``resolve_aborted`` (and read_committed) each carries its aborted transactions."""
-    pieces = []
+    """The :class:`SegmentSlice` s reading ``ranges`` (``{tp: (start, end)}``, offsets
+    within each view's ``[log start offset, log end offset]``) of ``views``, in topic,
+    partition and offset order, each with the number of the task that reads it (see
+    :func:`group_tasks`):
+
+    1. :func:`offset_ranges` -- the offset ranges Spark's Kafka source would read in one task
+       each (``minPartitions``, ``maxRecordsPerPartition``);
+    2. each range cut at segment boundaries, byte ranges from the ``.index``; a part larger
+       than ``maxPartitionBytes`` split along its index entries;
+    3. the parts of one range packed, in order, into ``ceil(bytes / maxPartitionBytes)``
+       tasks of about equal planned bytes: many small segments make one task, a large
+       segment several.
+
+    With ``resolve_aborted`` (and read_committed) each slice carries its aborted
+    transactions. Raises DataLossError (a missing segment in a partition that is not
+    compacted, under ``failOnDataLoss=true``)."""
+    target = opts.max_bytes_per_partition
     aborted = {}
-    for tp, (start, end) in sorted(ranges.items()):
-        if start >= end:
-            continue
+    bases = {}
+    pieces = []
+    task = 0
+    for tp, start, end in offset_ranges(ranges, opts.min_partitions,
+                                        opts.max_records_per_partition):
         view = views[tp]
-        aborted[tp] = None
-        if not opts.read_committed:
-            aborted[tp] = ()
-        elif resolve_aborted:
-            aborted[tp] = tuple((t.producer_id, t.first_offset, t.last_offset)
-                                for t in view.aborted_txns(start, end))
-        for k, seg in enumerate(view.segments):
-            lo, hi = max(start, seg.base_offset), min(end, view.segment_end(k))
-            if lo >= hi:
-                continue
-            piece = _piece(view, k, lo, hi)
-            if piece is None:
-                continue
-            parts = math.ceil(piece.bytes / opts.max_bytes_per_partition)
-            pieces.extend(_split_bytes(piece, parts))
-    if opts.max_records_per_partition:
-        pieces = [q for p in pieces for q in _split_records(p, opts.max_records_per_partition)]
-    if opts.min_partitions and pieces:
-        pieces = _min_partitions(pieces, opts.min_partitions)
+        if tp not in aborted:
+            aborted[tp] = None
+            if not opts.read_committed:
+                aborted[tp] = ()
+            elif resolve_aborted:
+                s, e = ranges[tp]
+                aborted[tp] = tuple((t.producer_id, t.first_offset, t.last_offset)
+                                    for t in view.aborted_txns(s, e))
+            bases[tp] = [seg.base_offset for seg in view.segments]
+        parts = [part for piece in _range_pieces(view, bases[tp], start, end,
+                                                 opts.fail_on_data_loss)
+                 for part in _split_bytes(piece, math.ceil(piece.bytes / target))]
+        if not parts:
+            continue
+        # ceil(bytes / target) tasks of about equal bytes: a part goes to the task its
+        # first byte falls in (contiguous, none much over the target)
+        total = sum(part.bytes for part in parts)
+        count = math.ceil(total / target)
+        goal = total / count
+        acc = 0
+        for part in parts:
+            part.task = task + min(count - 1, int(acc // goal))
+            acc += part.bytes
+            pieces.append(part)
+        task += count
     out = []
     for p in pieces:
         view = p.view
@@ -427,13 +569,22 @@ def plan_slices(views: dict, ranges: dict, opts: ReadOptions, *,
             aborted=None if aborted[view.tp] is None else
             tuple(a for a in aborted[view.tp] if a[2] >= p.start and a[1] < p.end),
             read_committed=opts.read_committed, include_headers=opts.include_headers,
-            fail_on_data_loss=opts.fail_on_data_loss))
+            fail_on_data_loss=opts.fail_on_data_loss, compacted=view.compacted,
+            task=p.task))
     return out
 
 
+def group_tasks(slices: list) -> list:
+    """The :class:`ReadTask` s of ``slices`` (from :func:`plan_slices`): consecutive slices
+    with the same task number, one task each."""
+    return [ReadTask(list(group)) for _task, group in
+            itertools.groupby(slices, key=lambda sl: sl.task)]
+
+
 def plan_read(opts: ReadOptions) -> list:
-    """Steps 1-3 for a batch read: the input partitions of ``opts`` (its ``starting`` to
-    its ``ending``). Views are closed before returning."""
+    """Steps 1-3 for a batch read: the :class:`SegmentSlice` s of ``opts`` (its ``starting``
+    to its ``ending``); :func:`group_tasks` makes the tasks of them. Views are closed
+    before returning."""
     views = open_partitions(opts)
     try:
         ranges = resolve_offsets(views, opts.starting, opts.ending, opts)

@@ -3,8 +3,9 @@
 :class:`KafkaLogReader` parses and checks the options when Spark creates it (at the first
 action on the DataFrame; errors surface there as Spark's ``PYTHON_DATA_SOURCE_ERROR``
 naming the Python exception), plans the input partitions on the driver
-(:func:`kafkafs.spark.plan.plan_read`: one per segment the offsets touch, narrowed through
-the index files) and reads each on an executor (:func:`kafkafs.spark.columns.read_slice`:
+(:func:`kafkafs.spark.plan.plan_read`: Spark's Kafka source's offset ranges, cut at segment
+boundaries and narrowed through the index files, packed into tasks of at most
+``maxPartitionBytes``) and reads each on an executor (:func:`kafkafs.spark.columns.read_slices`:
 Arrow record batches built from the segment bytes).
 
 No ``pushFilters``: PySpark 4.3.0 keeps pushed filters on the data source object and
@@ -34,20 +35,29 @@ class KafkaLogReader(DataSourceReader):
         self.schema = schema
 
     def partitions(self):
-        """The :class:`~kafkafs.spark.plan.SegmentSlice` input partitions (at least one:
-        Spark wants one even for an empty read)."""
+        """The :class:`~kafkafs.spark.plan.ReadTask` input partitions, one per task (at
+        least one: Spark wants one even for an empty read)."""
         from pyspark.sql.datasource import InputPartition
 
-        from .plan import plan_read
+        from .plan import group_tasks, plan_read
 
-        slices = plan_read(self.options)
-        return slices or [InputPartition(None)]
+        tasks = group_tasks(plan_read(self.options))
+        return tasks or [InputPartition(None)]
 
     def read(self, partition):
         """The records of one input partition, as ``pyarrow.RecordBatch`` es."""
-        from .columns import read_slice
-        from .plan import SegmentSlice
+        return read_partition(partition)
 
-        if not isinstance(partition, SegmentSlice):
-            return iter(())  # the placeholder of an empty read
-        return read_slice(partition)
+
+def read_partition(partition):
+    """The ``pyarrow.RecordBatch`` es of an input partition of the batch or stream reader: a
+    :class:`~kafkafs.spark.plan.ReadTask` (its slices in order), a single
+    :class:`~kafkafs.spark.plan.SegmentSlice`, or the placeholder of an empty read."""
+    from .columns import read_slices
+    from .plan import ReadTask, SegmentSlice
+
+    if isinstance(partition, ReadTask):
+        return read_slices(partition.slices)
+    if isinstance(partition, SegmentSlice):
+        return read_slices([partition])
+    return iter(())

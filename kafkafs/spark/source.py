@@ -41,6 +41,12 @@ class KafkaLogDataSource(DataSource):
         return SOURCE_NAME
 
     def schema(self):
+        """The schema (see the module), after the option checks Spark's Kafka source makes at
+        ``load()`` (:func:`~kafkafs.spark.options.validate_at_load`: PySpark calls this when
+        ``load()`` runs). Raises :class:`~kafkafs.spark.options.OptionError`."""
+        from .options import validate_at_load
+
+        validate_at_load(self.options)
         return HEADERS_SCHEMA if include_headers(self.options) else BASE_SCHEMA
 
     def reader(self, schema):

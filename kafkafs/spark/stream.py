@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import time
 
 from pyspark.sql.datasource import DataSourceStreamReader
@@ -54,35 +53,22 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from .options import format_tp, format_tp_set, java_long, parse_options
+from .fileio import display
+from .options import (
+    format_tp,
+    format_tp_set,
+    java_long,
+    parse_options,
+    stream_settings,
+    time_string_ms,
+)
 
 __all__ = ["KafkaLogStreamReader", "offsets_from_json", "offsets_to_json", "rate_limit",
            "time_string_ms"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_TRIGGER_DELAY = "15m"
-_TIME_SUFFIX_US = {"us": 1, "ms": 1000, "s": 1000_000, "m": 60_000_000, "min": 60_000_000,
-                   "h": 3600_000_000, "d": 86400_000_000}
-_TIME = re.compile(r"(-?[0-9]+)([a-z]+)?")
 _SEEN_LIMIT = 1000  # distinct planner warnings remembered per query
-
-
-def time_string_ms(text: str) -> int:
-    """Spark's ``Utils.timeStringAsMs``: ``"15m"`` → 900000; no suffix means ms; suffixes
-    us, ms, s, m, min, h, d. Raises ValueError with Spark's message."""
-    lower = text.strip().lower()
-    m = _TIME.fullmatch(lower)
-    why = f"Failed to parse time string: {text}"
-    if m and m.group(2) is not None and m.group(2) not in _TIME_SUFFIX_US:
-        why = f'Invalid suffix: "{m.group(2)}"'
-        m = None
-    if m is None:
-        raise ValueError("Time must be specified as seconds (s), milliseconds (ms), "
-                         "microseconds (us), minutes (m or min), hour (h), or day (d). "
-                         f"E.g. 50s, 100ms, or 250us.\n{why}")
-    us = int(m.group(1)) * _TIME_SUFFIX_US[m.group(2) or "ms"]
-    return int(us / 1000)  # TimeUnit.convert truncates toward zero
 
 
 def offsets_to_json(offsets: dict) -> dict:
@@ -169,27 +155,16 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options, schema):
         self.options = parse_options(options, streaming=True)
         self.schema = schema
-        raw = self.options.raw
-        self.max_offsets = self._positive(raw, "maxoffsetspertrigger", "maxOffsetsPerTrigger")
-        self.min_offsets = self._positive(raw, "minoffsetspertrigger", "minOffsetsPerTrigger")
-        self.max_trigger_delay_ms = time_string_ms(raw.get("maxtriggerdelay",
-                                                           DEFAULT_MAX_TRIGGER_DELAY))
-        self.fetch_attempts = max(1, java_long(raw.get("fetchoffset.numretries", "3").strip()))
-        self.retry_interval_ms = max(0, java_long(
-            raw.get("fetchoffset.retryintervalms", "1000").strip()))
+        settings = stream_settings(self.options.raw)
+        self.max_offsets = settings["max_offsets"]
+        self.min_offsets = settings["min_offsets"]
+        self.max_trigger_delay_ms = settings["max_trigger_delay_ms"]
+        self.fetch_attempts = settings["fetch_attempts"]
+        self.retry_interval_ms = settings["retry_interval_ms"]
         self._last_trigger_ms = 0
         self._target: dict | None = None  # Trigger.AvailableNow: {tp: offset} to read up to
         self._latest: dict | None = None
         self._seen: set = set()
-
-    @staticmethod
-    def _positive(raw: dict, key: str, shown: str) -> int | None:
-        if key not in raw:
-            return None
-        n = java_long(raw[key].strip())
-        if n <= 0:
-            raise ValueError(f"{shown} must be positive, not {n}")
-        return n
 
     # -- the log dirs now -------------------------------------------------------------------
 
@@ -306,9 +281,9 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return offsets_to_json(self._latest) if self._latest else None
 
     def partitions(self, start: dict, end: dict) -> list:
-        """The :class:`~kafkafs.spark.plan.SegmentSlice` input partitions of the micro-batch
+        """The :class:`~kafkafs.spark.plan.ReadTask` input partitions of the micro-batch
         ``[start, end)`` (see the module). Raises DataLossError under failOnDataLoss."""
-        from .plan import bound_ranges, data_loss, plan_slices
+        from .plan import bound_ranges, data_loss, group_tasks, plan_slices
 
         begin, until = offsets_from_json(start), offsets_from_json(end)
         if begin == until:
@@ -345,20 +320,17 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 if tp not in views:
                     data_loss(fail, f"Could not read records in offset [{first}, {stop}) for "
                               f"topic partition {format_tp(tp)}: it is in none of the log "
-                              f"dirs {', '.join(opts.paths)} any more.")
+                              f"dirs {', '.join(map(display, opts.paths))} any more.")
                     continue
                 ranges[tp] = (first, stop)
             bounded = bound_ranges(views, ranges, opts)
-            return plan_slices(views, bounded, opts)
+            return group_tasks(plan_slices(views, bounded, opts))
 
     def read(self, partition):
-        """The records of one slice, as ``pyarrow.RecordBatch`` es (on an executor)."""
-        from .columns import read_slice
-        from .plan import SegmentSlice
+        """The records of one task, as ``pyarrow.RecordBatch`` es (on an executor)."""
+        from .reader import read_partition
 
-        if not isinstance(partition, SegmentSlice):
-            return iter(())
-        return read_slice(partition)
+        return read_partition(partition)
 
     def commit(self, end: dict) -> None:
         """Nothing to do: the log dirs are never changed by a reader (as Spark's Kafka source

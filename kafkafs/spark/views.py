@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import json
 import logging
 import os
 from dataclasses import dataclass
@@ -41,12 +42,13 @@ from dataclasses import dataclass
 from ..log import bulk_commit, safeio
 from ..log import checkpoint as ckpt
 from ..log.config import LogConfig
-from ..log.errors import CorruptCheckpointError
+from ..log.errors import CorruptCheckpointError, InvalidConfigError
 from ..log.loader import load_log
 from ..log.manager import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
+    load_topic_overrides,
     open_partition_dir,
     partition_dirs,
 )
@@ -54,6 +56,7 @@ from ..log.names import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TOPIC_CONFIG_FILE,
     filename_prefix,
     parse_partition_dir,
     parse_segment_filename,
@@ -74,6 +77,7 @@ __all__ = ["ArrowView", "LocalView", "PartitionView", "SegmentInfo", "open_arrow
 
 log = logging.getLogger(__name__)
 
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"  # (kafkafs.log.cleaner_manager's)
 SCAN_CHUNK = 1024 * 1024  # bytes read at a time when the planner scans batches
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1  # ListOffsets sentinels
 
@@ -93,7 +97,8 @@ class PartitionView:
     """The interface (see the module). Attributes: ``topic``, ``partition``, ``root`` (the
     log dir as given), ``dir_name`` (``topic-partition``), ``path`` (for messages),
     ``log_start_offset``, ``log_end_offset``, ``last_stable_offset``, ``segments`` (list of
-    :class:`SegmentInfo`, oldest first)."""
+    :class:`SegmentInfo`, oldest first), ``compacted`` (whether the topic's offsets may have
+    gaps: see :func:`compacted_partitions`)."""
 
     topic: str
     partition: int
@@ -104,6 +109,7 @@ class PartitionView:
     log_end_offset: int
     last_stable_offset: int
     segments: list
+    compacted: bool = False
 
     @property
     def tp(self) -> tuple:
@@ -207,6 +213,33 @@ def scan_aborted(root: str, dir_name: str, segments: list, k: int, position: int
     return out
 
 
+def compacted_partitions(topic_configs: dict, cleaner_checkpoint: dict, tps) -> set:
+    """The topic-partitions of ``tps`` whose offsets may have gaps between segments (a
+    compacted topic: the cleaner drops records, so a segment may end before the next one's
+    base offset): the topic's ``cleanup.policy`` in the log dir's
+    ``kafkafs-topic-configs.json`` (``topic_configs``: ``{topic: {key: value}}``) holds
+    ``compact``, or the partition is in the log dir's ``cleaner-offset-checkpoint``
+    (``cleaner_checkpoint``: a broker's log dir keeps no topic configs, but its cleaner
+    records every partition it cleaned there), or it is an internal topic (compacted by
+    Kafka's defaults). Every other partition is taken as ``cleanup.policy=delete``, Kafka's
+    default: its segments follow each other without gaps."""
+    out = set()
+    for tp in tps:
+        policy = str((topic_configs.get(tp[0]) or {}).get("cleanup.policy", ""))
+        if "compact" in policy.split(",") or tp in cleaner_checkpoint or \
+                tp[0] in ("__consumer_offsets", "__transaction_state"):
+            out.add(tp)
+    return out
+
+
+def _local_topic_configs(root: str) -> dict:
+    try:
+        return load_topic_overrides([root])
+    except (OSError, ValueError, InvalidConfigError) as exc:
+        log.warning("Ignoring unreadable topic configs in %s: %s", root, exc)
+        return {}
+
+
 # -- local paths: the log layer ---------------------------------------------------------------
 
 class LocalView(PartitionView):
@@ -221,10 +254,16 @@ class LocalView(PartitionView):
         self.last_stable_offset = lg.last_stable_offset
         self._segs = lg.segments()
         self.segments = []
+        # identities from one listing of the dir (its entries' inode numbers and the dir's
+        # device) rather than an fstat through a lease of each of thousands of segments
+        inodes = _inodes(lg.dir) if len(self._segs) > 1 else {}
         for seg in self._segs:
-            st = seg.stat()
-            self.segments.append(SegmentInfo(seg.base_offset, os.path.basename(seg.log_path),
-                                             seg.size, (st.st_dev, st.st_ino)))
+            name = os.path.basename(seg.log_path)
+            identity = inodes.get(name)
+            if identity is None:
+                st = seg.stat()
+                identity = (st.st_dev, st.st_ino)
+            self.segments.append(SegmentInfo(seg.base_offset, name, seg.size, identity))
         self._entries: dict[int, list] = {}
 
     def offset_for_timestamp(self, timestamp: int) -> int | None:
@@ -246,9 +285,24 @@ class LocalView(PartitionView):
         self.log.close(take_snapshot=False)
 
 
+def _inodes(path: str) -> dict:
+    """``{name: (st_dev, st_ino)}`` of the regular files of the directory ``path`` ({} when
+    it cannot be listed)."""
+    try:
+        with safeio.Dir.open(path) as d:
+            dev = os.fstat(d.fd).st_dev
+            with os.scandir(d.fd) as it:
+                return {e.name: (dev, e.inode()) for e in it
+                        if e.is_file(follow_symlinks=False)}
+    except OSError:
+        return {}
+
+
 def _read_checkpoint(root: str, name: str) -> dict:
     try:
         return ckpt.read_offset_checkpoint(os.path.join(root, name))
+    except FileNotFoundError:
+        return {}
     except (OSError, CorruptCheckpointError) as exc:
         log.warning("Ignoring unreadable checkpoint %s: %s", os.path.join(root, name), exc)
         return {}
@@ -272,6 +326,9 @@ def open_local_views(root: str, selected) -> list:
     starts = _read_checkpoint(root, LOG_START_OFFSET_CHECKPOINT)
     # a bulk commit not finished yet: its partitions are read as they were before it
     limits = bulk_commit.read_limits(root)
+    compacted = compacted_partitions(_local_topic_configs(root),
+                                     _read_checkpoint(root, CLEANER_OFFSET_CHECKPOINT),
+                                     [tp for tp, _path in parts])
     views = []
     for tp, path in parts:
         pdir = open_partition_dir(path)
@@ -284,7 +341,9 @@ def open_local_views(root: str, selected) -> list:
         except (OSError, ValueError) as exc:
             log.warning("Skipping partition %s-%d in %s: %s", tp[0], tp[1], path, exc)
             continue
-        views.append(LocalView(root, os.path.basename(path), lg))
+        view = LocalView(root, os.path.basename(path), lg)
+        view.compacted = tp in compacted
+        views.append(view)
     return views
 
 
@@ -504,13 +563,13 @@ class ArrowView(PartitionView):
         return None
 
 
-def _arrow_log_starts(root: str) -> dict:
+def _arrow_log_starts(root: str, name: str = LOG_START_OFFSET_CHECKPOINT) -> dict:
     d = ArrowDir.open(root)
     try:
-        raw = d.read(LOG_START_OFFSET_CHECKPOINT)
+        raw = d.read(name)
     except (FileNotFoundError, OSError):
         return {}
-    path = join(root, LOG_START_OFFSET_CHECKPOINT)
+    path = join(root, name)
     try:
         return ckpt.parse_offset_checkpoint(raw, path)
     except CorruptCheckpointError as exc:  # as _read_checkpoint does for a local log dir
@@ -551,10 +610,16 @@ def open_arrow_views(root: str, selected) -> list:
             continue
         if starts is None:
             starts = _arrow_log_starts(root)
+            try:
+                configs = json.loads(d.read(TOPIC_CONFIG_FILE)).get("topics") or {}
+            except (OSError, ValueError, AttributeError):
+                configs = {}
+            cleaned = _arrow_log_starts(root, CLEANER_OFFSET_CHECKPOINT)
         try:
             view = ArrowView(root, name, tp[0], tp[1], starts.get(tp, 0))
             if tp in limits:
                 view.cut_at(limits[tp])
+            view.compacted = bool(compacted_partitions(configs, cleaned, [tp]))
             views.append(view)
         except (OSError, ValueError) as exc:
             log.warning("Skipping partition %s-%d in %s: %s", tp[0], tp[1], d.join(name), exc)
