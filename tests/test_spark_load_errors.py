@@ -113,3 +113,21 @@ def test_option_error_message_from_pyspark_text():
     assert option_error_message(Exception(text)) == \
         "\nKafka option 'auto.offset.reset' is not supported.\nInstead set"
     assert option_error_message(Exception("other")) is None
+
+
+def test_registering_does_not_end_a_program_run_with_python_c():
+    """``python -c`` (and a program read from stdin) has a ``__main__`` without spec or
+    file: importing Spark Connect's readers without grpc then calls ``sys.exit(0)``
+    (pyspark.sql.connect.utils.check_dependencies), which silently ended any such program
+    right after ``kafkafs.spark.session()``; Connect's readers are wrapped only when a
+    Connect session imported them."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    code = ("import kafkafs.spark; spark = kafkafs.spark.session('local[1]', 'dash-c'); "
+            "print('alive', spark.range(3).count())")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT,
+                       timeout=300, check=False)
+    assert r.returncode == 0 and b"alive 3" in r.stdout, r.stderr.decode()[-2000:]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 
 from . import SOURCE_NAME
 from .options import QUERY_TYPE_OPTION
@@ -88,23 +89,26 @@ def _wrap_load(cls) -> None:
 
 
 def install() -> None:
-    """Wrap the readers' ``format`` and ``load`` (see the module). Idempotent."""
+    """Wrap the readers' ``format`` and ``load`` (see the module). Idempotent for the
+    classic readers; Spark Connect's are wrapped by the first call made once a Connect
+    session imported them."""
     global _installed
-    if _installed:
+    if _installed and "pyspark.sql.connect.readwriter" not in sys.modules:
         return
     from pyspark.sql.readwriter import DataFrameReader
     from pyspark.sql.streaming.readwriter import DataStreamReader
 
     targets = [(DataFrameReader, "batch"), (DataStreamReader, "streaming")]
-    try:
-        from pyspark.sql.connect.readwriter import DataFrameReader as ConnectReader
-        from pyspark.sql.connect.streaming.readwriter import (
-            DataStreamReader as ConnectStream,
-        )
-
-        targets += [(ConnectReader, "batch"), (ConnectStream, "streaming")]
-    except Exception:  # noqa: BLE001, S110 - Spark Connect's dependencies (grpc) absent
-        pass
+    # Spark Connect's readers only when a Connect session already imported them: importing
+    # pyspark.sql.connect without its dependencies (grpc) calls sys.exit(0) in a program
+    # run as `python -c` or from stdin (its check_dependencies takes such a __main__ for
+    # doctests), which silently ended the caller's program
+    connect = sys.modules.get("pyspark.sql.connect.readwriter")
+    connect_stream = sys.modules.get("pyspark.sql.connect.streaming.readwriter")
+    if connect is not None:
+        targets.append((connect.DataFrameReader, "batch"))
+    if connect_stream is not None:
+        targets.append((connect_stream.DataStreamReader, "streaming"))
     for cls, kind in targets:
         _wrap_format(cls, kind)
         _wrap_load(cls)
