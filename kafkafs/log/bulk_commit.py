@@ -1,49 +1,71 @@
-"""The all-or-nothing commit of a bulk write (a ``kafkalog`` Spark write) to existing
-partitions, decided by one durable commit record.
+"""The all-or-nothing commit of a bulk write (a ``kafkalog`` Spark job), decided by one
+durable commit record: the topics it creates or replaces and its appends to existing
+partitions.
 
-A bulk write stages its data as runs (:mod:`kafkafs.log.staging`), fsynced, out of sight.
-Appending the runs to several partitions takes several writes; a process killed among them
-would leave some partitions with the write and some without, and a torn batch at a tail.
-So the commit (:func:`commit`) goes:
+A bulk write stages its data as runs (:mod:`kafkafs.log.staging`), fsynced, out of sight:
+whole partition dirs for a topic it creates (or, overwriting, replaces), runs to append for
+an existing partition. Publishing them takes several renames and writes; a process killed
+among them would leave some partitions with the write and some without, a new topic with
+some of its partitions, and a torn batch at a tail. So the commit (:func:`commit`) goes:
 
-1. every partition's log is flushed and its log end offset taken (``before``), and each
-   run's offsets counted from its batch headers;
+1. every partition to append to is flushed and its log end offset taken (``before``), and
+   each run's offsets counted from its batch headers; each topic to adopt gets a new topic
+   id, already written into its staged dirs' ``partition.metadata`` (by the caller,
+   :meth:`LogManager.commit_job <kafkafs.log.manager.LogManager.commit_job>`), and the
+   doomed names of a replaced topic's dirs are chosen;
 2. one **commit record** is written into the log dir root: the regular file
    ``.kafkafs-commit-<job id>.json`` (JSON, below), written to a temporary name, fsynced,
    renamed, and the root fsynced. A Kafka broker loads only the directories of a log dir
    and leaves its regular files alone (as ``.lock`` or ``meta.properties``); kafkafs lists
    only ``<topic>-<partition>`` directories. **Once the record is durable, the write
    happened**;
-3. the runs are appended to each partition in order and each log flushed;
-4. the runs are removed, then the record (and the root fsynced).
+3. each topic is adopted (:func:`adopt_on_disk`): a replaced topic's dirs renamed to their
+   doomed names, the staged dirs renamed ``<topic>-<p>``, the roots fsynced, the topic's
+   checkpoint entries dropped, its overrides saved, the doomed dirs removed;
+4. the runs are appended to each partition in order and each log flushed;
+5. the job's staged dirs are removed, then the record (and the root fsynced).
 
 Whoever next opens the log dir for writing -- a writable
 :class:`~kafkafs.log.manager.LogManager` at startup: the daemon, a CLI writer, the next
-Spark write's commit -- finishes an interrupted commit first (:func:`finish_interrupted`):
-it **rolls forward**. A partition at ``after`` (= ``before`` + the runs' offsets) is done;
-one at ``before`` gets the runs; one between (its loader has already truncated a torn
-batch at the tail) holds a prefix of the runs' batches, each with the offsets it would get
-(the runs are plain batches appended one for one, offsets restamped from ``before``): the
-batches past that prefix are appended, which ends as truncating to ``before`` and
-appending everything again would, without writing it twice. Then the staged dirs of the
-job and the record are removed. Doing it again after a crash of the recovery itself is the
-same: every step is idempotent. A temporary record (killed before the rename) decided
-nothing and is removed.
+Spark write's commit; ``kafkafs check --repair`` -- finishes an interrupted commit first:
+it **rolls forward**. The adoptions first (:func:`finish_adoptions`, before the partition
+dirs are listed; :func:`adopt_on_disk` is idempotent: an old dir still named
+``<topic>-<p>`` -- its ``partition.metadata`` not of the new topic id -- is renamed away, a
+staged dir still there is renamed in, one gone must have become a partition dir of the new
+topic id). Then the appends (:func:`finish_interrupted`): a partition at ``after`` (=
+``before`` + the runs' offsets) is done; one at ``before`` gets the runs; one between (its
+loader has already truncated a torn batch at the tail) holds a prefix of the runs'
+batches, each with the offsets it would get (the runs are plain batches appended one for
+one, offsets restamped from ``before``): the batches past that prefix are appended, which
+ends as truncating to ``before`` and appending everything again would, without writing it
+twice. Then the staged dirs of the job and the record are removed. Doing it again after a
+crash of the recovery itself is the same: every step is idempotent. A temporary record
+(killed before the rename) decided nothing and is removed.
 
 A partition outside ``[before, after]``, a batch boundary that does not fall at its log end
-offset, or a staged run gone while a partition still needs it (a Kafka broker started on
-the log dir in between deletes ``-delete`` dirs) cannot be rolled forward:
-:class:`CommitRecoveryError`, nothing changed by that partition, the record kept.
+offset, a staged run or staged partition dir gone while still needed (a Kafka broker
+started on the log dir in between deletes ``-delete`` dirs), or a ``<topic>-<p>`` that is
+not the replaced topic's in the way of a new one cannot be rolled forward:
+:class:`CommitRecoveryError`, nothing more changed, the record kept.
 
-Readers never show a torn commit: while a record exists, each partition it names is read
-up to its ``before`` (:func:`read_limits`, used by read-only loads).
+Readers never show a torn commit: while a record exists, each partition it appends to is
+read up to its ``before``, and each topic it adopts is not shown at all (:func:`read_view`,
+used by read-only loads and the Spark read path): a new topic appears complete, a
+replaced one disappears while the commit runs and comes back with its new data.
 
-The record (all offsets are Kafka offsets)::
+The record (all offsets are Kafka offsets; ``version`` 2 when it has ``topics``, which a
+kafkafs that knows only version 1 refuses rather than half-finishes)::
 
-    {"version": 1, "job": "<16 hex>",
+    {"version": 1|2, "job": "<16 hex>",
      "partitions": [{"topic": T, "partition": P, "before": LEO, "after": LEO + n,
                      "runs": [{"dir": "<T>-<P>.<stage id>-delete", "offsets": n1}, ...]},
-                    ...]}
+                    ...],
+     "topics": [{"topic": T, "topic_id": "<base64 uuid>", "replace": bool,
+                 "config": {overrides},
+                 "partitions": [{"partition": P, "dir": "<T>-<P>.<stage id>-delete"}, ...],
+                 "old": [{"log_dir": "/abs/root", "dir": "<T>-<P>",
+                          "doomed": "<T>-<P>.<stage id>-delete"}, ...]},
+                ...]}
 
 Synchronous, no trio; callers in the daemon run it off the event loop.
 """

@@ -184,9 +184,13 @@ class LogManager:
         dir (a lazy manager lists them); producer ids already expired are dropped (Kafka
         skips them when it loads a snapshot). The partitions of each log dir are loaded on
         ``num.recovery.threads.per.data.dir`` threads (Kafka's ``LogManager.loadLogs``).
-        A writable manager then finishes the bulk commits a killed writer left unfinished
-        (:func:`kafkafs.log.bulk_commit.finish_interrupted`: rolled forward); a read-only one
-        shows each partition such a commit names only up to where it was before it.
+        A writable manager finishes the bulk commits a killed writer left unfinished (rolled
+        forward): the topics they create or replace before it lists the partition dirs
+        (:func:`kafkafs.log.bulk_commit.finish_adoptions`; their overrides saved in every log
+        dir), their appends once the logs are loaded
+        (:func:`kafkafs.log.bulk_commit.finish_interrupted`). A read-only one shows each
+        partition such a commit appends to only up to where it was before it, and not the
+        topics it creates or replaces.
         Raises LogDirLockedError, ReadOnlyFilesystemError (a writable manager on a read-only
         filesystem: nothing is written), OSError (NotADirectoryError when a log dir is some
         other file), what loading a partition raises (the first, in listing order), and

@@ -311,7 +311,9 @@ def _read_checkpoint(root: str, name: str) -> dict:
 def open_local_views(root: str, selected) -> list:
     """The :class:`LocalView` of every partition dir in the local log dir ``root`` whose
     topic ``selected(topic)`` takes. A partition that cannot be loaded (no segment yet, a
-    file it may not read) is skipped with a warning, as a read-only LogManager does. Raises
+    file it may not read) is skipped with a warning, as a read-only LogManager does; a
+    topic an unfinished bulk commit creates or replaces is left out, a partition it appends
+    to is cut at its ``before`` (:func:`kafkafs.log.bulk_commit.read_view`). Raises
     FileNotFoundError / NotADirectoryError for a missing root."""
     if not os.path.isdir(root):
         if os.path.exists(root):
@@ -605,8 +607,9 @@ def _arrow_commit_limits(d: ArrowDir, entries: dict) -> tuple[dict, set]:
 
 def open_arrow_views(root: str, selected) -> list:
     """:class:`ArrowView` of every partition dir under the URI ``root`` whose topic
-    ``selected(topic)`` takes (a partition without segments is skipped with a warning).
-    Raises FileNotFoundError for a missing root."""
+    ``selected(topic)`` takes (a partition without segments is skipped with a warning; an
+    unfinished bulk commit's topics and limits as for :func:`open_local_views`). Raises
+    FileNotFoundError for a missing root."""
     d = ArrowDir.open(root)
     entries = d.entries()
     starts = None
