@@ -377,3 +377,23 @@ def test_a_job_through_the_daemon(tmp_path, overwrite):
     with open(killed, "rb") as f:  # its staged dirs: removed by hand (docs/spark.md)
         remove_job_stage_dirs(str(logs), pickle.load(f)[0].job_id)
     assert_finished(logs, overwrite, True)
+
+
+def test_a_read_only_follower_takes_a_new_topic_in_once_complete(tmp_path):
+    """A read-only manager (a read-only mount's watcher) does not take in the partition dirs
+    of a topic being adopted, and takes them in once the record is gone."""
+    logs = tmp_path / "logs"
+    make_keep(logs)
+    run_py(DRIVER, stage(logs, False), kill_at="adopt-rename#2")
+    m = manager(logs, read_only=True)
+    try:
+        assert m.topics() == [KEEP]
+        assert m.scan_for_new_partitions() == []
+        run_py(RECOVER, str(logs))
+        new = m.scan_for_new_partitions()
+        assert sorted((lg.topic, lg.partition) for lg in new) == \
+            [(FRESH, p) for p in range(FRESH_PARTS)]
+        assert {p: [r.value for r in m.get_log(FRESH, p).records()]
+                for p in range(FRESH_PARTS)} == expected(False, True)[FRESH]
+    finally:
+        m.shutdown()
