@@ -397,3 +397,37 @@ def test_a_read_only_follower_takes_a_new_topic_in_once_complete(tmp_path):
                 for p in range(FRESH_PARTS)} == expected(False, True)[FRESH]
     finally:
         m.shutdown()
+
+
+@needs_fuse
+def test_an_adoption_failing_in_the_daemon_after_its_record(tmp_path, monkeypatch):
+    """ENOSPC (injected) among the renames of an overwrite: the driver is told, the daemon
+    goes on serving (its locks released), and its next start finishes the job."""
+    logs = tmp_path / "logs"
+    make_keep(logs)
+    job = stage(logs, True)
+    monkeypatch.setenv(bulk_commit.faults.FAIL_ENV, "adopt-rename#2")
+    m = Mount(tmp_path)
+    m.start()
+    monkeypatch.delenv(bulk_commit.faults.FAIL_ENV)
+    try:
+        r = run_py(DRIVER, job)
+        assert r.returncode != 0 and b"no space left" in r.stderr, r.stderr.decode()[-2000:]
+        assert records_left(logs)
+        os.listdir(m.mnt)  # still served
+        assert m.proc.poll() is None
+        second = stage(logs, True)  # another job on that topic: refused until the restart
+        r = run_py(DRIVER, second)
+        assert r.returncode != 0 and b"EIO" in r.stderr, r.stderr.decode()[-2000:]
+    finally:
+        assert m.umount() == 0
+    m2 = Mount(tmp_path)
+    m2.start()
+    try:
+        want = expected(True, True)
+        assert mount_values(m2, want) == want
+    finally:
+        assert m2.umount() == 0
+    with open(second, "rb") as f:  # the refused job's staged dirs (its driver's abort)
+        remove_job_stage_dirs(str(logs), pickle.load(f)[0].job_id)
+    assert_finished(logs, True, True)

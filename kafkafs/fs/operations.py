@@ -189,6 +189,9 @@ class KafkaFS(pyfuse3.Operations):
         # through the mount would land past it; refused (EIO) until the next startup
         # finishes the commit
         self._unfinished: set[tuple[str, int]] = set()
+        # topics a recorded commit was creating or replacing when it failed: no other bulk
+        # commit touches them until the next start has finished it
+        self._unfinished_topics: set[str] = set()
         manager.on_forget.append(self._partition_gone)
 
     def init(self):
@@ -1107,8 +1110,9 @@ class KafkaFS(pyfuse3.Operations):
         the kernel. EINVAL for a bad request, EEXIST for a topic to create that exists,
         ENOENT for a request, staged dir or partition that is not there, EIO for damaged
         staged data or a commit that could not be finished (its record then stays for the
-        next startup, and appends through the mount to its partitions get EIO until then),
-        EMSGSIZE for a batch over ``max.message.bytes``."""
+        next startup; until then appends through the mount to its partitions, and bulk
+        commits to its partitions or topics, get EIO), EMSGSIZE for a batch over
+        ``max.message.bytes``."""
         from ..log import bulk_commit
 
         try:
@@ -1127,7 +1131,8 @@ class KafkaFS(pyfuse3.Operations):
             raise _err(errno.EINVAL) from None
         while busy := [self._committing[tp] for tp in runs if tp in self._committing]:
             await busy[0].wait()  # another commit of these partitions: one at a time
-        if self._unfinished.intersection(runs):
+        topics = {ta.topic for ta in adoptions} | {t for t, _p in runs}
+        if self._unfinished.intersection(runs) or self._unfinished_topics & topics:
             raise _err(errno.EIO)
         done = trio.Event()
         for tp in runs:
@@ -1138,6 +1143,7 @@ class KafkaFS(pyfuse3.Operations):
         except BaseException:
             if os.path.lexists(os.path.join(log_dir, bulk_commit.record_name(job))):
                 self._unfinished.update(runs)
+                self._unfinished_topics.update(ta.topic for ta in adoptions)
                 log.error("The commit of job %s was recorded but could not be finished; "
                           "appends through the mount to its %d partition(s) are refused "
                           "until the daemon restarts and finishes it", job, len(runs))
