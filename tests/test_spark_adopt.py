@@ -431,3 +431,75 @@ def test_an_adoption_failing_in_the_daemon_after_its_record(tmp_path, monkeypatc
     with open(second, "rb") as f:  # the refused job's staged dirs (its driver's abort)
         remove_job_stage_dirs(str(logs), pickle.load(f)[0].job_id)
     assert_finished(logs, True, True)
+
+
+MULTI = """
+import pickle, sys
+from kafkafs.log import bulk_commit
+from kafkafs.log.config import BrokerConfig
+from kafkafs.log.manager import LogManager
+dirs, job, staged = pickle.loads(bytes.fromhex(sys.argv[1]))
+m = LogManager(BrokerConfig().with_log_dirs(dirs))
+m.startup()
+try:
+    m.commit_job(dirs[0], job, [bulk_commit.TopicAdoption("keep", staged, {}, replace=True)],
+                 {})
+finally:
+    m.shutdown()
+"""
+
+MULTI_RECOVER = """
+import sys
+from kafkafs.log.config import BrokerConfig
+from kafkafs.log.manager import LogManager
+m = LogManager(BrokerConfig().with_log_dirs(sys.argv[1:]))
+m.startup()
+m.shutdown()
+"""
+
+
+@pytest.mark.parametrize("step", ["adopt-old-renamed#2", "adopt-old-renamed#4",
+                                  "adopt-rename#1", "adopt-topic-done"])
+def test_an_overwrite_with_old_partitions_in_another_log_dir(tmp_path, step):
+    """A manager on two log dirs: the replaced topic's partitions lie in both, the new ones
+    are staged in the first; killed at each step, the topic is hidden, then whole."""
+    from kafkafs.log.staging import create_stage_log, finish_stage_log, new_stage_id
+
+    dirs = [str(tmp_path / "a"), str(tmp_path / "b")]
+    m = LogManager(BrokerConfig().with_log_dirs(dirs))
+    m.startup()
+    try:
+        m.create_topic(KEEP, 4)
+        assert {os.path.dirname(m.get_log(KEEP, p).dir) for p in range(4)} == set(dirs)
+        for p in range(4):
+            m.get_log(KEEP, p).append([(1, None, b"old-%d" % p, ())])
+    finally:
+        m.shutdown()
+    job = new_job_id()
+    staged = {}
+    for p in range(3):
+        sid = new_stage_id(job)
+        lg = create_stage_log(dirs[0], KEEP, p, sid, LogConfig())
+        lg.append([(2, None, b"new-%d" % p, ())])
+        finish_stage_log(lg)
+        staged[p] = f"{KEEP}-{p}.{sid}-delete"
+    run_py(MULTI, pickle.dumps((dirs, job, staged)).hex(), kill_at=step)
+
+    def seen():
+        ro = LogManager(BrokerConfig().with_log_dirs(dirs), read_only=True)
+        ro.startup()
+        try:
+            return {p: [r.value for r in ro.get_log(KEEP, p).records()]
+                    for p in ro.partitions(KEEP)}
+        finally:
+            ro.shutdown()
+
+    assert seen() == {}  # hidden while the record exists
+    run_py(MULTI_RECOVER, *dirs)
+    assert seen() == {p: [b"new-%d" % p] for p in range(3)}
+    for d in dirs:
+        names = os.listdir(d)
+        assert not [n for n in names if n.endswith("-delete") or bulk_commit.is_record_name(n)]
+        r = kafkafs("check", "--log-dirs", d, check=False)
+        assert r.returncode == 0 and b"clean" in r.stdout, r.stdout + r.stderr
+    assert not [n for n in os.listdir(dirs[1]) if n.startswith(f"{KEEP}-")]
