@@ -4,11 +4,12 @@ A log dir whose ``.lock`` a running daemon holds is written only by that daemon 
 writers go through the daemon or refuse). The daemon's mount answers requests made as
 extended attributes (:mod:`kafkafs.fs.operations`): its root tells the log dirs it serves
 (``user.kafkafs.log_dirs``), its ``num.partitions`` and topic config defaults; setting
-``user.kafkafs.adopt`` on the root hands it a new topic made of staged partition dirs,
-setting ``user.kafkafs.append_staged`` on ``<topic>/<p>`` has it append a staged run, and
-setting ``user.kafkafs.commit_staged`` on the root has it commit a whole write -- new and
-replaced topics, appends to existing partitions -- all or nothing (:func:`commit_staged`). Each request returns
-when the daemon is done.
+``user.kafkafs.commit_staged`` on the root has it commit a whole write -- new and
+replaced topics, appends to existing partitions -- all or nothing (:func:`commit_staged`,
+what the ``kafkalog`` commit uses). Still served, one step at a time and outside any commit
+record: ``user.kafkafs.adopt`` on the root (a new topic made of staged partition dirs,
+:func:`adopt`) and ``user.kafkafs.append_staged`` on ``<topic>/<p>`` (a staged run
+appended). Each request returns when the daemon is done.
 """
 
 from __future__ import annotations
@@ -132,7 +133,8 @@ def adopt(mount: str, log_dir: str, topic: str, stage_id: str, partitions: int,
           overrides: dict[str, str], replace: bool) -> None:
     """Have the daemon take the staged dirs ``<topic>-<p>.<stage_id>-delete`` (p in
     ``range(partitions)``, in ``log_dir``) as topic ``topic``: asked on the mount's root for
-    a new topic, on the topic's dir to replace its data (``replace``). Raises
+    a new topic, on the topic's dir to replace its data (``replace``). One topic, outside
+    any commit record: the ``kafkalog`` commit asks :func:`commit_staged` instead. Raises
     DaemonRefusedError."""
     req = {"log_dir": daemon_log_dir(mount, log_dir), "topic": topic, "stage": stage_id,
            "partitions": partitions, "config": overrides}
