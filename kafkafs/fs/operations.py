@@ -189,6 +189,9 @@ class KafkaFS(pyfuse3.Operations):
         # through the mount would land past it; refused (EIO) until the next startup
         # finishes the commit
         self._unfinished: set[tuple[str, int]] = set()
+        # topics a recorded commit was creating or replacing when it failed: no other bulk
+        # commit touches them until the next start has finished it
+        self._unfinished_topics: set[str] = set()
         manager.on_forget.append(self._partition_gone)
 
     def init(self):
@@ -993,9 +996,10 @@ class KafkaFS(pyfuse3.Operations):
           (``log.cleaner.enable=false``).
         * ``user.kafkafs.adopt`` on the root takes a new topic from staged partition dirs
           (:meth:`_adopt_topic`), ``user.kafkafs.append_staged`` on a partition dir appends
-          a staged run (:meth:`_append_staged`), ``user.kafkafs.commit_staged`` on the root
-          appends a whole write's staged runs all or nothing (:meth:`_commit_staged`): a
-          bulk load (``kafkalog`` Spark writes).
+          a staged run (:meth:`_append_staged`) -- both kept for older writers --,
+          ``user.kafkafs.commit_staged`` on the root publishes a whole write (topics created
+          or replaced, appends to existing partitions) all or nothing
+          (:meth:`_commit_staged`): a bulk load (``kafkalog`` Spark writes).
 
         Nothing else is settable (EACCES)."""
         if self.options.read_only:
@@ -1097,14 +1101,18 @@ class KafkaFS(pyfuse3.Operations):
     async def _commit_staged(self, value: bytes) -> None:
         """``user.kafkafs.commit_staged`` on the root: the value is JSON ``{"log_dir": one
         of the daemon's log dirs, "request": the name of a commit request there}``
-        (:func:`kafkafs.log.bulk_commit.write_request`: staged runs per existing
-        partition). The runs are appended as one commit decided by a durable commit record
-        (:func:`kafkafs.log.bulk_commit.commit`), on a worker thread holding every named
-        log's lock; a crash of the daemon meanwhile is finished by its next startup. EINVAL
-        for a bad request, ENOENT for a request, staged run or partition that is not there,
-        EIO for damaged staged data or a commit that could not be finished (its record then
-        stays for the next startup, and appends through the mount to its partitions get
-        EIO until then), EMSGSIZE for a batch over ``max.message.bytes``."""
+        (:func:`kafkafs.log.bulk_commit.write_request`: topics to create or replace from
+        staged partition dirs, staged runs per existing partition). The whole job is
+        published as one commit decided by a durable commit record
+        (:meth:`LogManager.commit_job <kafkafs.log.manager.LogManager.commit_job>`), on a
+        worker thread holding every appended log's lock; a crash of the daemon meanwhile is
+        finished by its next startup. A replaced topic's old names are then forgotten by
+        the kernel. EINVAL for a bad request, EEXIST for a topic to create that exists,
+        ENOENT for a request, staged dir or partition that is not there, EIO for damaged
+        staged data or a commit that could not be finished (its record then stays for the
+        next startup; until then appends through the mount to its partitions, and bulk
+        commits to its partitions or topics, get EIO), EMSGSIZE for a batch over
+        ``max.message.bytes``."""
         from ..log import bulk_commit
 
         try:
@@ -1116,23 +1124,26 @@ class KafkaFS(pyfuse3.Operations):
             raise _err(errno.EINVAL)
 
         try:
-            job, runs = await trio.to_thread.run_sync(bulk_commit.read_request, log_dir, name)
+            job, runs, adoptions = await trio.to_thread.run_sync(bulk_commit.read_request,
+                                                                 log_dir, name)
         except ValueError as exc:
             log.warning("commit request refused: %s", exc)
             raise _err(errno.EINVAL) from None
         while busy := [self._committing[tp] for tp in runs if tp in self._committing]:
             await busy[0].wait()  # another commit of these partitions: one at a time
-        if self._unfinished.intersection(runs):
+        topics = {ta.topic for ta in adoptions} | {t for t, _p in runs}
+        if self._unfinished.intersection(runs) or self._unfinished_topics & topics:
             raise _err(errno.EIO)
         done = trio.Event()
         for tp in runs:
             self._committing[tp] = done
         try:
-            rec = await trio.to_thread.run_sync(bulk_commit.commit, log_dir, job, runs,
-                                                self.manager.get_log)
+            rec = await trio.to_thread.run_sync(self.manager.commit_job, log_dir, job,
+                                                adoptions, runs)
         except BaseException:
             if os.path.lexists(os.path.join(log_dir, bulk_commit.record_name(job))):
                 self._unfinished.update(runs)
+                self._unfinished_topics.update(ta.topic for ta in adoptions)
                 log.error("The commit of job %s was recorded but could not be finished; "
                           "appends through the mount to its %d partition(s) are refused "
                           "until the daemon restarts and finishes it", job, len(runs))
@@ -1141,9 +1152,23 @@ class KafkaFS(pyfuse3.Operations):
             for tp in runs:
                 self._committing.pop(tp, None)
             done.set()
+        for ta in adoptions:
+            if ta.replace:
+                self._forget_topic_later(ta.topic)
         if rec is not None:
-            log.info("Committed job %s: %d offset(s) to %d partition(s)", rec.job_id,
-                     sum(p.after - p.before for p in rec.partitions), len(rec.partitions))
+            log.info("Committed job %s: %d offset(s) to %d partition(s), %d topic(s) created "
+                     "or replaced", rec.job_id, sum(p.after - p.before for p in rec.partitions),
+                     len(rec.partitions), len(rec.topics))
+
+    def _forget_topic_later(self, topic: str) -> None:
+        """Drop what the tree kept of the replaced ``topic`` now, and have the kernel forget
+        its name once the request that replaced it has been answered (it holds the root's
+        lock, which the kernel's invalidation waits for)."""
+        self._topic_gone(topic)
+        if self.nursery is not None:
+            self.nursery.start_soon(trio.to_thread.run_sync, _forget_entry,
+                                    pyfuse3.ROOT_INODE,
+                                    topic.encode("utf-8", "surrogateescape"))
 
     @fuse_errors
     async def removexattr(self, inode, name, ctx):

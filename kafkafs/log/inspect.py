@@ -392,8 +392,11 @@ class _Inspector:
             try:
                 with safeio.Dir.open(self.dir, follow=True) as root:
                     rec = bulk_commit.parse_record(self.dir, name, root.read(name))
-                parts = ", ".join(f"{p.topic}-{p.partition} ({p.before}..{p.after})"
-                                  for p in rec.partitions)
+                parts = ", ".join(
+                    [f"{p.topic}-{p.partition} ({p.before}..{p.after})"
+                     for p in rec.partitions]
+                    + [f"topic {t.topic} ({'replaced' if t.replace else 'created'}, "
+                       f"{len(t.staged)} partition(s))" for t in rec.topics])
             except (OSError, bulk_commit.CommitRecoveryError) as exc:
                 self.add("interrupted-commit", path, str(exc),
                          "none: a writer refuses to start on it", repairable=False)
@@ -406,7 +409,8 @@ class _Inspector:
                 continue
             self.add("interrupted-commit", path,
                      f"An interrupted kafkalog commit (kill or crash while appending): "
-                     f"{parts}; readers show these partitions up to the first offset",
+                     f"{parts}; readers show these partitions up to the first offset, and "
+                     "not the topics created or replaced",
                      "rolled forward (the missing staged runs appended) by the next writer: "
                      "the daemon's start, a CLI writer, --repair", at_startup=True)
 

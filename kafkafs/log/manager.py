@@ -162,6 +162,21 @@ class LogManager:
         self._unsynced_metadata: list[Log] = []
         #: (read-only) (topic, partition) -> the offset an unfinished bulk commit began at
         self._limits: dict[TopicPartition, int] = {}
+        #: (read-only) the topics an unfinished bulk commit adopts: not shown
+        self._hidden: set[str] = set()
+
+    def _read_commit_view(self) -> set[str]:
+        """(read-only) Add the limits and hidden topics of the unfinished bulk commits of
+        every log dir (:func:`kafkafs.log.bulk_commit.read_view`); returns the topics
+        hidden now."""
+        now: set[str] = set()
+        for d in self.log_dirs:
+            limits, hidden = bulk_commit.read_view(d)
+            for tp, before in limits.items():
+                self._limits[tp] = min(before, self._limits.get(tp, before))
+            now |= hidden
+        self._hidden |= now
+        return now
 
     # -- startup / shutdown ----------------------------------------------------------
     def startup(self) -> None:
@@ -169,9 +184,13 @@ class LogManager:
         dir (a lazy manager lists them); producer ids already expired are dropped (Kafka
         skips them when it loads a snapshot). The partitions of each log dir are loaded on
         ``num.recovery.threads.per.data.dir`` threads (Kafka's ``LogManager.loadLogs``).
-        A writable manager then finishes the bulk commits a killed writer left unfinished
-        (:func:`kafkafs.log.bulk_commit.finish_interrupted`: rolled forward); a read-only one
-        shows each partition such a commit names only up to where it was before it.
+        A writable manager finishes the bulk commits a killed writer left unfinished (rolled
+        forward): the topics they create or replace before it lists the partition dirs
+        (:func:`kafkafs.log.bulk_commit.finish_adoptions`; their overrides saved in every log
+        dir), their appends once the logs are loaded
+        (:func:`kafkafs.log.bulk_commit.finish_interrupted`). A read-only one shows each
+        partition such a commit appends to only up to where it was before it, and not the
+        topics it creates or replaces.
         Raises LogDirLockedError, ReadOnlyFilesystemError (a writable manager on a read-only
         filesystem: nothing is written), OSError (NotADirectoryError when a log dir is some
         other file), what loading a partition raises (the first, in listing order), and
@@ -185,15 +204,27 @@ class LogManager:
                     self._prepare_writable(d)
                 elif not os.path.isdir(d):
                     raise FileNotFoundError(errno.ENOENT, "log dir does not exist", d)
-            self._load_topic_overrides()
-            # a bulk commit not finished yet (its record is in the log dir its writer
-            # staged in; its partitions may lie in any): readers see its partitions as
-            # they were before it (a writable startup finishes it after loading)
-            self._limits = {}
-            if self.read_only:
+            # a bulk commit not finished yet: a writable startup first finishes the topics
+            # it adopts (renames only), before listing the partition dirs
+            adopted = {}
+            if not self.read_only:
                 for d in self.log_dirs:
-                    for tp, before in bulk_commit.read_limits(d).items():
-                        self._limits[tp] = min(before, self._limits.get(tp, before))
+                    adopted.update(bulk_commit.finish_adoptions(d))
+            self._load_topic_overrides()
+            if adopted:
+                for topic, overrides in adopted.items():
+                    if overrides:
+                        self._overrides[topic] = dict(overrides)
+                    else:
+                        self._overrides.pop(topic, None)
+                self._save_topic_overrides()
+            # (its record is in the log dir its writer staged in; its partitions may lie in
+            # any): readers see the partitions it appends to as they were before it, and
+            # not the topics it adopts (a writable startup finishes it after loading)
+            self._limits = {}
+            self._hidden = set()
+            if self.read_only:
+                self._read_commit_view()
             for d in self.log_dirs:
                 self._load_dir(d)
             if not self.read_only:
@@ -275,6 +306,9 @@ class LogManager:
         recovery = _read_ckpt(os.path.join(d, RECOVERY_POINT_CHECKPOINT))
         starts = _read_ckpt(os.path.join(d, LOG_START_OFFSET_CHECKPOINT))
         parts = partition_dirs(d)
+        if self.read_only:
+            self._read_commit_view()  # (again: a commit that began while listing)
+            parts = [(tp, path) for tp, path in parts if tp[0] not in self._hidden]
         if not clean and not self.read_only and parts and not self.lazy:
             log.info("No clean shutdown marker in %s: recovering unflushed segments", d)
         listed = []
@@ -791,6 +825,124 @@ class LogManager:
             self._save_topic_overrides()
             return [self.logs[(topic, p)] for p in range(n)]
 
+    def commit_job(self, log_dir: str, job_id: str,
+                   adoptions: Iterable[bulk_commit.TopicAdoption],
+                   appends: Mapping[TopicPartition, list[str]]) -> bulk_commit.CommitRecord | None:
+        """Publish a bulk write (a ``kafkalog`` job) all or nothing, under one durable commit
+        record in ``log_dir`` (one of this manager's log dirs;
+        :func:`kafkafs.log.bulk_commit.commit`): create -- or, for an adoption with
+        ``replace``, overwrite -- each topic of ``adoptions`` from its staged partition dirs
+        (``staged``: every partition 0..N-1 -> a staged dir name of the job in ``log_dir``;
+        ``config``: its overrides) and append the staged runs ``appends`` (``(topic,
+        partition) -> [staged dir names]``, in order) to existing partitions. Each adopted
+        topic gets a new topic id, written into its staged dirs before the record; a replaced
+        topic's partition dirs (in any log dir) are renamed to doomed names of the job after
+        the record is durable and removed once the new dirs are in. The new logs are loaded
+        as written by a :class:`Log` and fsynced (the staged dirs' writers did that).
+
+        Returns the record (already removed), or None when there was nothing to do. Raises
+        before the record (nothing published): InvalidTopicError, TopicExistsError (a topic
+        to create that exists), InvalidConfigError (bad overrides, partitions that are not
+        0..N-1 or above ``kafkafs.max.partitions.per.topic``, a name that is not a staged
+        dir of the job's partition, a log dir that is not ours), FileNotFoundError (a staged
+        dir missing), CorruptRecordError; after it, what the adoption and the appends raise
+        (CommitRecoveryError, OSError...): the record then stays and the next writable open
+        finishes the job."""
+        self._check_writable()
+        root = os.path.abspath(log_dir)
+        if root not in {os.path.abspath(d) for d in self.log_dirs}:
+            raise InvalidConfigError(f"{log_dir} is not one of the log dirs "
+                                     f"{', '.join(self.log_dirs)}")
+        adoptions = list(adoptions)
+        self.lock.acquire()
+        held = [True]
+
+        def release():
+            if held[0]:
+                held[0] = False
+                self.lock.release()
+
+        try:
+            for ta in adoptions:
+                self._plan_adoption(root, job_id, ta)
+            return bulk_commit.commit(log_dir, job_id, dict(appends), self.get_log,
+                                      adoptions, adopt=self._adopt_recorded,
+                                      after_adopt=release)
+        finally:
+            release()
+
+    def _plan_adoption(self, root: str, job_id: str, ta: bulk_commit.TopicAdoption) -> None:
+        """(under the lock, before the record) Check the adoption ``ta`` (see
+        :meth:`commit_job`), give it a new topic id -- written into each staged dir's
+        ``partition.metadata``, fsynced -- and the doomed names of the old topic's dirs."""
+        from .staging import new_stage_id, parse_stage_dir, stage_dir_name
+
+        topic = ta.topic
+        validate_topic(topic)
+        ta.config = validate_topic_overrides(ta.config or {})
+        n = len(ta.staged)
+        if n < 1 or sorted(ta.staged) != list(range(n)):
+            raise InvalidConfigError(f"the partitions of topic {topic} must be 0..N-1, not "
+                                     f"{sorted(ta.staged)}")
+        self._check_partition_count(n)
+        for p, name in ta.staged.items():
+            parsed = parse_stage_dir(name)
+            if parsed is None or parsed[:2] != (topic, p) or not parsed[2].startswith(job_id):
+                raise InvalidConfigError(f"{name!r} is not a staged dir of {topic}-{p} of job "
+                                         f"{job_id}")
+        current = self.partitions(topic)
+        if current and not ta.replace:
+            raise TopicExistsError(f"Topic '{topic}' already exists.")
+        collides = [t for t in self.topics()
+                    if t != topic and t.replace(".", "_") == topic.replace(".", "_")]
+        if collides:
+            raise InvalidConfigError(
+                f"Topic '{topic}' collides with existing topic: {collides[0]}")
+        ta.old = []
+        for p in current:
+            tp = (topic, p)
+            path = self.logs[tp].dir if tp in self.logs else self._unloaded[tp].path
+            ta.old.append((os.path.abspath(os.path.dirname(path)), os.path.basename(path),
+                           stage_dir_name(topic, p, new_stage_id(job_id))))
+        ta.replace = bool(current)
+        ta.topic_id = ckpt.new_topic_id()
+        for name in ta.staged.values():
+            with safeio.Dir.open(os.path.join(root, name)) as sdir:  # not a link: else OSError
+                ckpt.write_partition_metadata(sdir.join(PARTITION_METADATA), ta.topic_id,
+                                              dir=sdir)
+
+    def _adopt_recorded(self, rec: bulk_commit.CommitRecord,
+                        ta: bulk_commit.TopicAdoption) -> None:
+        """(under the lock, the record durable) Close and forget the old topic's partitions,
+        carry the adoption out on disk (:func:`kafkafs.log.bulk_commit.adopt_on_disk`) and
+        load the new partitions."""
+        topic = ta.topic
+        for p in self.partitions(topic):
+            tp = (topic, p)
+            if self.cleaner is not None:  # a running pass stops before the dir goes
+                self.cleaner.manager.abort_cleaning(tp)
+            lg = self.logs.pop(tp, None)
+            if lg is not None:
+                lg.close(take_snapshot=False)
+            self._unloaded.pop(tp, None)
+            if self.cleaner is not None:
+                self.cleaner.manager.remove_partition(tp)
+
+        def save_config(t: str, overrides: dict[str, str]) -> None:
+            if overrides:
+                self._overrides[t] = dict(overrides)
+            else:
+                self._overrides.pop(t, None)
+            self._save_topic_overrides()
+
+        bulk_commit.adopt_on_disk(rec, ta, save_config)
+        for p in sorted(ta.staged):
+            final = os.path.join(rec.log_dir, partition_dir_name(topic, p))
+            self._open_log((topic, p), safeio.Dir.open(final, cached=True), 0, 0, clean=True)
+        log.info("%s topic %s with %d partition(s) in %s (job %s)",
+                 "Replaced" if ta.replace else "Created", topic, len(ta.staged), rec.log_dir,
+                 rec.job_id)
+
     def _take_out(self, topic: str) -> list[tuple]:
         """Close every partition of ``topic`` and rename its dir ``<dir>.<uuid>-delete``;
         returns ``[(tp, dir, (recovery point, log start offset), doomed path, listed)]``
@@ -912,13 +1064,19 @@ class LogManager:
         are the daemon watcher's job, through :meth:`Log.adopt_segment`.)"""
         new = []
         with self.lock:
+            hidden = set()
+            if self.read_only:  # a topic an unfinished bulk commit adopts: not yet
+                self._hidden = set()
+                hidden = self._read_commit_view()
             for d in self.log_dirs:
                 try:
                     parts = partition_dirs(d)
                 except OSError:
                     continue
+                if self.read_only:
+                    hidden |= self._read_commit_view()
                 for tp, path in parts:
-                    if tp in self.logs or tp in self._unloaded:
+                    if tp in self.logs or tp in self._unloaded or tp[0] in hidden:
                         continue
                     try:
                         pdir = open_partition_dir(path)

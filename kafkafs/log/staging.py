@@ -16,17 +16,17 @@ dir root, and the job's commit publishes the runs:
   one (:func:`create_stage_log`: segments rolled at ``segment.bytes``, sparse ``.index`` /
   ``.timeindex`` entries every ``index.interval.bytes``, producer snapshots), its offsets
   starting at 0.
-* A new topic takes a staged dir as a partition dir with one rename that never replaces
-  anything (:func:`rename_noreplace`; :meth:`LogManager.adopt_topic
-  <kafkafs.log.manager.LogManager.adopt_topic>`). More runs of the same partition are first
-  appended to it (:func:`append_runs`), so the partition holds what one log appending all of
-  them would hold, byte for byte.
+* A new (or overwritten) topic takes a staged dir as a partition dir with one rename that
+  never replaces anything (:func:`rename_noreplace`). More runs of the same partition are
+  first appended to it (:func:`append_runs`), so the partition holds what one log appending
+  all of them would hold, byte for byte.
 * An existing partition takes runs through its own log: the log restamps the base
-  offsets from its log end offset, rolls and indexes as for any append. The runs of a
-  job for every existing partition are appended as one commit, all or nothing
-  (:mod:`kafkafs.log.bulk_commit`). Beside a running daemon that log is the daemon's: the
-  driver asks it through the mount (``user.kafkafs.commit_staged``,
-  :mod:`kafkafs.fs.operations`).
+  offsets from its log end offset, rolls and indexes as for any append.
+* A job's topics created or replaced and its appends to existing partitions are published
+  as one commit, all or nothing (:mod:`kafkafs.log.bulk_commit`,
+  :meth:`LogManager.commit_job <kafkafs.log.manager.LogManager.commit_job>`). Beside a
+  running daemon the log dir is the daemon's: the driver asks it through the mount, one
+  request for the job (``user.kafkafs.commit_staged``, :mod:`kafkafs.fs.operations`).
 
 Synchronous, no trio or pyspark. Every file in a staged dir is reached through
 :mod:`kafkafs.log.safeio` (no link followed, regular files only).

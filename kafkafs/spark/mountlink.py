@@ -4,11 +4,12 @@ A log dir whose ``.lock`` a running daemon holds is written only by that daemon 
 writers go through the daemon or refuse). The daemon's mount answers requests made as
 extended attributes (:mod:`kafkafs.fs.operations`): its root tells the log dirs it serves
 (``user.kafkafs.log_dirs``), its ``num.partitions`` and topic config defaults; setting
-``user.kafkafs.adopt`` on the root hands it a new topic made of staged partition dirs,
-setting ``user.kafkafs.append_staged`` on ``<topic>/<p>`` has it append a staged run, and
-setting ``user.kafkafs.commit_staged`` on the root has it commit a whole write's staged
-runs to existing partitions, all or nothing (:func:`commit_staged`). Each request returns
-when the daemon is done.
+``user.kafkafs.commit_staged`` on the root has it commit a whole write -- new and
+replaced topics, appends to existing partitions -- all or nothing (:func:`commit_staged`,
+what the ``kafkalog`` commit uses). Still served, one step at a time and outside any commit
+record: ``user.kafkafs.adopt`` on the root (a new topic made of staged partition dirs,
+:func:`adopt`) and ``user.kafkafs.append_staged`` on ``<topic>/<p>`` (a staged run
+appended). Each request returns when the daemon is done.
 """
 
 from __future__ import annotations
@@ -132,7 +133,8 @@ def adopt(mount: str, log_dir: str, topic: str, stage_id: str, partitions: int,
           overrides: dict[str, str], replace: bool) -> None:
     """Have the daemon take the staged dirs ``<topic>-<p>.<stage_id>-delete`` (p in
     ``range(partitions)``, in ``log_dir``) as topic ``topic``: asked on the mount's root for
-    a new topic, on the topic's dir to replace its data (``replace``). Raises
+    a new topic, on the topic's dir to replace its data (``replace``). One topic, outside
+    any commit record: the ``kafkalog`` commit asks :func:`commit_staged` instead. Raises
     DaemonRefusedError."""
     req = {"log_dir": daemon_log_dir(mount, log_dir), "topic": topic, "stage": stage_id,
            "partitions": partitions, "config": overrides}
@@ -149,20 +151,28 @@ def append_staged(mount: str, topic: str, partition: int, stage_dir: str) -> Non
 
 
 def commit_staged(mount: str, log_dir: str, job_id: str,
-                  runs: dict[tuple[str, int], list[str]]) -> None:
-    """Have the daemon mounted at ``mount`` append the staged runs ``runs`` (``(topic,
-    partition) -> [staged dir names in log_dir]``, in order) to those existing partitions
-    as one commit (:func:`kafkafs.log.bulk_commit.commit`, under the logs' locks): one
-    request, whatever the number of partitions. The runs are named in a request file in
-    ``log_dir`` (:func:`~kafkafs.log.bulk_commit.write_request`, removed afterwards); the
-    xattr's value is ``{"log_dir": ..., "request": name}``. Raises DaemonRefusedError,
-    OSError (the request file cannot be written)."""
-    name = bulk_commit.write_request(log_dir, job_id, runs)
+                  runs: dict[tuple[str, int], list[str]],
+                  adoptions=()) -> None:
+    """Have the daemon mounted at ``mount`` publish a whole job as one commit
+    (:meth:`LogManager.commit_job <kafkafs.log.manager.LogManager.commit_job>`): create or
+    replace the topics ``adoptions`` (:class:`~kafkafs.log.bulk_commit.TopicAdoption`: the
+    topic, its staged dir per partition, its overrides, whether it replaces an existing
+    topic) and append the staged runs ``runs`` (``(topic, partition) -> [staged dir names
+    in log_dir]``, in order) to existing partitions: one request, whatever the number of
+    topics and partitions. They are named in a request file in ``log_dir``
+    (:func:`~kafkafs.log.bulk_commit.write_request`, removed afterwards); the xattr's value
+    is ``{"log_dir": ..., "request": name}``. Raises DaemonRefusedError (EEXIST: a topic to
+    create exists), OSError (the request file cannot be written)."""
+    adoptions = list(adoptions)
+    name = bulk_commit.write_request(log_dir, job_id, runs, adoptions)
     faults.point("commit-request-written")
     try:
         req = {"log_dir": daemon_log_dir(mount, log_dir), "request": name}
+        what = f"commit {len(runs)} partition(s)"
+        if adoptions:
+            what += f" and {len(adoptions)} new or replaced topic(s)"
         _request(mount, COMMIT_STAGED_XATTR, json.dumps(req).encode(),
-                 f"commit {len(runs)} partition(s) of job {job_id}", mount)
+                 f"{what} of job {job_id}", mount)
     finally:
         try:
             bulk_commit.remove_request(log_dir, job_id)

@@ -7,16 +7,19 @@ commit publishes them, per topic:
   first task's run is the partition dir to be, the other tasks' runs of that partition are
   appended to it in task order by its own log (so the partition holds what one log fed
   every batch in that order holds, segment for segment), partitions that got no rows get
-  an empty log; then the staged dirs become the topic with one rename each
-  (:meth:`LogManager.adopt_topic <kafkafs.log.manager.LogManager.adopt_topic>`). A
-  replaced topic's old dirs are renamed away first and deleted once the new ones are in.
+  an empty log; then the staged dirs become the topic with one rename each. A replaced
+  topic's old dirs are renamed away first and deleted once the new ones are in.
 * **An existing topic**: each partition's log appends the runs in task order: offsets
-  follow its log end offset, rolls and index entries as for any append. The appends to
-  every existing partition of the job are **one commit**, decided by one durable commit
-  record in the log dir (:func:`kafkafs.log.bulk_commit.commit`): a commit killed after the
-  record is durable is rolled forward by whoever next opens the log dir for writing (the
-  daemon's start, a CLI writer, the next write's commit); one killed before it changed
-  nothing. Readers show the named partitions as they were before it meanwhile.
+  follow its log end offset, rolls and index entries as for any append.
+
+The whole job -- every topic it creates or replaces and every append -- is **one commit**,
+decided by one durable commit record in the log dir
+(:meth:`LogManager.commit_job <kafkafs.log.manager.LogManager.commit_job>`,
+:func:`kafkafs.log.bulk_commit.commit`): a commit killed after the record is durable is
+rolled forward by whoever next opens the log dir for writing (the daemon's start, a CLI
+writer, the next write's commit); one killed before it changed nothing. Readers meanwhile
+show the partitions it appends to as they were before it, and not the topics it creates or
+replaces.
 
 Who does it depends on who holds the log dir (its ``.lock``):
 
@@ -24,9 +27,8 @@ Who does it depends on who holds the log dir (its ``.lock``):
   the one log dir, as ``kafkafs topics --create`` does), publishes, writes the checkpoints
   and the clean-shutdown marker and lets go;
 * a kafkafs daemon with a mount: the daemon, asked through its mount
-  (:mod:`kafkafs.spark.mountlink`): a new topic's staged dirs are prepared here as above
-  and adopted by the daemon (recovered as a restored backup is); the runs for existing
-  partitions are committed by the daemon as above, asked once for the whole job
+  (:mod:`kafkafs.spark.mountlink`): a new topic's staged dirs are prepared here as above;
+  the daemon commits the whole job as above, asked once
   (:func:`~kafkafs.spark.mountlink.commit_staged`). Nothing here writes into a partition
   the daemon holds;
 * another process (a broker, another writer): the commit waits up to ``lockTimeoutMs`` for
@@ -211,21 +213,29 @@ def _prepare_partition(plan: WritePlan, tp: TopicPlan, partition: int, names: li
 
 
 def _locally(plan: WritePlan, runs, topics, manager: LogManager) -> None:
-    appends = {}
+    adoptions, appends = [], {}
     for topic in topics:
         tp = plan.topic_plan(topic)
         now = manager.partitions(topic)
         _check_partitions(plan, tp, now)
         if plan.overwrite or not now:
-            staged = {p: _prepare_partition(plan, tp, p, runs.get((topic, p), []))
-                      for p in range(tp.partitions)}
-            manager.adopt_topic(plan.log_dir, topic, staged, tp.overrides,
-                                replace=bool(now), trusted=True)
-            log.info("kafkalog: %s topic %s with %d partitions in %s",
-                     "replaced" if now else "created", topic, tp.partitions, plan.log_dir)
+            adoptions.append(_adoption(plan, tp, runs, replace=bool(now)))
             continue
         appends.update(_appends_of(tp, runs))
-    bulk_commit.commit(plan.log_dir, plan.job_id, appends, manager.get_log)
+    manager.commit_job(plan.log_dir, plan.job_id, adoptions, appends)
+    for ta in adoptions:
+        log.info("kafkalog: %s topic %s with %d partitions in %s",
+                 "replaced" if ta.replace else "created", ta.topic, len(ta.staged),
+                 plan.log_dir)
+
+
+def _adoption(plan: WritePlan, tp: TopicPlan, runs, replace: bool
+              ) -> bulk_commit.TopicAdoption:
+    """The staged dirs of every partition of the new (or replaced) topic ``tp``, prepared
+    (:func:`_prepare_partition`), as an adoption of the job's commit."""
+    staged = {p: _prepare_partition(plan, tp, p, runs.get((tp.topic, p), []))
+              for p in range(tp.partitions)}
+    return bulk_commit.TopicAdoption(tp.topic, staged, dict(tp.overrides), replace=replace)
 
 
 def _appends_of(tp: TopicPlan, runs) -> dict[tuple[str, int], list[str]]:
@@ -234,20 +244,14 @@ def _appends_of(tp: TopicPlan, runs) -> dict[tuple[str, int], list[str]]:
 
 
 def _through_daemon(plan: WritePlan, runs, topics, mount: str) -> None:
-    appends = {}
+    adoptions, appends = [], {}
     for topic in topics:
         tp = plan.topic_plan(topic)
         now = mountlink.topic_partitions(mount, topic)
         _check_partitions(plan, tp, now)
         if plan.overwrite or not now:
-            sid = new_stage_id(plan.job_id)  # one stage id names the whole topic's dirs
-            for p in range(tp.partitions):
-                name = _prepare_partition(plan, tp, p, runs.get((topic, p), []))
-                os.rename(os.path.join(plan.log_dir, name),
-                          os.path.join(plan.log_dir, stage_dir_name(topic, p, sid)))
-            mountlink.adopt(mount, plan.log_dir, topic, sid, tp.partitions, tp.overrides,
-                            replace=bool(now))
+            adoptions.append(_adoption(plan, tp, runs, replace=bool(now)))
             continue
         appends.update(_appends_of(tp, runs))
-    if appends:
-        mountlink.commit_staged(mount, plan.log_dir, plan.job_id, appends)
+    if appends or adoptions:
+        mountlink.commit_staged(mount, plan.log_dir, plan.job_id, appends, adoptions)

@@ -311,21 +311,28 @@ def _read_checkpoint(root: str, name: str) -> dict:
 def open_local_views(root: str, selected) -> list:
     """The :class:`LocalView` of every partition dir in the local log dir ``root`` whose
     topic ``selected(topic)`` takes. A partition that cannot be loaded (no segment yet, a
-    file it may not read) is skipped with a warning, as a read-only LogManager does. Raises
+    file it may not read) is skipped with a warning, as a read-only LogManager does; a
+    topic an unfinished bulk commit creates or replaces is left out, a partition it appends
+    to is cut at its ``before`` (:func:`kafkafs.log.bulk_commit.read_view`). Raises
     FileNotFoundError / NotADirectoryError for a missing root."""
     if not os.path.isdir(root):
         if os.path.exists(root):
             raise NotADirectoryError(f"log dir {root} is not a directory")
         raise FileNotFoundError(f"log dir {root} does not exist")
+    # a bulk commit not finished yet: the partitions it appends to are read as they were
+    # before it, the topics it creates or replaces not at all (looked for before and after
+    # the listing: a commit that began or ended meanwhile)
+    _limits, hidden = bulk_commit.read_view(root)
     parts = [(tp, path) for tp, path in partition_dirs(root) if selected(tp[0])]
+    limits, hidden_now = bulk_commit.read_view(root)
+    hidden |= hidden_now
+    parts = [(tp, path) for tp, path in parts if tp[0] not in hidden]
     if not parts:
         return []
     with safeio.Dir.open(root, follow=True) as d:
         clean = d.is_file(CLEAN_SHUTDOWN_FILE)
     recovery = _read_checkpoint(root, RECOVERY_POINT_CHECKPOINT)
     starts = _read_checkpoint(root, LOG_START_OFFSET_CHECKPOINT)
-    # a bulk commit not finished yet: its partitions are read as they were before it
-    limits = bulk_commit.read_limits(root)
     compacted = compacted_partitions(_local_topic_configs(root),
                                      _read_checkpoint(root, CLEANER_OFFSET_CHECKPOINT),
                                      [tp for tp, _path in parts])
@@ -577,10 +584,12 @@ def _arrow_log_starts(root: str, name: str = LOG_START_OFFSET_CHECKPOINT) -> dic
         return {}
 
 
-def _arrow_commit_limits(d: ArrowDir, entries: dict) -> dict:
-    """``{(topic, partition): before}`` of the unfinished bulk commits whose records lie
-    in the log dir ``d`` (:func:`kafkafs.log.bulk_commit.read_limits` for a URI)."""
+def _arrow_commit_limits(d: ArrowDir, entries: dict) -> tuple[dict, set]:
+    """``({(topic, partition): before}, hidden topics)`` of the unfinished bulk commits
+    whose records lie in the log dir ``d`` (:func:`kafkafs.log.bulk_commit.read_view` for a
+    URI)."""
     out: dict = {}
+    hidden: set = set()
     for name, (is_dir, _size, _mtime) in entries.items():
         if is_dir or not bulk_commit.is_record_name(name):
             continue
@@ -592,21 +601,23 @@ def _arrow_commit_limits(d: ArrowDir, entries: dict) -> dict:
         for pc in rec.partitions:
             key = (pc.topic, pc.partition)
             out[key] = min(pc.before, out.get(key, pc.before))
-    return out
+        hidden.update(ta.topic for ta in rec.topics)
+    return out, hidden
 
 
 def open_arrow_views(root: str, selected) -> list:
     """:class:`ArrowView` of every partition dir under the URI ``root`` whose topic
-    ``selected(topic)`` takes (a partition without segments is skipped with a warning).
-    Raises FileNotFoundError for a missing root."""
+    ``selected(topic)`` takes (a partition without segments is skipped with a warning; an
+    unfinished bulk commit's topics and limits as for :func:`open_local_views`). Raises
+    FileNotFoundError for a missing root."""
     d = ArrowDir.open(root)
     entries = d.entries()
     starts = None
-    limits = _arrow_commit_limits(d, entries)
+    limits, hidden = _arrow_commit_limits(d, entries)
     views = []
     for name in sorted(entries):
         tp = parse_partition_dir(name)
-        if tp is None or not entries[name][0] or not selected(tp[0]):
+        if tp is None or not entries[name][0] or not selected(tp[0]) or tp[0] in hidden:
             continue
         if starts is None:
             starts = _arrow_log_starts(root)
