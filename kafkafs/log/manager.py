@@ -594,6 +594,16 @@ class LogManager:
             out.append(d)
         return out
 
+    def _check_collision(self, topic: str) -> None:
+        """Refuse ``topic`` when another topic has the same name with ``.`` and ``_``
+        swapped (Kafka's ``Topic.hasCollision``: their metric names would clash);
+        InvalidConfigError naming it."""
+        collides = [t for t in self.topics()
+                    if t != topic and t.replace(".", "_") == topic.replace(".", "_")]
+        if collides:
+            raise InvalidConfigError(
+                f"Topic '{topic}' collides with existing topic: {collides[0]}")
+
     def _check_partition_count(self, count: int) -> None:
         """Refuse ``count`` partitions for one topic above ``kafkafs.max.partitions.per.topic``
         (InvalidConfigError naming the bound and the key)."""
@@ -620,10 +630,7 @@ class LogManager:
         with self.lock:
             if self.partitions(topic):
                 raise TopicExistsError(f"Topic '{topic}' already exists.")
-            collides = [t for t in self.topics() if t.replace(".", "_") == topic.replace(".", "_")]
-            if collides:
-                raise InvalidConfigError(
-                    f"Topic '{topic}' collides with existing topic: {collides[0]}")
+            self._check_collision(topic)
             if overrides:  # (in memory first: the new logs take their config from it)
                 self._overrides[topic] = dict(overrides)
             try:
@@ -780,11 +787,7 @@ class LogManager:
         with self.lock:
             if self.partitions(topic) and not replace:
                 raise TopicExistsError(f"Topic '{topic}' already exists.")
-            collides = [t for t in self.topics()
-                        if t != topic and t.replace(".", "_") == topic.replace(".", "_")]
-            if collides:
-                raise InvalidConfigError(
-                    f"Topic '{topic}' collides with existing topic: {collides[0]}")
+            self._check_collision(topic)
             sources = {p: os.path.join(root, staged[p]) for p in range(n)}
             for path in sources.values():
                 safeio.Dir.open(path).close()  # a directory, not a link: else OSError now
@@ -893,11 +896,7 @@ class LogManager:
         current = self.partitions(topic)
         if current and not ta.replace:
             raise TopicExistsError(f"Topic '{topic}' already exists.")
-        collides = [t for t in self.topics()
-                    if t != topic and t.replace(".", "_") == topic.replace(".", "_")]
-        if collides:
-            raise InvalidConfigError(
-                f"Topic '{topic}' collides with existing topic: {collides[0]}")
+        self._check_collision(topic)
         ta.old = []
         for p in current:
             tp = (topic, p)
