@@ -105,6 +105,31 @@ def test_a_leased_descriptor_is_closed_only_by_its_last_release(tmp_path):
     assert len(cache) == 0
 
 
+def test_a_collected_cached_dir_does_not_take_the_cache_lock(tmp_path):
+    """A cached Dir evicted from the cache is cyclic garbage (its handle's opener is a method
+    of it); the collector may finalize it in any thread at any allocation, also one holding
+    the cache's lock (inside an eviction). Its finalizer must not take that lock: it did, and
+    a plan of 71,429 segments hung for good under cProfile."""
+    import gc
+
+    from kafkafs.log.safeio import Dir
+
+    gc.disable()
+    try:
+        d = Dir.open(str(tmp_path), cached=True)
+        handles.CACHE.shrink(0)  # evicted: its descriptor is closed by the eviction
+        del d  # now garbage in a cycle, left for the collector
+        done = threading.Event()
+        with handles.CACHE._lock:  # as an eviction in this process holds it
+            t = threading.Thread(target=lambda: (gc.collect(), done.set()), daemon=True)
+            t.start()
+            finished = done.wait(5)
+        t.join(10)
+        assert finished, "finalizing a cached Dir waited for the handle cache's lock"
+    finally:
+        gc.enable()
+
+
 def test_concurrent_readers_never_read_another_file(tmp_path):
     """Threads read 40 files through a cache of 3 while another opens and closes files all
     the time (so a closed number is reused at once): every byte read is the right file's."""

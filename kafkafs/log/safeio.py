@@ -591,8 +591,13 @@ class Dir:
             os.close(fd)
 
     def __del__(self):
+        # A cached Dir is reachable from the handle cache (its handle's opener is a method
+        # of it) until evicted: by the time it is garbage its descriptor is closed or being
+        # closed by whoever evicted it. Taking the cache's lock here could deadlock: the
+        # collector runs a finalizer at any allocation, also in a thread holding that lock.
         try:
-            self.close()
+            if self._handle is None:
+                self.close()
         except (OSError, AttributeError):
             pass
 
