@@ -775,10 +775,17 @@ def load_log(dir: str | safeio.Dir, topic: str, partition: int, config: LogConfi
                                   log_start_offset=log_start_offset,
                                   had_clean_shutdown=had_clean_shutdown, thorough=thorough)
     else:
-        names = pdir.files()
-        bases = sorted(p[0] for p in map(_parse, names)
+        # one listing for the segments, the producer snapshots and the .txnindex files;
+        # segments open on first use (a reader of a few of tens of thousands opens a few)
+        inodes = pdir.file_inodes()
+        names = set(inodes)
+        dev = pdir.fstat().st_dev
+        bases = sorted(p[0] for p in map(parse_segment_filename,
+                                         (n for n in names if n.endswith(LOG_SUFFIX)))
                        if p and p[1] == LOG_SUFFIX and p[2] == "")
-        segments = [LogSegment(pdir, b, config, writable=False) for b in bases]
+        segments = [LogSegment(pdir, b, config, writable=False, lazy=True,
+                               identity=(dev, inodes.get(filename_prefix(b) + LOG_SUFFIX)))
+                    for b in bases]
         if limit is not None:
             segments = _cut_at(segments, limit)
     if not segments:
@@ -794,10 +801,12 @@ def load_log(dir: str | safeio.Dir, topic: str, partition: int, config: LogConfi
         active.time_index.resize(config.segment_index_bytes)
         for seg in segments:  # from now on a bad index is rebuilt when first opened
             seg.check_indexes = True
+    listed = None if writable else names
     log_obj = Log(pdir, topic, partition, config, segments,
                   log_start_offset=max(log_start_offset, segments[0].base_offset),
                   recovery_point=0, writable=writable,
-                  producer_state=ProducerStateManager(pdir, writable=writable))
+                  producer_state=ProducerStateManager(pdir, writable=writable, names=listed),
+                  names=listed)
     leo = log_obj.log_end_offset
     if had_clean_shutdown or not writable:
         log_obj.recovery_point = leo

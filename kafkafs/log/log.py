@@ -109,7 +109,8 @@ class Log:
 
     def __init__(self, dir: str | safeio.Dir, topic: str, partition: int, config: LogConfig,
                  segments: Sequence[LogSegment], *, log_start_offset: int, recovery_point: int,
-                 writable: bool = True, producer_state: ProducerStateManager | None = None):
+                 writable: bool = True, producer_state: ProducerStateManager | None = None,
+                 names=None):
         self.pdir = safeio.Dir.of(dir)
         self.dir = self.pdir.path
         self.topic = topic
@@ -133,7 +134,8 @@ class Log:
         self.producer_state = producer_state
         self._first_unstable_offset: int | None = None
         self._unsynced_snapshots: list[str] = []
-        self._txn_index_bases: set[int] = self._list_txn_indexes()
+        self._txn_index_bases: set[int] = self._list_txn_indexes() if names is None \
+            else self._txn_indexes_in(names)
         # where a writable load's recovery would start (read-only loads; see aborted_txns)
         self.txn_recovery_point: int | None = None
         self._txn_scan = TxnScanner(self.pdir, self.name)
@@ -257,6 +259,8 @@ class Log:
         names = set(names)
         out = set()
         for n in names:
+            if not n.endswith(TXN_INDEX_SUFFIX):
+                continue
             p = parse_segment_filename(n)
             if p and p[1] == TXN_INDEX_SUFFIX and p[2] == "" and p[0] in self._segments:
                 prefix = n[:-len(TXN_INDEX_SUFFIX)]

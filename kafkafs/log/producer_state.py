@@ -306,18 +306,20 @@ def parse_snapshot_filename(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def list_snapshot_files(log_dir) -> list[tuple[int, str]]:
+def list_snapshot_files(log_dir, names=None) -> list[tuple[int, str]]:
     """``[(offset, path), ...]`` of the snapshot files (regular files: a link or special
     file is left out, warned once) in ``log_dir`` (a path, or an open
     :class:`~kafkafs.log.safeio.Dir`), oldest first; [] when the directory does not exist
-    (``listSnapshotFiles``)."""
+    (``listSnapshotFiles``). ``names``: the regular files of a listing just made."""
     try:
         d = safeio.Dir.of(log_dir)
-        names = d.files()
+        if names is None:
+            names = d.files()
     except (FileNotFoundError, NotADirectoryError):
         return []
     return sorted((offset, d.join(name)) for name in names
-                  if (offset := parse_snapshot_filename(name)) is not None)
+                  if name.endswith(".snapshot")
+                  and (offset := parse_snapshot_filename(name)) is not None)
 
 
 def latest_snapshot(log_dir) -> tuple[int, str] | None:
@@ -370,7 +372,7 @@ class ProducerStateManager:
     ``lastMapOffset``). Not thread-safe: the caller serialises (Kafka holds the log's lock).
     """
 
-    def __init__(self, log_dir, *, writable: bool = True):
+    def __init__(self, log_dir, *, writable: bool = True, names=None):
         self._dir = safeio.Dir.of(log_dir)
         self._log_dir = self._dir.path
         self._writable = bool(writable)
@@ -380,7 +382,7 @@ class ProducerStateManager:
         self._snapshots: dict[int, str] = {}
         self._map_end_offset = 0
         self._last_snap_offset = 0
-        self.reload_snapshots()
+        self.reload_snapshots(names)
 
     # -- state ------------------------------------------------------------------------
     @property
@@ -554,9 +556,10 @@ class ProducerStateManager:
         self._ongoing_offsets.remove(completed.first_offset)
 
     # -- snapshots ----------------------------------------------------------------------
-    def reload_snapshots(self) -> None:
-        """List the snapshot files of :attr:`log_dir` again (``loadSnapshots``)."""
-        self._snapshots = dict(list_snapshot_files(self._dir))
+    def reload_snapshots(self, names=None) -> None:
+        """List the snapshot files of :attr:`log_dir` again (``loadSnapshots``); ``names``:
+        the directory's regular files from a listing just made."""
+        self._snapshots = dict(list_snapshot_files(self._dir, names))
 
     def snapshot_offsets(self) -> list[int]:
         """Offsets of the snapshots known, oldest first."""
@@ -621,7 +624,8 @@ class ProducerStateManager:
         one if it lies past every segment (the clean-shutdown snapshot at the log end)
         (``removeStraySnapshots``). Lists the directory again first."""
         bases = set(segment_base_offsets)
-        self.reload_snapshots()
+        if self._writable:  # (a read-only load lists the dir once, just before)
+            self.reload_snapshots()
         stray = None
         for offset in sorted(self._snapshots):
             if offset not in bases:

@@ -513,19 +513,26 @@ class Dir:
     def files(self) -> set[str]:
         """The names of the regular files in the directory; every other entry is left out
         and warned about once (a partition dir holds files only)."""
+        return set(self.file_inodes())
+
+    def file_inodes(self) -> dict[str, int]:
+        """``{name: inode number}`` of the regular files in the directory, from one
+        listing (the entries' ``d_ino``: on some filesystems, overlayfs among them, not
+        always the ``st_ino`` a ``stat`` gives); every other entry is left out and warned
+        about once."""
         with self._lease as fd:
             with os.scandir(fd) as it:
                 entries = list(it)
-            names = {e.name for e in entries if e.is_file(follow_symlinks=False)}
-            if len(names) < len(entries):  # the rare case: something else is there
+            out = {e.name: e.inode() for e in entries if e.is_file(follow_symlinks=False)}
+            if len(out) < len(entries):  # the rare case: something else is there
                 for e in entries:
-                    if e.name not in names:
+                    if e.name not in out:
                         try:
                             warn_once(self.join(e.name),
                                       describe(e.stat(follow_symlinks=False).st_mode))
                         except FileNotFoundError:
                             pass
-        return names
+        return out
 
     def unlink(self, name: str) -> bool:
         """Remove the entry ``name`` (a link itself, never its target); False when there

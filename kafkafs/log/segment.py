@@ -40,6 +40,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -214,20 +215,35 @@ class LogSegment:
     files as they are for those who report on them (the loader, ``kafkafs check``).
     ``created``: the segment was made by this process (``create=True``), so its indexes and
     ``.txnindex`` are its own writes from the first byte.
+
+    ``lazy`` (read-only segments only): nothing is opened until the segment is first used
+    (its :attr:`size` then costs one ``fstatat``), so loading a partition of tens of
+    thousands of segments to read a few of them does not touch the others; the file met at
+    first use is the segment's from then on. ``identity``: the ``(st_dev, st_ino)`` a
+    listing of the partition dir gave (shown by :attr:`identity` until the file is used).
     """
 
     def __init__(self, dir: str | safeio.Dir, base_offset: int, config: LogConfig, *,
                  writable: bool = True, create: bool = False, suffix: str = "",
-                 check_indexes: bool = True):
+                 check_indexes: bool = True, lazy: bool = False,
+                 identity: tuple | None = None):
         self.pdir = safeio.Dir.of(dir)
         self.dir = dir = self.pdir.path
         self.base_offset = base_offset
         self.config = config
         self.writable = writable
         self.suffix = suffix
-        self.log_path = os.path.join(dir, filename_prefix(base_offset) + LOG_SUFFIX + suffix)
-        name = os.path.basename(self.log_path)
+        name = filename_prefix(base_offset) + LOG_SUFFIX + suffix
+        self.log_path = dir + name if dir.endswith("/") else f"{dir}/{name}"  # (os.path.join)
         self._flags = os.O_RDWR if writable else os.O_RDONLY
+        if lazy and not writable and not create:
+            self._ident = None
+            self._listed = identity
+            self._file = handles.Handle(self._reopen, name=self.log_path,
+                                        gone=(FileNotFoundError,))
+            self._size: int | None = None
+            self._init_state(base_offset, create, check_indexes)
+            return
         if create:
             if not writable:
                 raise ReadOnlyLogError(f"cannot create {self.log_path} read-only")
@@ -242,8 +258,12 @@ class LogSegment:
             os.close(fd)
             raise
         self._ident = (st.st_dev, st.st_ino)
+        self._listed = None
         self._file = handles.Handle(self._reopen, resource=fd, name=self.log_path)
-        self.size = st.st_size
+        self._size = st.st_size
+        self._init_state(base_offset, create, check_indexes)
+
+    def _init_state(self, base_offset: int, create: bool, check_indexes: bool) -> None:
         self.created_ms = int(time.time() * 1000)
         self._index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
@@ -261,6 +281,56 @@ class LogSegment:
         self.created = create  # made by this process: its files are ours from the first byte
         self._zero_from: tuple[int, int] | None = None  # (position, size): zeros from there
 
+    @property
+    def size(self) -> int:
+        """Bytes of the ``.log`` this segment holds (as of its load or last change)."""
+        size = self._size
+        if size is None:  # a lazy segment's first use
+            name = os.path.basename(self.log_path)
+            st = self.pdir.lstat(name)
+            if not stat.S_ISREG(st.st_mode):
+                raise self.pdir._refuse(name, st.st_mode)
+            if self._ident is None:
+                self._ident = (st.st_dev, st.st_ino)
+            elif (st.st_dev, st.st_ino) != self._ident:
+                raise StaleSegmentError(self.log_path)
+            size = self._size = st.st_size
+        return size
+
+    @size.setter
+    def size(self, value: int) -> None:
+        self._size = value
+
+    @staticmethod
+    def load_sizes(segments: Sequence[LogSegment]) -> None:
+        """Find the :attr:`size` of every lazy segment of ``segments`` (one partition dir)
+        not used yet, through one lease of the dir: what a planner reading all their sizes
+        pays (one ``fstatat`` each) without a lease per call. Raises what :attr:`size`
+        raises."""
+        todo = [s for s in segments if s._size is None]
+        if not todo:
+            return
+        pdir = todo[0].pdir
+        with pdir.lease() as dfd:
+            for seg in todo:
+                name = os.path.basename(seg.log_path)
+                try:
+                    st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                except OSError:
+                    continue  # (the size getter raises it, with its path)
+                if stat.S_ISREG(st.st_mode) and seg._size is None and (
+                        seg._ident is None or seg._ident == (st.st_dev, st.st_ino)):
+                    seg._ident = (st.st_dev, st.st_ino)
+                    seg._size = st.st_size
+        for seg in todo:
+            seg.size  # noqa: B018 - the ones left: raises as the getter does
+
+    @property
+    def identity(self) -> tuple | None:
+        """``(st_dev, st_ino)`` of the ``.log`` first opened; of a lazy segment not used
+        yet, the one its listing gave (None when not given)."""
+        return self._ident if self._ident is not None else self._listed
+
     def _reopen(self) -> int:
         """(the handle's opener) The ``.log`` opened again through the partition dir, checked
         to be the file first opened. Raises StaleSegmentError, DirGoneError, OSError."""
@@ -270,7 +340,9 @@ class LogSegment:
         except BaseException:
             os.close(fd)
             raise
-        if (st.st_dev, st.st_ino) != self._ident:
+        if self._ident is None:  # a lazy segment's first use
+            self._ident = (st.st_dev, st.st_ino)
+        elif (st.st_dev, st.st_ino) != self._ident:
             os.close(fd)
             log.warning("%s was replaced since kafkafs opened it: the segment is gone for "
                         "this process", self.log_path)
@@ -1101,4 +1173,5 @@ class LogSegment:
             self.pdir.unlink(os.path.basename(p))
 
     def __repr__(self):
-        return f"LogSegment({self.log_path!r}, base_offset={self.base_offset}, size={self.size})"
+        size = "?" if self._size is None else self._size  # (a lazy segment not used yet)
+        return f"LogSegment({self.log_path!r}, base_offset={self.base_offset}, size={size})"

@@ -411,8 +411,7 @@ def _relocate(sl):
     return f, floor[-1][0], f.size()
 
 
-def _report(sl, f: SegmentFile, rows: int) -> None:
-    path = os.environ.get(STATS_ENV)
+def _report(sl, f: SegmentFile, rows: int, path: str | None) -> None:
     if not path:
         return
     line = json.dumps({"topic": sl.topic, "partition": sl.partition, "file": sl.file_name,
@@ -448,8 +447,9 @@ def read_slices(slices):
         except FileNotFoundError:
             parent = None  # (each slice finds its file gone)
     try:
+        stats = os.environ.get(STATS_ENV)
         for sl in slices:
-            yield from _read_one(sl, builder, parent)
+            yield from _read_one(sl, builder, parent, stats)
     finally:
         if parent is not None:
             parent.close()
@@ -458,9 +458,10 @@ def read_slices(slices):
                               first.include_headers)
 
 
-def _read_one(sl, builder, parent=None):
+def _read_one(sl, builder, parent=None, stats=None):
     """The batches of one slice read into ``builder`` (see :func:`read_slices`); ``parent``:
-    its partition dir, open (local log dirs)."""
+    its partition dir, open (local log dirs); ``stats``: the file to report the read to
+    (:data:`STATS_ENV`)."""
     from .plan import data_loss
 
     try:
@@ -488,7 +489,7 @@ def _read_one(sl, builder, parent=None):
     try:
         yield from reader.batches()
     finally:
-        _report(sl, f, reader.rows)
+        _report(sl, f, reader.rows, stats)
         f.close()
 
 

@@ -173,7 +173,7 @@ class SegmentFile:
     file over it), None on a pyarrow filesystem."""
 
     def __init__(self, root: str, dir_name: str, name: str, parent: safeio.Dir | None = None):
-        self.path = display(root, dir_name, name)
+        self._where = (root, dir_name, name)
         self.name = name
         self.bytes_read = 0
         self._fd = -1
@@ -190,6 +190,12 @@ class SegmentFile:
                     self._fd = d.open_file(name)
             st = os.fstat(self._fd)
             self.identity = (st.st_dev, st.st_ino)
+
+    @property
+    def path(self) -> str:
+        """How to show the file (:func:`display`; formatted when first needed: a task
+        reading tens of thousands of small segments shows none of them)."""
+        return display(*self._where)
 
     def fileno(self) -> int:
         """The local file's descriptor (-1 on a pyarrow filesystem)."""

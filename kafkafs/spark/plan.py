@@ -51,6 +51,7 @@ FileNotFoundError for a log dir that does not exist.
 
 from __future__ import annotations
 
+import array
 import bisect
 import itertools
 import logging
@@ -59,6 +60,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import InputPartition
 
+from ..log.names import LOG_SUFFIX, filename_prefix
 from .fileio import display
 from .options import (
     EARLIEST,
@@ -359,6 +361,59 @@ class ReadTask(InputPartition):
         return isinstance(other, ReadTask) and self.slices == other.slices
 
     __hash__ = None
+
+    def __reduce__(self):
+        # a task of tens of thousands of small segments pickles as columns (a few bytes a
+        # slice, not a pickled object each: 9.3 MB and 0.2 s for 71,429 slices before)
+        columns = _task_columns(self.slices)
+        if columns is None:
+            return (ReadTask, (self.slices,))
+        return (_task_from_columns, columns)
+
+
+_SHARED_FIELDS = ("topic", "partition", "root", "dir_name", "read_committed", "include_headers",
+                  "fail_on_data_loss", "compacted", "task")
+_SLICE_FIELDS = ("base_offset", "next_base", "start_offset", "end_offset", "start_position",
+                 "end_hint", "end_position")
+
+
+def _task_columns(slices):
+    """``(shared, columns, names, identities, aborted)`` of ``slices`` for pickling, or None
+    when they do not share the fields of :data:`_SHARED_FIELDS` (pickled as they are)."""
+    if len(slices) < 2:
+        return None
+    first = vars(slices[0])
+    shared = tuple(first[f] for f in _SHARED_FIELDS)
+    if any(tuple(vars(sl)[f] for f in _SHARED_FIELDS) != shared for sl in slices):
+        return None
+    columns = tuple(array.array("q", [getattr(sl, f) for sl in slices]).tobytes()
+                    for f in _SLICE_FIELDS)
+    names = {i: sl.file_name for i, sl in enumerate(slices)
+             if sl.file_name != filename_prefix(sl.base_offset) + LOG_SUFFIX}
+    ids = [sl.identity for sl in slices]
+    if all(i is not None for i in ids) and len({i[0] for i in ids}) == 1:
+        identities = (ids[0][0], array.array("q", [i[1] for i in ids]).tobytes())
+    else:
+        identities = ids
+    aborted = {i: sl.aborted for i, sl in enumerate(slices) if sl.aborted != slices[0].aborted}
+    return (shared, columns, names, identities, (slices[0].aborted, aborted))
+
+
+def _task_from_columns(shared, columns, names, identities, aborted) -> ReadTask:
+    """The :class:`ReadTask` :func:`_task_columns` described."""
+    common = dict(zip(_SHARED_FIELDS, shared, strict=True))
+    cols = [array.array("q", raw) for raw in columns]
+    if isinstance(identities, tuple):
+        dev, inos = identities[0], array.array("q", identities[1])
+        identities = [(dev, ino) for ino in inos]
+    default, aborted_at = aborted
+    slices = []
+    for i, values in enumerate(zip(*cols, strict=True)):
+        kw = dict(zip(_SLICE_FIELDS, values, strict=True))
+        slices.append(SegmentSlice(
+            **common, **kw, file_name=names.get(i) or filename_prefix(kw["base_offset"]) +
+            LOG_SUFFIX, identity=identities[i], aborted=aborted_at.get(i, default)))
+    return ReadTask(slices)
 
 
 def _round_half_up(x: float) -> int:

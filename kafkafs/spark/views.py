@@ -61,6 +61,7 @@ from ..log.names import (
     parse_partition_dir,
     parse_segment_filename,
 )
+from ..log.segment import LogSegment
 from ..log.producer_state import (
     CorruptSnapshotError,
     decode_snapshot,
@@ -253,17 +254,11 @@ class LocalView(PartitionView):
         self.log_end_offset = lg.log_end_offset
         self.last_stable_offset = lg.last_stable_offset
         self._segs = lg.segments()
-        self.segments = []
-        # identities from one listing of the dir (its entries' inode numbers and the dir's
-        # device) rather than an fstat through a lease of each of thousands of segments
-        inodes = _inodes(lg.dir) if len(self._segs) > 1 else {}
-        for seg in self._segs:
-            name = os.path.basename(seg.log_path)
-            identity = inodes.get(name)
-            if identity is None:
-                st = seg.stat()
-                identity = (st.st_dev, st.st_ino)
-            self.segments.append(SegmentInfo(seg.base_offset, name, seg.size, identity))
+        LogSegment.load_sizes(self._segs)
+        # identities from the load's one listing of the dir (its entries' inode numbers and
+        # the dir's device: segments are opened on first use), sizes by one fstatat each
+        self.segments = [SegmentInfo(seg.base_offset, os.path.basename(seg.log_path),
+                                     seg.size, seg.identity) for seg in self._segs]
         self._entries: dict[int, list] = {}
 
     def offset_for_timestamp(self, timestamp: int) -> int | None:
@@ -283,19 +278,6 @@ class LocalView(PartitionView):
 
     def close(self) -> None:
         self.log.close(take_snapshot=False)
-
-
-def _inodes(path: str) -> dict:
-    """``{name: (st_dev, st_ino)}`` of the regular files of the directory ``path`` ({} when
-    it cannot be listed)."""
-    try:
-        with safeio.Dir.open(path) as d:
-            dev = os.fstat(d.fd).st_dev
-            with os.scandir(d.fd) as it:
-                return {e.name: (dev, e.inode()) for e in it
-                        if e.is_file(follow_symlinks=False)}
-    except OSError:
-        return {}
 
 
 def _read_checkpoint(root: str, name: str) -> dict:
