@@ -17,13 +17,13 @@ from kafkafs.record import compression as codec
 from kafkafs.record.batch import (
     LOG_APPEND_TIME,
     TIMESTAMP_TYPE_NAMES,
-    Record,
     batch_values,
     encode_batch,
     iter_batches,
 )
 from kafkafs.record.errors import CorruptRecordError
 from kafkafs.record.legacy import LegacyBatch
+from kafkafs.record.types import Record
 
 TS = 1_700_000_000_000
 RECS = [(b"k0", b"v0"), (None, b"v1"), (b"k2", None), (None, None), (b"", b"")]

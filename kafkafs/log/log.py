@@ -31,7 +31,6 @@ from ..record import compression as codecs
 from ..record.batch import (
     CREATE_TIME,
     LOG_APPEND_TIME,
-    Record,
     RecordBatch,
     encode_batch,
     encode_lines_batch,
@@ -42,6 +41,7 @@ from ..record.batch import (
 from ..record.compaction import null_key_index
 from ..record.control import end_txn_marker
 from ..record.errors import CorruptRecordError
+from ..record.types import Record
 from . import safeio
 from .config import LogConfig
 from .errors import (

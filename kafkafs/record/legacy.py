@@ -27,6 +27,7 @@ from collections.abc import Iterator
 
 from . import compression as _codec
 from .errors import CorruptRecordError
+from .types import Record
 
 LOG_OVERHEAD = 12  # offset i64 + size i32
 CRC_OFFSET = 12  # of the entry (first byte of the message)
@@ -309,9 +310,7 @@ class LegacyBatch:
         self.record_tuples()
 
     def records(self) -> list:
-        """Like :meth:`record_tuples`, as :class:`~kafkafs.record.batch.Record` tuples."""
-        from .batch import Record
-
+        """Like :meth:`record_tuples`, as :class:`~kafkafs.record.types.Record` tuples."""
         return self.record_tuples(Record)
 
     def values(self) -> list:
