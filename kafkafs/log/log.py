@@ -11,8 +11,9 @@ at load (:func:`~kafkafs.log.producer_replay.rebuild_producer_state`); an ABORT 
 appended adds its :class:`~kafkafs.log.txnindex.AbortedTxn` to the active segment's
 ``.txnindex``. Producer snapshots (``<offset>.snapshot``) are written on roll (at the new
 segment's base offset) and on close (at the log end offset), deleted below the log start
-offset by retention; never by a read-only log. Readers above use :attr:`Log.last_stable_offset`, :meth:`Log.aborted_txns` and
-:meth:`Log.committed_filter` (:mod:`kafkafs.log.isolation`).
+offset by retention; never by a read-only log. Readers above use
+:attr:`Log.last_stable_offset`, :meth:`Log.aborted_txns` and :meth:`Log.committed_filter`
+(:mod:`kafkafs.log.isolation`).
 
 Thread safety: one ``threading.RLock`` per log serialises every change (append, roll, flush
 bookkeeping, retention, truncation); reads take it only to snapshot the segment list, then

@@ -28,9 +28,10 @@ each control batch). One without any has no entries and needs nothing else. One 
 ABORT needs the producer state at its base offset -- the newest of a producer snapshot in
 ``(log start offset, base]`` (read-only, as the loader reads it), a state this scanner kept
 from an earlier segment, or an empty state at the log start offset -- brought up to the
-base by replaying the batches in between (:func:`~kafkafs.log.producer_replay.replay_producer_state`),
-then the segment's batches are applied to it in order. The entries of a sealed segment are
-computed once; the last segment's grow as it grows (the state at its scanned end is kept).
+base by replaying the batches in between
+(:func:`~kafkafs.log.producer_replay.replay_producer_state`), then the segment's batches are
+applied to it in order. The entries of a sealed segment are computed once; the last
+segment's grow as it grows (the state at its scanned end is kept).
 """
 
 from __future__ import annotations
