@@ -17,13 +17,13 @@ from kafkafs.record import compression as codec
 from kafkafs.record.batch import (
     LOG_APPEND_TIME,
     TIMESTAMP_TYPE_NAMES,
-    Record,
     batch_values,
     encode_batch,
     iter_batches,
 )
 from kafkafs.record.errors import CorruptRecordError
-from kafkafs.record.legacy import LegacyBatch
+from kafkafs.record.legacy import LegacyBatch, encode_entry
+from kafkafs.record.types import Record
 
 TS = 1_700_000_000_000
 RECS = [(b"k0", b"v0"), (None, b"v1"), (b"k2", None), (None, None), (b"", b"")]
@@ -171,6 +171,22 @@ def test_mixed_formats_in_order():
     # positions are shifted by base_position and the scan can start mid-buffer
     later = list(iter_batches(data, batches[2].position, base_position=1000))
     assert [b.position for b in later] == [1000 + b.position for b in batches[2:]]
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("attributes", [0, 0x08, 0x08 | codec.GZIP], ids=["create", "append",
+                                                                         "append-gzip-bits"])
+@pytest.mark.parametrize("key, value", [(b"k", b"v"), (None, b"v"), (b"k", None), (None, None),
+                                        (b"", b"")])
+def test_encode_entry_is_a_hand_encoded_message(magic, attributes, key, value):
+    """The cleaner's writer: an uncompressed entry, byte for byte what LegacyRecord.write
+    gives; only the timestamp-type bit of ``attributes`` is kept, for magic 1 only."""
+    data = encode_entry(77, magic, attributes, TS, key, value)
+    kept = attributes & 0x08 if magic == 1 else 0
+    assert data == message(77, magic, kept, TS, key, value)
+    b = one(data)
+    assert b.is_valid() and b.compression == codec.NONE
+    assert b.record_tuples() == [(77, TS if magic == 1 else -1, key, value, ())]
 
 
 def test_crc_corruption_detected():

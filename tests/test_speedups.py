@@ -757,7 +757,8 @@ def test_malloc_thresholds_take_on_glibc():
 
 def test_decode_builds_a_tuple_subclass_in_both_implementations():
     from kafkafs.record import fast
-    from kafkafs.record.batch import Record, RecordBatch, encode_batch
+    from kafkafs.record.batch import RecordBatch, encode_batch
+    from kafkafs.record.types import Record
 
     data = encode_batch([(5, b"k", b"v", (("h", b"x"),)), (6, None, None, ())], base_offset=9)
     b = RecordBatch.from_buffer(data)

@@ -8,8 +8,9 @@ from collections import OrderedDict
 
 from ..log.log import Log
 from ..record import fast
-from ..record.batch import LOG_APPEND_TIME, Record
+from ..record.batch import LOG_APPEND_TIME
 from ..record.errors import CorruptRecordError
+from ..record.types import Record
 
 MAX_BATCHES = 512
 MAX_BYTES = 64 * 1024 * 1024  # encoded bytes of the cached batches

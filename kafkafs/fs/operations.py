@@ -47,9 +47,10 @@ from ..mounttable import (
     LOG_DIRS_XATTR,
 )
 from ..record import plain
-from ..record.batch import TIMESTAMP_TYPE_NAMES, Record
+from ..record.batch import TIMESTAMP_TYPE_NAMES
 from ..record.errors import CorruptRecordError
 from ..record.jsonl import text_or_base64
+from ..record.types import Record
 from . import markstore
 from . import tree as T
 from .append import LineWriter

@@ -65,7 +65,6 @@ import queue
 import struct
 import threading
 import time
-import zlib
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -73,6 +72,7 @@ from dataclasses import dataclass
 from ..record import compaction as _rc
 from ..record.batch import HEADER_PEEK, LOG_APPEND_TIME, iter_batches
 from ..record.errors import CorruptRecordError
+from ..record.legacy import encode_entry as encode_legacy_entry
 from .cleaned_segment import CleanedSegmentWriter
 from .cleaner_manager import (
     CleanResult,
@@ -221,19 +221,6 @@ def last_records_of_active_producers(lg: Log) -> dict[int, tuple[int | None, int
     with lg.lock:
         return {pid: (e.last_offset if e.last_offset >= 0 else None, e.producer_epoch)
                 for pid, e in lg.producer_state.producers.items()}
-
-
-def _legacy_entry(offset: int, magic: int, attributes: int, timestamp: int, key, value
-                  ) -> bytes:
-    """An uncompressed legacy message-set entry (``LegacyRecord.write``)."""
-    body = bytes((magic, attributes & 0x08 if magic == 1 else 0))
-    if magic == 1:
-        body += struct.pack(">q", timestamp)
-    body += struct.pack(">i", -1) if key is None else struct.pack(">i", len(key)) + bytes(key)
-    body += struct.pack(">i", -1) if value is None else \
-        struct.pack(">i", len(value)) + bytes(value)
-    message = struct.pack(">I", zlib.crc32(body)) + body
-    return _OFFSET_LEN.pack(offset, len(message)) + message
 
 
 class _Pass:
@@ -609,7 +596,7 @@ class Cleaner:
             out = bytes(batch.buffer)
         elif kept:
             attributes = batch.attributes if batch.timestamp_type == LOG_APPEND_TIME else 0
-            out = b"".join(_legacy_entry(o, batch.magic, attributes, ts, k, v)
+            out = b"".join(encode_legacy_entry(o, batch.magic, attributes, ts, k, v)
                            for o, ts, k, v, _h in kept)
         else:
             return None

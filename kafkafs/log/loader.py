@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from . import safeio
 from .config import LogConfig
 from .errors import CorruptIndexError, LogError
-from .log import Log, rebuild_producer_state, try_take_snapshot
+from .log import Log
 from .names import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -72,6 +72,7 @@ from .names import (
     filename_prefix,
     parse_segment_filename,
 )
+from .producer_replay import rebuild_producer_state, try_take_snapshot
 from .producer_state import (
     CorruptSnapshotError,
     ProducerStateManager,

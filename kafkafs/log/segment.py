@@ -50,13 +50,13 @@ from ..record.batch import (
     HEADER_PEEK,
     LOG_OVERHEAD,
     NO_TIMESTAMP,
-    Record,
     RecordBatch,
     iter_batches,
     min_entry_length,
     peek_offset_and_size,
 )
 from ..record.errors import CorruptRecordError
+from ..record.types import Record
 from . import handles, safeio
 from .config import LogConfig
 from .errors import CorruptIndexError, ReadOnlyLogError

@@ -28,9 +28,10 @@ each control batch). One without any has no entries and needs nothing else. One 
 ABORT needs the producer state at its base offset -- the newest of a producer snapshot in
 ``(log start offset, base]`` (read-only, as the loader reads it), a state this scanner kept
 from an earlier segment, or an empty state at the log start offset -- brought up to the
-base by replaying the batches in between (:func:`~kafkafs.log.log.replay_producer_state`),
-then the segment's batches are applied to it in order. The entries of a sealed segment are
-computed once; the last segment's grow as it grows (the state at its scanned end is kept).
+base by replaying the batches in between
+(:func:`~kafkafs.log.producer_replay.replay_producer_state`), then the segment's batches are
+applied to it in order. The entries of a sealed segment are computed once; the last
+segment's grow as it grows (the state at its scanned end is kept).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from ..record.control import ABORT, end_txn_marker
 from ..record.errors import CorruptRecordError
 from . import safeio
 from .errors import LogError, report_damage
+from .producer_replay import replay_producer_state
 from .producer_state import ProducerStateEntry, ProducerStateManager
 from .segment import READ_CHUNK, LogSegment, check_batch_order
 from .txnindex import AbortedTxn, TxnIndexSearchResult
@@ -266,8 +268,6 @@ class TxnScanner:
         memory (what ``LogLoader.recoverSegment`` rebuilds with ``rebuildProducerState``):
         from the newest of a readable snapshot in ``(log_start_offset, base]``, a state kept
         here, or nothing at the log start offset, the batches in between replayed."""
-        from .log import replay_producer_state  # log imports this module
-
         base = segments[k].base_offset
         pm = ProducerStateManager(self._pdir, writable=False)
         if base <= log_start_offset:

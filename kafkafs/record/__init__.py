@@ -3,9 +3,9 @@
 from .batch import (  # noqa: F401
     CREATE_TIME,
     LOG_APPEND_TIME,
-    Record,
     RecordBatch,
     encode_batch,
     iter_batches,
 )
 from .errors import CorruptRecordError  # noqa: F401
+from .types import Record  # noqa: F401

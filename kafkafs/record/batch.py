@@ -12,7 +12,6 @@ No I/O happens here: functions take and return bytes-like objects.
 from __future__ import annotations
 
 import struct
-from collections import namedtuple as _namedtuple
 from collections.abc import Iterator, Sequence
 
 from crc32c import crc32c
@@ -21,6 +20,7 @@ from . import compression as _codec
 from . import fast as _fast
 from . import legacy as _legacy
 from .errors import CorruptRecordError
+from .types import Record
 from .varint import varint_size
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -55,31 +55,6 @@ NO_PARTITION_LEADER_EPOCH = -1
 _OFFSET_LENGTH = struct.Struct(">qi")
 _I64 = struct.Struct(">q")
 _U32 = struct.Struct(">I")
-
-# Lookup tables for the hot loops (a list index is far cheaper than a function call).
-Header = tuple  # (key: str, value: bytes | None)
-
-_new_tuple = tuple.__new__
-
-
-class Record(_namedtuple("Record", ("offset", "timestamp", "key", "value", "headers"))):
-    """One decoded record, an immutable 5-tuple ``(offset, timestamp, key, value, headers)``.
-
-    Attributes: ``offset`` (absolute), ``timestamp`` (ms since epoch; under LogAppendTime the
-    batch's max timestamp), ``key`` and ``value`` (``bytes`` or None), ``headers`` (tuple of
-    ``(str, bytes | None)``). Kafka's ``DefaultRecord`` without its size and attributes.
-    A named tuple: equality compares all five, records are hashable and picklable, and the
-    decoder creates them with ``tuple.__new__`` (no Python-level constructor per record).
-    """
-
-    __slots__ = ()
-
-    def __new__(cls, offset: int, timestamp: int, key, value, headers=()):
-        return _new_tuple(cls, (offset, timestamp, key, value, tuple(headers)))
-
-    def __repr__(self):
-        return (f"Record(offset={self[0]}, timestamp={self[1]}, key={self[2]!r}, "
-                f"value={self[3]!r}, headers={self[4]!r})")
 
 
 class RecordBatch:

@@ -72,7 +72,7 @@ def text_or_base64(b: bytes | None):
 
 def record_lines(records: Iterable[tuple], ts_type: str, start: int | None = None) -> bytes:
     """The lines (UTF-8 bytes, each ending in ``\\n``) of ``records`` — ``(offset,
-    timestamp, key, value, headers)`` tuples such as :class:`~kafkafs.record.batch.Record`
+    timestamp, key, value, headers)`` tuples such as :class:`~kafkafs.record.types.Record`
     — whose offset is >= ``start`` (every one when None), each with ``timestamp_type``
     ``ts_type``: the pure-Python renderer, also of legacy message sets."""
     out = []

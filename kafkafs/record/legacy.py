@@ -1,4 +1,4 @@
-"""Legacy message sets (magic 0 and 1): read only.
+"""Legacy message sets (magic 0 and 1): read, and one uncompressed entry written.
 
 Follows Apache Kafka's ``LegacyRecord`` and ``AbstractLegacyRecordBatch`` (KAFKA_FORMAT.md,
 "Legacy message sets v0/v1"). Every entry of a legacy log is ``offset i64 + size i32 +
@@ -15,8 +15,9 @@ corrupt, as in Kafka). Under LogAppendTime the wrapper's timestamp is every
 inner record's timestamp.
 
 :class:`LegacyBatch` has the read interface of :class:`~kafkafs.record.batch.RecordBatch`
-(duck typed), so everything that reads batches reads legacy entries too. Nothing here
-writes legacy data.
+(duck typed), so everything that reads batches reads legacy entries too. The one writer,
+:func:`encode_entry`, builds an uncompressed entry: the log cleaner writes back the records
+it keeps of a compressed wrapper that way (kafkafs writes no other legacy data).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from collections.abc import Iterator
 
 from . import compression as _codec
 from .errors import CorruptRecordError
+from .types import Record
 
 LOG_OVERHEAD = 12  # offset i64 + size i32
 CRC_OFFSET = 12  # of the entry (first byte of the message)
@@ -51,6 +53,27 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 
 _new_tuple = tuple.__new__
+
+
+def encode_entry(offset: int, magic: int, attributes: int, timestamp: int, key, value
+                 ) -> bytes:
+    """One uncompressed legacy message-set entry, ``offset i64 + size i32 + message``
+    (Kafka ``LegacyRecord.write`` with its entry header).
+
+    ``magic``: 0 or 1. ``attributes``: only the timestamp-type bit (0x08, LogAppendTime) is
+    kept, and only for magic 1; the codec bits are cleared (the entry is uncompressed).
+    ``timestamp``: ms since epoch, written for magic 1 only. ``key``, ``value``: bytes-like
+    or None (written as length -1). The CRC is CRC-32 (IEEE) over ``magic..end``. Raises
+    struct.error when ``offset`` or ``timestamp`` is out of the int64 range.
+    """
+    body = bytes((magic, attributes & TIMESTAMP_TYPE_MASK if magic == 1 else 0))
+    if magic == 1:
+        body += struct.pack(">q", timestamp)
+    body += struct.pack(">i", -1) if key is None else struct.pack(">i", len(key)) + bytes(key)
+    body += struct.pack(">i", -1) if value is None else \
+        struct.pack(">i", len(value)) + bytes(value)
+    message = struct.pack(">I", zlib.crc32(body)) + body
+    return _OFFSET_SIZE.pack(offset, len(message)) + message
 
 
 def _overhead(magic: int) -> int:
@@ -309,9 +332,7 @@ class LegacyBatch:
         self.record_tuples()
 
     def records(self) -> list:
-        """Like :meth:`record_tuples`, as :class:`~kafkafs.record.batch.Record` tuples."""
-        from .batch import Record
-
+        """Like :meth:`record_tuples`, as :class:`~kafkafs.record.types.Record` tuples."""
         return self.record_tuples(Record)
 
     def values(self) -> list:

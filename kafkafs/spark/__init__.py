@@ -13,8 +13,7 @@ from __future__ import annotations
 import os
 import sys
 
-SOURCE_NAME = "kafkalog"
-
+from .source_name import SOURCE_NAME  # noqa: F401 (kafkafs.spark.SOURCE_NAME)
 
 PYSPARK_DEFAULT_PYTHON = "python3"  # what pyspark runs without PYSPARK_PYTHON
 

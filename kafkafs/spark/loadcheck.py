@@ -30,8 +30,8 @@ import functools
 import re
 import sys
 
-from . import SOURCE_NAME
 from .options import QUERY_TYPE_OPTION
+from .source_name import SOURCE_NAME
 
 __all__ = ["install", "option_error_message"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pyspark.sql.datasource import DataSource
 
-from . import SOURCE_NAME
+from .source_name import SOURCE_NAME
 
 BASE_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, "
                "timestamp timestamp, timestampType int")
