@@ -773,6 +773,23 @@ class OffsetIndex(_Index):
                     return self._base_offset, 0
                 return self._parse(slot)
 
+    def fetch_upper_bound_offset(self, position: int) -> int | None:
+        """The offset of the first entry whose position is at or past ``position`` (bytes),
+        or None when there is none (``OffsetIndex.fetchUpperBoundOffset``): no offset of a
+        read ending at ``position`` reaches it. Entries are in position order (checked when
+        the index was opened)."""
+        with self._lock:
+            self._check_open()
+            with self._using:
+                lo, hi = 0, self._entries
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if self._ENTRY.unpack_from(self._buf, mid * 8)[1] < position:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                return None if lo == self._entries else self._offset_at(lo)
+
     def append(self, offset: int, position: int) -> None:
         """Add ``(offset, position)`` (``OffsetIndex.append``).
 

@@ -66,6 +66,7 @@ from .names import (
 )
 from .producer_replay import rebuild_producer_state, replay_producer_state
 from .producer_state import InvalidTxnStateError, ProducerStateManager, fsync_snapshot
+from .read import FETCH_LOG_END, FetchDataInfo, read_log
 from .segment import LogSegment, check_batch_order
 from .txnindex import AbortedTxn
 from .txnscan import TxnScanner, txn_index_trusted
@@ -790,6 +791,14 @@ class Log:
                 if end_offset is not None and r.offset >= end_offset:
                     return
                 yield r
+
+    def read(self, start_offset: int, max_bytes: int, isolation: str = FETCH_LOG_END,
+             min_one_message: bool = True) -> FetchDataInfo:
+        """A byte range of one segment from the batch holding ``start_offset``, at most
+        ``max_bytes`` long and bounded by ``isolation``'s maximum offset (Kafka
+        ``UnifiedLog.read``): see :mod:`kafkafs.log.read`. Raises OffsetOutOfRangeError,
+        ValueError, CorruptRecordError, OSError."""
+        return read_log(self, start_offset, max_bytes, isolation, min_one_message)
 
     def read_record(self, offset: int) -> Record | None:
         """The record at exactly ``offset``; None when the offset is inside the log but holds
