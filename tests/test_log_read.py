@@ -190,3 +190,30 @@ def test_the_aborted_list_reaches_past_the_range_to_the_markers(tmp_path):
     assert [(t.producer_id, t.first_offset, t.last_offset) for t in info.aborted] == \
         [(7, a, end)]
     lg.close()
+
+
+def test_offsets_that_go_back_inside_a_range_are_damage(tmp_path):
+    """The walk of a range holds the log layer's ordering rule: a batch whose offsets go
+    back is an error naming the file and position, after the batches before it."""
+    from kafkafs.record.batch import encode_batch, set_base_offset
+    from kafkafs.record.errors import CorruptRecordError
+
+    part = tmp_path / "t-0"
+    part.mkdir()
+    raws = []
+    for base in (0, 3, 1):  # the third goes back
+        raw = bytearray(encode_batch([(1, None, b"r%d" % i, ()) for i in range(2)]))
+        set_base_offset(raw, base)
+        raws.append(bytes(raw))
+    (part / "00000000000000000000.log").write_bytes(b"".join(raws))
+    from kafkafs.log.config import LogConfig
+    from kafkafs.log.loader import load_log
+
+    lg = load_log(str(part), "t", 0, LogConfig(), writable=False, had_clean_shutdown=True)
+    info = lg.read(0, 1 << 20)
+    seen = []
+    with pytest.raises(CorruptRecordError) as exc:
+        for b in info.batches():
+            seen.append(b.base_offset)
+    assert seen == [0, 3] and exc.value.position == len(raws[0]) + len(raws[1])
+    lg.close()

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 from ..record.batch import RecordBatch
 from .errors import OffsetOutOfRangeError
-from .segment import LogSegment
+from .segment import LogSegment, check_batch_order
 from .txnindex import AbortedTxn
 
 __all__ = ["FETCH_HIGH_WATERMARK", "FETCH_ISOLATIONS", "FETCH_LOG_END", "FETCH_TXN_COMMITTED",
@@ -71,7 +71,9 @@ class FetchDataInfo:
     that batch's size without ``min_one_message``); ``aborted``: the aborted transactions
     overlapping the range (:class:`~kafkafs.log.txnindex.AbortedTxn`, marker order) under
     :data:`FETCH_TXN_COMMITTED`, else None; ``log_start_offset``, ``high_watermark``,
-    ``last_stable_offset``, ``log_end_offset``: the partition's at the time of the read.
+    ``last_stable_offset``, ``log_end_offset``: the partition's at the time of the read;
+    ``next_base``: the next segment's base offset (None for the last segment): no batch of
+    the range may reach it.
     """
 
     fetch_offset: int
@@ -85,6 +87,7 @@ class FetchDataInfo:
     high_watermark: int
     last_stable_offset: int
     log_end_offset: int
+    next_base: int | None = None
 
     @property
     def empty(self) -> bool:
@@ -108,13 +111,18 @@ class FetchDataInfo:
         """The batches of the range in order (the first holds :attr:`fetch_offset`; records
         below it are the reader's to skip), walked by
         :meth:`~kafkafs.log.segment.LogSegment.batches`: each CRC checked with ``validate``,
-        a batch cut by the end of the range ends the walk quietly. Raises CorruptRecordError
-        (naming the file and position) at damage inside the range, after every batch before
-        it."""
-        if self.segment is None or self.size == 0:
-            return iter(())
-        return self.segment.batches(self.position, self.position + self.size,
-                                    validate=validate)
+        a batch cut by the end of the range ends the walk quietly, offsets checked to
+        increase and to stay inside the segment
+        (:func:`~kafkafs.log.segment.check_batch_order`). Raises CorruptRecordError (naming
+        the file and position) at damage inside the range, after every batch before it."""
+        seg = self.segment
+        if seg is None or self.size == 0:
+            return
+        expected = None
+        for batch in seg.batches(self.position, self.position + self.size, validate=validate):
+            check_batch_order(batch, expected, seg.base_offset, seg.log_path, self.next_base)
+            expected = batch.next_offset
+            yield batch
 
 
 def _empty(offset: int, marks: tuple, isolation: str) -> FetchDataInfo:
@@ -180,5 +188,6 @@ def read_log(log, start_offset: int, max_bytes: int, isolation: str = FETCH_LOG_
             aborted = tuple(log.aborted_txns(start_offset,
                                              next_base if upper is None else upper))
         return FetchDataInfo(start_offset, seg, seg.base_offset, batch.position, fetch,
-                             adjusted < batch.size, aborted, *marks)
+                             adjusted < batch.size, aborted, *marks,
+                             next_base=bases[k + 1] if k < last else None)
     return _empty(start_offset, marks, isolation)
