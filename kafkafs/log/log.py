@@ -310,6 +310,20 @@ class Log:
             return None
         return self._segments[self._bases[i]]
 
+    def segment_after(self, offset: int, inclusive: bool = False
+                      ) -> tuple[LogSegment | None, int | None]:
+        """``(segment, next segment's base offset or None)``: the segment holding ``offset``
+        (``inclusive``: the floor segment, Kafka ``floorSegment``) or the first one based
+        past it (Kafka ``higherSegment``); ``(None, None)`` when there is none. One lookup
+        under the lock: no copy of the segment list."""
+        with self.lock:
+            bases = self._bases
+            i = bisect.bisect_right(bases, offset) - 1 if inclusive else \
+                bisect.bisect_right(bases, offset)
+            if i < 0 or i >= len(bases):
+                return None, None
+            return self._segments[bases[i]], bases[i + 1] if i + 1 < len(bases) else None
+
     # -- appending -------------------------------------------------------------------
     def _codec(self, compression: int | None) -> int:
         if compression is not None:

@@ -39,7 +39,6 @@ bytes, offsets Kafka offsets. No record is decoded here.
 
 from __future__ import annotations
 
-import bisect
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -107,19 +106,23 @@ class FetchDataInfo:
         with self.segment.reader() as fd:
             return os.pread(fd, self.size, self.position)
 
-    def batches(self, validate: bool = True) -> Iterator[RecordBatch]:
+    def batches(self, validate: bool = True, strict_end: bool = False
+                ) -> Iterator[RecordBatch]:
         """The batches of the range in order (the first holds :attr:`fetch_offset`; records
         below it are the reader's to skip), walked by
         :meth:`~kafkafs.log.segment.LogSegment.batches`: each CRC checked with ``validate``,
         a batch cut by the end of the range ends the walk quietly, offsets checked to
         increase and to stay inside the segment
-        (:func:`~kafkafs.log.segment.check_batch_order`). Raises CorruptRecordError (naming
-        the file and position) at damage inside the range, after every batch before it."""
+        (:func:`~kafkafs.log.segment.check_batch_order`); ``strict_end``: an incomplete batch
+        at the end of the range is damage too (the range ends where a sealed segment ends).
+        Raises CorruptRecordError (naming the file and position) at damage inside the range,
+        after every batch before it."""
         seg = self.segment
         if seg is None or self.size == 0:
             return
         expected = None
-        for batch in seg.batches(self.position, self.position + self.size, validate=validate):
+        for batch in seg.batches(self.position, self.position + self.size, validate=validate,
+                                 strict_end=strict_end):
             check_batch_order(batch, expected, seg.base_offset, seg.log_path, self.next_base)
             expected = batch.next_offset
             yield batch
@@ -133,10 +136,12 @@ def _empty(offset: int, marks: tuple, isolation: str) -> FetchDataInfo:
 def read_log(log, start_offset: int, max_bytes: int, isolation: str = FETCH_LOG_END,
              min_one_message: bool = True) -> FetchDataInfo:
     """Read from ``log`` (a :class:`~kafkafs.log.log.Log`) at ``start_offset``, at most
-    ``max_bytes`` bytes (see the module; Kafka ``UnifiedLog.read``). ``isolation``: one of
-    :data:`FETCH_ISOLATIONS`. Returns a :class:`FetchDataInfo`. Raises ValueError (a
-    negative ``max_bytes``, an unknown isolation), OffsetOutOfRangeError, CorruptRecordError
-    when the batches leading to the start offset cannot be framed, OSError."""
+    ``max_bytes`` bytes (see the module; Kafka ``UnifiedLog.read`` and ``LocalLog.read``:
+    the floor segment, then the next ones while they hold nothing from the start offset on,
+    each found by one lookup). ``isolation``: one of :data:`FETCH_ISOLATIONS`. Returns a
+    :class:`FetchDataInfo`. Raises ValueError (a negative ``max_bytes``, an unknown
+    isolation), OffsetOutOfRangeError, CorruptRecordError when the batches leading to the
+    start offset cannot be framed, OSError."""
     if max_bytes < 0:
         raise ValueError(f"Invalid max size {max_bytes} for log read from segment")
     if isolation not in FETCH_ISOLATIONS:
@@ -144,50 +149,44 @@ def read_log(log, start_offset: int, max_bytes: int, isolation: str = FETCH_LOG_
     with log.lock:
         log_start, leo = log.log_start_offset, log.log_end_offset
         hw, lso = log.high_watermark, log.last_stable_offset
-        segs = log.segments()
-        last_size = segs[-1].size if segs else 0  # with the log end offset it goes with
+        active = log.active_segment
+        last_base, last_size = active.base_offset, active.size  # with the log end offset
+        seg, next_base = log.segment_after(start_offset, inclusive=True)
     marks = (log_start, hw, lso, leo)
-    if start_offset < log_start or start_offset > leo:
+    if start_offset < log_start or start_offset > leo or seg is None:
         raise OffsetOutOfRangeError(
             f"Received request for offset {start_offset} for partition {log.name}, but we "
             f"only have log segments upto {leo} (log start offset {log_start}).")
-    bases = [s.base_offset for s in segs]
-    k = bisect.bisect_right(bases, start_offset) - 1
-    if k < 0:
-        raise OffsetOutOfRangeError(
-            f"Received request for offset {start_offset} for partition {log.name}, but no "
-            f"segment holds it (the first starts at {bases[0] if bases else leo}).")
     max_offset = lso if isolation == FETCH_TXN_COMMITTED else (
         hw if isolation == FETCH_HIGH_WATERMARK else leo)
     if start_offset >= max_offset:
         return _empty(start_offset, marks, isolation)
-    last = len(segs) - 1
-    while k <= last:
-        seg = segs[k]
-        if seg.base_offset >= max_offset:
-            break  # (Kafka: no max position in this segment: an empty read)
-        size = last_size if k == last else seg.size
-        next_base = bases[k + 1] if k < last else leo
-        batch = seg.translate_offset(start_offset, limit=next_base)
+    while seg is not None and seg.base_offset < max_offset:
+        # (a segment based at or past the maximum offset: Kafka has no max position in it)
+        if seg.base_offset == last_base:
+            size, limit = last_size, leo  # the last segment as the log end offset saw it
+        else:
+            size, limit = seg.size, leo if next_base is None else next_base
+        batch = seg.translate_offset(start_offset, limit=limit)
         if batch is None or batch.position >= size:
-            k += 1  # nothing from the start offset on here (compacted away): the next one
+            # nothing from the start offset on here (compacted away, or appended since the
+            # log end offset was taken): the next segment
+            seg, next_base = log.segment_after(seg.base_offset)
             continue
         max_position = size
-        if max_offset < next_base:  # the maximum offset lies in this segment
+        if max_offset < limit:  # the maximum offset lies in this segment
             bound = batch if batch.last_offset >= max_offset else \
-                seg.translate_offset(max_offset, batch.position, limit=next_base)
+                seg.translate_offset(max_offset, batch.position, limit=limit)
             if bound is not None:
                 max_position = min(size, bound.position)
         adjusted = max(max_bytes, batch.size) if min_one_message else max_bytes
         fetch = min(max_position - batch.position, adjusted)
         if fetch <= 0:
-            return _empty(start_offset, marks, isolation)
+            break
         aborted = None
         if isolation == FETCH_TXN_COMMITTED:
             upper = seg.index.fetch_upper_bound_offset(batch.position + fetch)
-            aborted = tuple(log.aborted_txns(start_offset,
-                                             next_base if upper is None else upper))
+            aborted = tuple(log.aborted_txns(start_offset, limit if upper is None else upper))
         return FetchDataInfo(start_offset, seg, seg.base_offset, batch.position, fetch,
-                             adjusted < batch.size, aborted, *marks,
-                             next_base=bases[k + 1] if k < last else None)
+                             adjusted < batch.size, aborted, *marks, next_base=next_base)
     return _empty(start_offset, marks, isolation)
