@@ -31,7 +31,7 @@ snapshot of the entries with ``pread`` (a live broker may shrink the file under 
 which would be a SIGBUS) and :meth:`~_Index.reload` refreshes it. A missing file reads as an
 empty index.
 
-An index is a hint, never the truth (DESIGN §4): :meth:`~_Index.order_problem` finds
+An index is a hint, never the truth (docs/design.md §5.1): :meth:`~_Index.order_problem` finds
 entries that break the order every lookup's binary search relies on (offsets, positions and
 timestamps that do not increase, positions past the end of the ``.log``), and
 :meth:`~_Index.replace_entries` installs entries rebuilt from the ``.log`` -- written to the
