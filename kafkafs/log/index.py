@@ -1,7 +1,7 @@
 """Kafka's sparse segment indexes: ``.index`` (OffsetIndex) and ``.timeindex`` (TimeIndex).
 
 Follows Apache Kafka's ``AbstractIndex``, ``OffsetIndex`` and ``TimeIndex`` (storage module)
-byte for byte (KAFKA_FORMAT.md, ".index and .timeindex"):
+byte for byte (docs/design.md §2.2):
 
 * ``.index``: 8-byte entries, relative offset i32 + position i32 in the ``.log``, big-endian.
 * ``.timeindex``: 12-byte entries, timestamp i64 (ms) + relative offset i32, big-endian.
