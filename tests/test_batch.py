@@ -1,8 +1,8 @@
 """RecordBatch v2 codec (kafkafs.record.batch): header fields, records, validation.
 
-The layout checks read bytes at the offsets of KAFKA_FORMAT.md's table directly, and a small
-reference encoder below (written from the format notes, one plain loop, no tables) pins the
-exact bytes of the fast encoder and feeds the fast decoder.
+The layout checks read bytes at the offsets of the v2 header (docs/design.md §2.2) directly,
+and a small reference encoder below (written from that layout, one plain loop, no tables)
+pins the exact bytes of the fast encoder and feeds the fast decoder.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ CODECS = [codecs.NONE, codecs.GZIP, codecs.SNAPPY, codecs.LZ4, codecs.ZSTD]
 TS = 1_700_000_000_000
 
 
-# -- a reference encoder, straight from the format notes ---------------------------------
+# -- a reference encoder, straight from the layout (docs/design.md §2.2) -----------------
 
 def ref_varint(n: int) -> bytes:
     z = ((n << 1) ^ (n >> 63)) & (2**64 - 1)

@@ -1,4 +1,4 @@
-"""Damaged log dirs (issue 10 §2, DESIGN §4): the log is the truth, indexes are hints, and
+"""Damaged log dirs (issue 10 §2, docs/design.md §5): the log is the truth, indexes are hints, and
 every reader delivers every intact record up to the first damaged batch and then fails
 clearly -- never a traceback, never a hang, never exit 0 with records missing.
 

@@ -1,4 +1,4 @@
-"""Cross-checks of the v2 codec against two independent implementations (DESIGN §2).
+"""Cross-checks of the v2 codec against two independent implementations (docs/design.md §2.2).
 
 * ours -> theirs: bytes from :func:`encode_batch` decoded by kafka-python
   (``kafka.record.default_records.DefaultRecordBatch`` and ``MemoryRecords``) and by aiokafka

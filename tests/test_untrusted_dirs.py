@@ -1,5 +1,6 @@
-"""A log dir is untrusted input (DESIGN §4, issue 10 §1): whoever can write into it must not
-make kafkafs create, write, truncate, rename, delete -- or read -- anything outside it.
+"""A log dir is untrusted input (docs/design.md §2.4, issue 10 §1): whoever can write into
+it must not make kafkafs create, write, truncate, rename, delete -- or read -- anything
+outside it.
 
 Each test plants links (and FIFOs) in a log dir the way an attacker would, runs the real
 daemon or the real CLI on it, and compares a directory outside the log dir before and after

@@ -72,9 +72,9 @@ Files are dispatched on their suffix (:data:`SUFFIX_DUMPERS`) and batches on the
 
 Exit status: 0 when every file was dumped (findings such as index mismatches do not change
 it, as in Kafka), 1 when a file could not be read, was corrupt, or is not supported yet.
-Damage (DESIGN §4) ends the dump of a ``.log``: the damaged batch's line is printed as Kafka
-prints it (``isvalid: false`` for a bad CRC), never its records, then one ``error: FILE:
-position N: REASON`` line, and the dump goes on with the next file. Kafka prints every batch
+Damage (docs/design.md §5) ends the dump of a ``.log``: the damaged batch's line is printed
+as Kafka prints it (``isvalid: false`` for a bad CRC), never its records, then one ``error:
+FILE: position N: REASON`` line, and the dump goes on with the next file. Kafka prints every batch
 and exits 0; here a bad CRC, an inner message that fails its own CRC, offsets that go back,
 zeros followed by data, a size below the minimum and an unknown magic are errors, and so are
 offsets a reader of the partition would refuse (:func:`segment_bounds`: at or past the next
@@ -1103,7 +1103,7 @@ class LogDumper:
                       "position": valid_bytes})
         if damage is not None:
             # Kafka prints every batch (isvalid: false for a bad one) and exits 0; here the
-            # dump of a file stops at its first damage and says where (DESIGN §4)
+            # dump of a file stops at its first damage and says where (docs/design.md §5)
             raise damage
 
     # -- .index ------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The ``kafkafs`` command: one sub-command per Kafka tool a user already knows
-(DESIGN §5)."""
+(docs/design.md §1.1, docs/cli.md)."""
 
 from __future__ import annotations
 

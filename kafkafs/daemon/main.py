@@ -1,4 +1,4 @@
-"""The kafkafs daemon: one trio process per mount (DESIGN §4).
+"""The kafkafs daemon: one trio process per mount (docs/design.md §6).
 
 Start-up order (as s3ql's mount.s3ql): load and recover the log dirs, create the
 filesystem, ``pyfuse3.init`` (the mount), start the background tasks in one nursery, tell

@@ -1,4 +1,4 @@
-"""The one place where kafkafs errors become errno values (DESIGN §1, §3)."""
+"""The one place where kafkafs errors become errno values (docs/design.md §1.2, §3.4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The key view: ``<topic>/key/<k>`` and ``<topic>/<p>/key/<k>`` (DESIGN §3, docs/tree.md
+"""The key view: ``<topic>/key/<k>`` and ``<topic>/<p>/key/<k>`` (docs/design.md §3.1, docs/tree.md
 "The key view").
 
 Reading ``key/<k>`` gives the value of key k's latest committed record -- in the partition

@@ -1,6 +1,6 @@
 """The FUSE filesystem: pyfuse3 ``Operations`` over a :class:`~kafkafs.log.manager.LogManager`.
 
-Tree (DESIGN §3)::
+Tree (docs/tree.md; docs/design.md §3.1, §8.1)::
 
     <topic>/               mkdir: create topic; rmdir: delete it
       config               effective topic config; writing replaces the overrides

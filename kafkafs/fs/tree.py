@@ -1,4 +1,4 @@
-"""Inodes of the mounted tree (DESIGN §3).
+"""Inodes of the mounted tree (docs/design.md §8.1).
 
 Every node is identified by a key ``(kind, topic, partition, name)``; the :class:`InodeTable`
 hands out inode numbers, counts the kernel's lookups and drops dynamic nodes (one per

@@ -13,7 +13,7 @@ extended as the log grows; when retention removes the oldest segments the view d
 marks before the new log start and shifts (the file shrinks from the front, as
 ``messages`` then starts at the new log start offset).
 
-Damage (DESIGN §4): a view ends where the first damaged batch begins. Everything before it
+Damage (docs/design.md §5): a view ends where the first damaged batch begins. Everything before it
 is shown, :attr:`LineView.damage` holds the error, and a read at the view's end raises it
 (the fs layer answers EIO there), so ``cat`` delivers every intact line and then fails. The
 damage is reported once (``on_damage``), and the view stops growing until retention or a

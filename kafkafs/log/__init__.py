@@ -1,2 +1,2 @@
 """The storage engine: Kafka's log format on disk, synchronous, no trio or FUSE
-(DESIGN §1, §2)."""
+(docs/design.md §1, §2)."""

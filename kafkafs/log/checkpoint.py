@@ -1,7 +1,7 @@
 """Kafka's small state files: offset and leader-epoch checkpoints, ``partition.metadata``,
 ``meta.properties``.
 
-Formats follow Apache Kafka (KAFKA_FORMAT.md, "Other files"):
+Formats follow Apache Kafka (docs/design.md §2.2):
 
 * ``CheckpointFile`` / ``OffsetCheckpointFile`` (``recovery-point-offset-checkpoint``,
   ``log-start-offset-checkpoint``, ``replication-offset-checkpoint``,

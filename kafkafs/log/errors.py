@@ -1,4 +1,4 @@
-"""Errors of the log engine. No errno here: ``fs`` maps them (DESIGN §1)."""
+"""Errors of the log engine. No errno here: ``fs`` maps them (docs/design.md §1.2)."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ class LogDirLockedError(LogError):
 
 class UnsafeLogDirError(LogError):
     """A file kafkafs cannot do without in a log dir (``.lock``) is a symbolic link, FIFO,
-    device or anything but a regular file: kafkafs refuses the log dir (DESIGN §4)."""
+    device or anything but a regular file: kafkafs refuses the log dir (docs/design.md §2.4)."""
 
 
 class ReadOnlyLogError(LogError):

@@ -1,7 +1,7 @@
 """Kafka's sparse segment indexes: ``.index`` (OffsetIndex) and ``.timeindex`` (TimeIndex).
 
 Follows Apache Kafka's ``AbstractIndex``, ``OffsetIndex`` and ``TimeIndex`` (storage module)
-byte for byte (KAFKA_FORMAT.md, ".index and .timeindex"):
+byte for byte (docs/design.md §2.2):
 
 * ``.index``: 8-byte entries, relative offset i32 + position i32 in the ``.log``, big-endian.
 * ``.timeindex``: 12-byte entries, timestamp i64 (ms) + relative offset i32, big-endian.
@@ -31,7 +31,7 @@ snapshot of the entries with ``pread`` (a live broker may shrink the file under 
 which would be a SIGBUS) and :meth:`~_Index.reload` refreshes it. A missing file reads as an
 empty index.
 
-An index is a hint, never the truth (DESIGN §4): :meth:`~_Index.order_problem` finds
+An index is a hint, never the truth (docs/design.md §5.1): :meth:`~_Index.order_problem` finds
 entries that break the order every lookup's binary search relies on (offsets, positions and
 timestamps that do not increase, positions past the end of the ``.log``), and
 :meth:`~_Index.replace_entries` installs entries rebuilt from the ``.log`` -- written to the

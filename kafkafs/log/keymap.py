@@ -1,4 +1,5 @@
-"""Every key's latest record in one partition: the index behind the key view (DESIGN §3).
+"""Every key's latest record in one partition: the index behind the key view
+(docs/design.md §3.1).
 
 A :class:`KeyMap` answers "at which offset is the latest record of key K?" for one
 partition, read_committed: it is built from the batches below the last stable offset,

@@ -38,7 +38,7 @@ def replay_producer_state(pm: ProducerStateManager, segments: Sequence[LogSegmen
     (following a live writer, a read-only reader): such a batch is logged and skipped.
     Damage in the bytes themselves (a batch that cannot be framed, offsets that go back)
     ends the replay there, logged: the state is what the log holds up to it, and readers
-    meet the damage themselves (DESIGN §4: a damaged log still shows its intact part)."""
+    meet the damage themselves (docs/design.md §5.1: a damaged log still shows its intact part)."""
     applied = 0
     expected = None
     for i, seg in enumerate(segments):

@@ -4,7 +4,7 @@ Follows Apache Kafka's ``ProducerStateManager``, ``ProducerStateEntry``, ``Batch
 ``ProducerAppendInfo``, ``TxnMetadata``, ``CompletedTxn`` and ``SnapshotFile`` (storage
 module) and the segment's ``updateProducerState`` (``LogSegment``).
 
-Snapshot file (schema version 1, big-endian; KAFKA_FORMAT.md, "Other files")::
+Snapshot file (schema version 1, big-endian; docs/design.md §2.2)::
 
     version i16 (1) · crc u32 · count i32 · count x entry (46 bytes):
       producer_id i64 · epoch i16 · last_sequence i32 · last_offset i64 · offset_delta i32 ·

@@ -1,5 +1,5 @@
 """The one way the log layer touches files inside a log dir, which is untrusted input
-(DESIGN §4: nothing kafkafs does inside a log dir may reach outside it).
+(docs/design.md §2.4: nothing kafkafs does inside a log dir may reach outside it).
 
 Whoever can write into a log dir must not make kafkafs create, write, truncate, rename,
 delete or read anything elsewhere, by planting a symbolic link, a FIFO or a device node, or

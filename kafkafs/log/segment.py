@@ -14,7 +14,7 @@ holds one entry per transaction whose ABORT marker lies in the segment. Like Kaf
 opened lazily, created by its first entry only (a segment without aborted transactions has
 no such file) and handled like the other index files on roll, rename, truncation, deletion.
 
-The ``.log`` is the truth and the indexes are hints (DESIGN §4): an index is checked for
+The ``.log`` is the truth and the indexes are hints (docs/design.md §5.1): an index is checked for
 order when first opened (:meth:`~kafkafs.log.index.OffsetIndex.order_problem`) and every
 entry a lookup lands on must point at a batch that fits it; a bad index is rebuilt from the
 ``.log`` (:meth:`LogSegment.rebuild_indexes`: on disk when writable, in memory otherwise)

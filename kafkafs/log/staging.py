@@ -8,7 +8,7 @@ dir root, and the job's commit publishes the runs:
 * The staged dir is named ``<topic>-<partition>.<stage id>-delete``: the name Kafka gives a
   partition dir marked for deletion. Whatever a killed job leaves behind is therefore
   ignored by kafkafs (``kafkafs check`` notes it) and deleted by a Kafka broker at startup,
-  never a foreign directory a broker refuses to start on (DESIGN §2). The stage id is 32
+  never a foreign directory a broker refuses to start on (docs/design.md §2.3). The stage id is 32
   hex digits: the job id (16, :func:`new_job_id`) then the run's own 16
   (:func:`new_stage_id`), so the job's driver finds every dir its tasks made, those of
   killed attempts included (:func:`job_stage_dirs`).

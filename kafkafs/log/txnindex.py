@@ -1,7 +1,7 @@
 """Kafka's transaction index: the ``<20-digit base offset>.txnindex`` file of a segment.
 
 Follows Apache Kafka's ``TransactionIndex`` and ``AbortedTxn`` (storage module) byte for byte
-(KAFKA_FORMAT.md, "Other files"). The file is a plain sequence of 34-byte big-endian entries,
+(docs/design.md §2.2). The file is a plain sequence of 34-byte big-endian entries,
 one per transaction whose ABORT marker sits in the segment:
 
     version i16 (0) · producerId i64 · firstOffset i64 · lastOffset i64 · lastStableOffset i64

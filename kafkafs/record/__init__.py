@@ -1,4 +1,4 @@
-"""Kafka record formats: codec only, no I/O (DESIGN §1, §2)."""
+"""Kafka record formats: codec only, no I/O (docs/design.md §1, §2)."""
 
 from .batch import (  # noqa: F401
     CREATE_TIME,

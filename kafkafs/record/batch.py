@@ -1,7 +1,7 @@
 """RecordBatch v2 (magic 2): encode, decode, validate.
 
 Follows Apache Kafka's ``DefaultRecordBatch`` and ``DefaultRecord`` byte for byte
-(KAFKA_FORMAT.md, "RecordBatch v2"). A batch is a 61-byte big-endian header followed by
+(docs/design.md §2.2). A batch is a 61-byte big-endian header followed by
 ``recordsCount`` records, compressed together when the codec bits of the attributes are set.
 The CRC-32C covers bytes ``[21, end)`` so the base offset and partition leader epoch can be
 stamped without recomputing it.

@@ -3,7 +3,7 @@
 Codec ids are the low three bits of a batch's attributes (``CompressionType`` in Kafka):
 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd.
 
-Framings (KAFKA_FORMAT.md, "Compression framings"):
+Framings (docs/design.md §2.2):
 
 * gzip: a plain gzip stream (``GzipCompression``).
 * snappy: xerial framing (``SnappyOutputStream``): 16-byte header, then chunks of

@@ -1,7 +1,7 @@
 """Control records: the key every control record carries and the transaction markers.
 
 Follows Apache Kafka's ``ControlRecordType`` and ``EndTransactionMarker`` (clients module,
-``org.apache.kafka.common.record``) byte for byte (KAFKA_FORMAT.md, "Control records"):
+``org.apache.kafka.common.record``) byte for byte (docs/design.md §2.2):
 
 * key (every control record): ``version`` i16 (0) + ``type`` i16, big-endian. A newer key
   version is read as version 0 (the type stays at bytes 2-4), a negative one is corrupt.

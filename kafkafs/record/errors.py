@@ -1,6 +1,6 @@
 """Errors raised by the record codec.
 
-These carry no errno: the ``fs`` layer maps them (DESIGN §1).
+These carry no errno: the ``fs`` layer maps them (docs/design.md §1.2).
 """
 
 from __future__ import annotations

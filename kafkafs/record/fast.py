@@ -8,7 +8,7 @@ stay reachable as :data:`C` (None without the extension) and :data:`PYTHON`.
 
 ``payload`` is the UNCOMPRESSED records section of a batch (bytes, bytearray or
 memoryview): the bytes after the 61-byte header, or the decompressed stream; ``count`` is
-the batch's recordsCount. Record layout (KAFKA_FORMAT.md, "RecordBatch v2"): length varint ·
+the batch's recordsCount. Record layout (docs/design.md §2.2): length varint ·
 attributes i8 · timestampDelta varlong · offsetDelta varint · keyLen varint (-1 null) + key ·
 valueLen varint (-1 null) + value · headerCount varint, then per header keyLen varint (>= 0)
 + UTF-8 key, valueLen varint (-1 null) + value. Every varint is zigzag.

@@ -1,7 +1,7 @@
 """Legacy message sets (magic 0 and 1): read, and one uncompressed entry written.
 
-Follows Apache Kafka's ``LegacyRecord`` and ``AbstractLegacyRecordBatch`` (KAFKA_FORMAT.md,
-"Legacy message sets v0/v1"). Every entry of a legacy log is ``offset i64 + size i32 +
+Follows Apache Kafka's ``LegacyRecord`` and ``AbstractLegacyRecordBatch``
+(docs/design.md §2.2). Every entry of a legacy log is ``offset i64 + size i32 +
 message`` where a message is ``crc u32 · magic i8 · attributes i8 · [timestamp i64, v1 only]
 · keyLen i32 + key · valueLen i32 + value`` (a length of -1 is null). The CRC is CRC-32 (IEEE)
 over ``magic..end``.

@@ -1,4 +1,5 @@
-"""kafkafs on Spark: the ``kafkalog`` data source (DESIGN §6).
+"""kafkafs on Spark: the ``kafkalog`` data source (docs/design.md §3.2, §4.6;
+docs/spark.md).
 
 ``register(spark)`` registers :class:`~kafkafs.spark.source.KafkaLogDataSource` under the
 name ``kafkalog``; then ``spark.read.format("kafkalog")`` / ``spark.readStream`` read

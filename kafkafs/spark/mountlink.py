@@ -1,6 +1,6 @@
 """Talking to the kafkafs daemon that holds a log dir, through its mount.
 
-A log dir whose ``.lock`` a running daemon holds is written only by that daemon (DESIGN §5:
+A log dir whose ``.lock`` a running daemon holds is written only by that daemon (docs/design.md §7:
 writers go through the daemon or refuse). The daemon's mount answers requests made as
 extended attributes (:mod:`kafkafs.fs.operations`): its root tells the log dirs it serves
 (``user.kafkafs.log_dirs``), its ``num.partitions`` and topic config defaults; setting
