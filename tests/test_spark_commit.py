@@ -430,6 +430,11 @@ def test_a_commit_failing_in_the_daemon_after_its_record(tmp_path, monkeypatch):
     start finishes it."""
     logs = tmp_path / "logs"
     make_topic(logs)
+    m0 = manager(logs)  # a keyed record in partition 0, for the key view's rm below
+    try:
+        m0.get_log(TOPIC, 0).append([(1_700_000_100_000, b"k0", b"keyed", ())])
+    finally:
+        m0.shutdown()
     job = stage(logs)
     monkeypatch.setenv(bulk_commit.faults.FAIL_ENV, "commit-partition-done#2")
     m = Mount(tmp_path)
@@ -443,6 +448,14 @@ def test_a_commit_failing_in_the_daemon_after_its_record(tmp_path, monkeypatch):
                     open(m.path(TOPIC, str(p), "append"), "ab") as f:
                 f.write(b"late\n")
             assert exc.value.errno == 5  # EIO
+            # keyed writes and tombstones through the key view are appends too
+            with pytest.raises(OSError) as exc, \
+                    open(m.path(TOPIC, str(p), "key", "late"), "wb") as f:
+                f.write(b"v")
+            assert exc.value.errno == 5
+        with pytest.raises(OSError) as exc:
+            os.unlink(m.path(TOPIC, "0", "key", "k0"))
+        assert exc.value.errno == 5
         assert "could not be finished" in m.log()
     finally:
         assert m.umount() == 0
@@ -450,11 +463,16 @@ def test_a_commit_failing_in_the_daemon_after_its_record(tmp_path, monkeypatch):
     m2.start()
     try:
         for p in range(PARTS):
+            want = expected(p, True)
+            if p == 0:
+                want.insert(PRE, b"keyed")
             with open(m2.path(TOPIC, str(p), "messages"), "rb") as f:
-                assert f.read().splitlines() == expected(p, True)
+                assert f.read().splitlines() == want
     finally:
         assert m2.umount() == 0
-    assert_finished(logs, True)
+    assert not [n for n in os.listdir(logs) if n.startswith(bulk_commit.RECORD_PREFIX)]
+    r = kafkafs("check", "--log-dirs", str(logs), check=False)
+    assert r.returncode == 0 and b"clean" in r.stdout, r.stdout + r.stderr
 
 
 def test_a_damaged_or_missing_run_is_refused_before_the_record(tmp_path):

@@ -378,9 +378,12 @@ class KeyView:
     async def unlink(self, parent: T.Node, name: bytes) -> None:
         """``rm key/<k>``: append a tombstone for k. FUSEError(ENOENT) when k has no value;
         errors of the append (ENOSPC, ...) propagate."""
+        if parent.partition is not None:
+            await self.fs.commit_wait(parent.topic, parent.partition)
         lg, key, offset = await self.resolve(parent, name)
         if offset is None:
             raise _err(errno.ENOENT)
+        await self.fs.commit_wait(lg.topic, lg.partition)  # (a bulk commit appending there)
         lg.append([(now_ms(), key, None, ())])
 
     # -- listing ------------------------------------------------------------------------

@@ -882,7 +882,13 @@ class KafkaFS(pyfuse3.Operations):
     async def _commit_wait(self, node) -> None:
         """Wait (off the loop's thread: the loop runs on) until no bulk commit holds the
         lock of ``node``'s log (:meth:`_commit_staged`)."""
-        tp = (node.topic, node.partition)
+        await self.commit_wait(node.topic, node.partition)
+
+    async def commit_wait(self, topic: str, partition: int) -> None:
+        """Wait until no bulk commit holds the lock of the partition's log; FUSEError(EIO)
+        when a commit recorded for it could not be finished (an append would land past it:
+        refused until the next start finishes the commit)."""
+        tp = (topic, partition)
         while (ev := self._committing.get(tp)) is not None:
             await ev.wait()
         if tp in self._unfinished:
@@ -897,6 +903,8 @@ class KafkaFS(pyfuse3.Operations):
             await self._commit_wait(h.node)
             h.writer.close(self._log(h.node))
         elif h.node.kind in (T.KEY, T.NEW_KEY):
+            if h.writer.dirty:
+                await self._commit_wait(h.node)
             h.writer.flush(self._log(h.node))  # one keyed record (fs.keys)
         else:
             props = h.writer.finish()
@@ -931,11 +939,14 @@ class KafkaFS(pyfuse3.Operations):
             # flush() normally produced it; a handle closed without flush still loses nothing
             size = len(h.writer.buf)
             try:
+                await self._commit_wait(h.node)
                 h.writer.finish_line(self._log(h.node))
             except Exception:
                 log.exception("dropping %d bytes of a partial line at close", size)
         if h.node.kind in (T.KEY, T.NEW_KEY) and h.writer is not None:
             try:  # an empty value of a file created or truncated (fs.keys)
+                if h.writer.dirty or (h.writer.fresh and not h.writer.produced):
+                    await self._commit_wait(h.node)
                 h.writer.release(self._log(h.node))
             except Exception:
                 log.exception("dropping the value of a key file at close")
