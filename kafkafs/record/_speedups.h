@@ -18,7 +18,7 @@
  * the varint writer, the batch header's layout, CRC-32C, the framing of a run of plain
  * batches read from a segment file, and small buffer helpers.
  *
- * The records section of a v2 batch (KAFKA_FORMAT.md, "RecordBatch v2"): every record is
+ * The records section of a v2 batch (docs/design.md §2.2): every record is
  *   length varint · attributes i8 · timestampDelta varlong · offsetDelta varint ·
  *   keyLen varint (-1 null) + key · valueLen varint (-1 null) + value ·
  *   headerCount varint · per header keyLen varint (>= 0) + UTF-8 key, valueLen varint + value
