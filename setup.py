@@ -6,8 +6,8 @@ With Intel's ISA-L installed (Debian: libisal-dev), the extension also gets
 ``render_file_values`` (read, CRC-32C check and render of plain batches without the GIL,
 the ``messages`` read path), with ISA-L's ``crc32_iscsi`` as the CRC-32C. Without it that
 one function is absent and the views render through the general path. (``records.jsonl``'s
-``jsonl_render_file``, kafkafs/record/_jsonl.c, is built either way: without ISA-L its
-CRC-32C is SSE4.2's or a table's.)
+``jsonl_render_file``, kafkafs/record/_jsonl.c, is built either way: without ISA-L the
+CRC-32C, kafkafs/record/_crc32c.c, is SSE4.2's or a table's.)
 """
 
 import os
@@ -28,8 +28,17 @@ def _isal() -> dict:
     return {"define_macros": [("KAFKAFS_HAVE_ISAL", "1")], "libraries": ["isal"]}
 
 
-# one extension from several source files sharing _speedups.h (issue 21 splits the rest)
-SOURCES = ["kafkafs/record/_speedups.c", "kafkafs/record/_jsonl.c"]
+# one extension, one source file per pure-Python twin, all sharing _speedups.h (which lists
+# what each holds); the Python side imports kafkafs.record._speedups as before
+SOURCES = ["kafkafs/record/" + name for name in (
+    "_speedups.c",    # the module: PyInit__speedups, the record errors
+    "_crc32c.c",      # CRC-32C: ISA-L, SSE4.2 or a table
+    "_fast.c",        # kafkafs.record.fast
+    "_plain.c",       # kafkafs.record.plain
+    "_compaction.c",  # kafkafs.record.compaction
+    "_columnar.c",    # kafkafs.record.columnar
+    "_jsonl.c",       # kafkafs.record.jsonl
+)]
 
 setup(ext_modules=[Extension("kafkafs.record._speedups", SOURCES,
                              depends=["kafkafs/record/_speedups.h"], optional=True,

@@ -1,7 +1,7 @@
 /*
- * kafkafs/record/_jsonl.c: the lines of the records.jsonl view rendered in C, part of the
- * kafkafs.record._speedups extension (module functions jsonl_render, jsonl_size and
- * jsonl_render_file, added by jsonl_add_functions).
+ * kafkafs/record/_jsonl.c: the C twin of kafkafs/record/jsonl.py, the lines of the
+ * records.jsonl view rendered in C, part of the kafkafs.record._speedups extension (module
+ * functions jsonl_render, jsonl_size and jsonl_render_file, added by jsonl_add_functions).
  *
  * Each record of a v2 batch becomes the line json.dumps(obj, ensure_ascii=False,
  * separators=(",", ":")) + "\n" of
@@ -15,7 +15,8 @@
  * and errors must stay identical (tests/test_jsonl.py).
  *
  * Records are read and validated by parse_one (_speedups.h), as RecordBatch.records()
- * reads them, so a damaged batch raises the error the Python path raises.
+ * reads them, so a damaged batch raises the error the Python path raises. A segment file's
+ * run of plain batches is read and framed by _plain.c (read_plain_window, plain_batch_at).
  */
 #include "_speedups.h"
 #include <errno.h>
@@ -579,8 +580,8 @@ sp_jsonl_render_file(PyObject *self, PyObject *args, PyObject *kwds)
             perr e = {0};
             rc = render_records(b + RB_OVERHEAD, size - RB_OVERHEAD, count, 1, be64(b),
                                 be64(b + RB_BASE_TIMESTAMP_OFFSET),
-                                rb_attributes(b) & 0x08, be64(b + RB_MAX_TIMESTAMP_OFFSET),
-                                INT64_MIN, &w, &e);
+                                rb_attributes(b) & RB_TIMESTAMP_TYPE_MASK,
+                                be64(b + RB_MAX_TIMESTAMP_OFFSET), INT64_MIN, &w, &e);
             if (rc) {
                 w.used = mark;  /* a damaged batch: the general path raises its error */
                 break;

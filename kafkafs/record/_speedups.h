@@ -1,12 +1,37 @@
 /*
  * kafkafs/record/_speedups.h: what the source files of the kafkafs.record._speedups
- * extension share (_speedups.c, _jsonl.c): the record errors, the readers of the records
- * section of a v2 batch (varints, fields, UTF-8, a whole record as Kafka's
- * DefaultRecord.readFrom validates it), the batch header's layout, CRC-32C and the framing
- * of a run of plain batches read from a segment file.
+ * extension share. The extension is one module built from one source file per
+ * pure-Python twin (setup.py lists them):
  *
- * The readers are static here (each source file gets its own copy, inlined in its hot
- * loops); the rest is defined once in _speedups.c with hidden visibility (shared inside
+ *   _speedups.c    the module: PyInit__speedups, CorruptRecordError, the record errors
+ *   _crc32c.c      CRC-32C (Kafka's Crc32C): the one routine every batch check uses
+ *   _fast.c        kafkafs/record/fast.py: values, render_values, rendered_size, decode,
+ *                  encode, encode_lines, encode_text
+ *   _plain.c       kafkafs/record/plain.py: the framing of a run of plain batches read from
+ *                  a segment file (_jsonl.c's too) and render_file_values (with ISA-L)
+ *   _compaction.c  kafkafs/record/compaction.py: the log cleaner's cl_* functions
+ *   _columnar.c    kafkafs/record/columnar.py: ColumnBuilder
+ *   _jsonl.c       kafkafs/record/jsonl.py: jsonl_render, jsonl_size, jsonl_render_file
+ *
+ * Shared here: the record errors, the readers of the records section of a v2 batch
+ * (varints, fields, UTF-8, a whole record as Kafka's DefaultRecord.readFrom validates it),
+ * the varint writer, the batch header's layout, CRC-32C, the framing of a run of plain
+ * batches read from a segment file, and small buffer helpers.
+ *
+ * The records section of a v2 batch (docs/design.md §2.2): every record is
+ *   length varint · attributes i8 · timestampDelta varlong · offsetDelta varint ·
+ *   keyLen varint (-1 null) + key · valueLen varint (-1 null) + value ·
+ *   headerCount varint · per header keyLen varint (>= 0) + UTF-8 key, valueLen varint + value
+ * and every varint is zigzag. Readers validate like Kafka's DefaultRecord.readFrom.
+ *
+ * Only the Python C API. Every read of the payload is bounds-checked against the end of
+ * the buffer, so a payload that changes while it is parsed (a shared mmap, a bytearray
+ * written by another thread while the GIL is released) gives garbage or an error, never
+ * an out-of-bounds read.
+ *
+ * The helpers are static here (each source file gets its own copy, inlined in its hot
+ * loops; KK_UNUSED spares a file that does not call one the warning); the rest is defined
+ * once, in the file named beside its declaration, with hidden visibility (shared inside
  * the extension, never exported from it).
  */
 #ifndef KAFKAFS_SPEEDUPS_H
@@ -17,8 +42,10 @@
 #include <stdint.h>
 #include <string.h>
 
-/* a function shared between the extension's source files, not exported from it */
+/* a function or variable shared between the extension's source files, not exported from it */
 #define KK_INTERNAL __attribute__((visibility("hidden")))
+/* a static helper of this header that some source files do not call */
+#define KK_UNUSED __attribute__((unused))
 
 /* payloads at least this long are scanned with the GIL released */
 #define NOGIL_THRESHOLD (64 * 1024)
@@ -72,11 +99,15 @@ typedef struct {
     unsigned long long hex;    /* Kafka's "converted value" of an overlong varint */
 } perr;
 
+/* kafkafs.record.errors.CorruptRecordError (_speedups.c, set by PyInit__speedups) */
+KK_INTERNAL extern PyObject *CorruptRecordError;
+
 /* Raise the error `code` (details in *e): CorruptRecordError with Kafka's message (the
- * GIL held). */
+ * GIL held; _speedups.c). */
 KK_INTERNAL void raise_perr(int code, const perr *e);
 
-/* Note the expected record count in *e; -1 with CorruptRecordError when it is negative. */
+/* Note the expected record count in *e; -1 with CorruptRecordError when it is negative
+ * (_speedups.c). */
 KK_INTERNAL int check_count(Py_ssize_t count, perr *e);
 
 /* An optional int argument: 0 when it is None, else 1 with its value in *out; -1 on error. */
@@ -231,7 +262,7 @@ utf8_char(const uint8_t *s, Py_ssize_t left)
 }
 
 /* Well-formed UTF-8: exactly what Python's strict decoder accepts. */
-static int
+KK_UNUSED static int
 utf8_valid(const uint8_t *s, Py_ssize_t n)
 {
     Py_ssize_t i = 0;
@@ -270,7 +301,7 @@ typedef struct {
  * headers_out NULL: validate only (safe without the GIL). Otherwise (GIL held) it receives a
  * new reference to the tuple of (str, bytes | None) headers, or NULL when there are none.
  * Returns E_OK or an error code (details in *e; E_PYERR: a Python exception is set). */
-static int
+KK_UNUSED static int
 parse_one(const uint8_t *buf, Py_ssize_t end, Py_ssize_t *ppos, rec_t *r,
           PyObject **headers_out, perr *e)
 {
@@ -386,6 +417,148 @@ fail:
 }
 
 /* ------------------------------------------------------------------------------------ */
+/* scanning a records section (_fast.c's values, _compaction.c's validation)            */
+
+typedef struct {
+    Py_ssize_t pos, len;  /* len -1: null value */
+} span_t;
+
+/* Scan `count` records: validate, optionally note each value's span, optionally total the
+ * rendered size (value or null_len, plus sep_len, per record). No Python objects: callable
+ * without the GIL. `cap` is the room in `spans` (never exceeded). */
+static inline int
+scan_values(const uint8_t *buf, Py_ssize_t len, Py_ssize_t count, int exact,
+            span_t *spans, Py_ssize_t cap, Py_ssize_t null_len, Py_ssize_t sep_len,
+            Py_ssize_t *total_out, perr *e)
+{
+    Py_ssize_t pos = 0, i, total = 0;
+    rec_t r;
+    int rc;
+
+    for (i = 0; i < count; i++) {
+        rc = parse_one(buf, len, &pos, &r, NULL, e);
+        if (rc) {
+            e->index = i;
+            return rc;
+        }
+        if (spans != NULL) {
+            if (i >= cap)
+                return E_INTERNAL;  /* impossible: a record takes >= MIN_RECORD_SIZE bytes */
+            spans[i].pos = r.val_pos;
+            spans[i].len = r.val_len;
+        }
+        if (total_out != NULL) {
+            Py_ssize_t add = r.val_len >= 0 ? (Py_ssize_t)r.val_len : null_len;
+            if (add > PY_SSIZE_T_MAX - sep_len || total > PY_SSIZE_T_MAX - (add + sep_len))
+                return E_OVERFLOW;
+            total += add + sep_len;
+        }
+    }
+    if (exact && pos != len) {
+        e->a = len - pos;
+        return E_LEFTOVER;
+    }
+    if (total_out != NULL)
+        *total_out = total;
+    return E_OK;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* writing                                                                              */
+
+/* ByteUtils.writeVarint / writeVarlong: zigzag, then 7 bits a byte, the lowest first, the
+ * high bit set on every byte but the last (a 32-bit value is written the same way). */
+static inline uint64_t
+zigzag64(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ ((uint64_t)0 - ((uint64_t)v >> 63));
+}
+
+static inline int
+varint_size(int64_t v)
+{
+    uint64_t z = zigzag64(v);
+    int n = 1;
+    while (z >= 0x80) {
+        z >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static inline char *
+put_varint(char *p, int64_t v)
+{
+    uint64_t z = zigzag64(v);
+    while (z >= 0x80) {
+        *p++ = (char)((z & 0x7f) | 0x80);
+        z >>= 7;
+    }
+    *p++ = (char)z;
+    return p;
+}
+
+/* Write one rendered record at `o`: the value (`len` bytes at `src`; len -1: the null
+ * literal) and the separator. `src` may overlap `o` (rendering in place moves values
+ * down). Returns the end of what was written. */
+static inline char *
+put_value(char *o, const uint8_t *src, Py_ssize_t len, const char *nl, Py_ssize_t nlen,
+          const char *sep, Py_ssize_t slen)
+{
+    if (len >= 0) {
+        memmove(o, src, (size_t)len);
+        o += len;
+    }
+    else {
+        memcpy(o, nl, (size_t)nlen);
+        o += nlen;
+    }
+    if (slen == 1)
+        *o++ = sep[0];
+    else {
+        memcpy(o, sep, (size_t)slen);
+        o += slen;
+    }
+    return o;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* buffers                                                                              */
+
+/* A bytes-like argument as a simple buffer (PyBuffer_Release it). */
+KK_UNUSED static int
+get_buffer(PyObject *obj, Py_buffer *view)
+{
+    return PyObject_GetBuffer(obj, view, PyBUF_SIMPLE);
+}
+
+/* Grow the PyMem_Raw buffer *pp of *cap bytes, `used` of them taken, so that `need` more
+ * fit (doubling, from `first` bytes); 0, or -1 when memory runs out (no exception set:
+ * callable without the GIL). The one growth rule of _fast.c's scratch, _compaction.c's
+ * clout and _columnar.c's column buffers. */
+KK_UNUSED static int
+raw_grow(void **pp, Py_ssize_t used, Py_ssize_t *cap, Py_ssize_t need, Py_ssize_t first)
+{
+    Py_ssize_t nc;
+    void *np;
+
+    if (*cap - used >= need)
+        return 0;
+    nc = *cap ? *cap : first;
+    while (nc - used < need) {
+        if (nc > PY_SSIZE_T_MAX / 2)
+            return -1;
+        nc *= 2;
+    }
+    np = PyMem_RawRealloc(*pp, (size_t)nc);
+    if (np == NULL)
+        return -1;
+    *pp = np;
+    *cap = nc;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
 /* batches                                                                              */
 
 static inline int64_t
@@ -407,8 +580,14 @@ wrap_add(int64_t a, int64_t b)
 #define RB_OVERHEAD 61
 #define HEADER_PEEK_BYTES 17  /* what every format's framing needs: offset, length, magic */
 #define RB_LOG_OVERHEAD 12
+/* attribute bits (int16 at RB_ATTRIBUTES_OFFSET) */
+#define RB_COMPRESSION_MASK 0x07
+#define RB_TIMESTAMP_TYPE_MASK 0x08  /* LogAppendTime */
+#define RB_TRANSACTIONAL_MASK 0x10
+#define RB_CONTROL_MASK 0x20
+#define RB_DELETE_HORIZON_MASK 0x40  /* baseTimestamp is the delete horizon */
 /* attribute bits that take a batch off the plain path: codec, transactional, control */
-#define RB_NOT_PLAIN 0x37
+#define RB_NOT_PLAIN (RB_COMPRESSION_MASK | RB_TRANSACTIONAL_MASK | RB_CONTROL_MASK)
 
 static inline uint32_t
 be32(const uint8_t *p)
@@ -436,10 +615,24 @@ rb_last_offset(const uint8_t *b)
     return wrap_add(be64(b), (int32_t)be32(b + RB_LAST_OFFSET_DELTA_OFFSET));
 }
 
-/* -- reading a segment file: a run of plain batches ----------------------------------------- */
+/* -- CRC-32C (_crc32c.c) ------------------------------------------------------------------- */
 
 /* CRC-32C (Castagnoli) as Kafka's Crc32C computes it: ISA-L, SSE4.2 or a table. */
 KK_INTERNAL uint32_t kk_crc32c(const uint8_t *p, Py_ssize_t n);
+
+/* Pick the CRC-32C code for this CPU (and fill the table it may need): called once by
+ * PyInit__speedups before anything else. */
+KK_INTERNAL void kk_crc32c_init(void);
+
+/* The CRC-32C the v2 batch of `size` bytes at b should carry at RB_CRC_OFFSET: of the
+ * bytes from its attributes to its end. */
+static inline uint32_t
+rb_crc(const uint8_t *b, Py_ssize_t size)
+{
+    return kk_crc32c(b + RB_ATTRIBUTES_OFFSET, size - RB_ATTRIBUTES_OFFSET);
+}
+
+/* -- reading a segment file: a run of plain batches (_plain.c) ------------------------------ */
 
 /* pread until `len` bytes or the end of the file; -1 with errno set on an error. */
 KK_INTERNAL Py_ssize_t pread_full(int fd, uint8_t *buf, Py_ssize_t len, long long position);
@@ -461,6 +654,10 @@ KK_INTERNAL Py_ssize_t plain_batch_at(const uint8_t *b, Py_ssize_t left, int64_t
 
 /* -- the source files' functions, added to the module by PyInit__speedups ------------------- */
 
+KK_INTERNAL int fast_add_functions(PyObject *m);   /* _fast.c */
+KK_INTERNAL int plain_add_functions(PyObject *m);  /* _plain.c */
+KK_INTERNAL int cl_add_functions(PyObject *m);     /* _compaction.c */
+KK_INTERNAL int cb_add_type(PyObject *m);          /* _columnar.c */
 KK_INTERNAL int jsonl_add_functions(PyObject *m);  /* _jsonl.c */
 
 #endif  /* KAFKAFS_SPEEDUPS_H */
