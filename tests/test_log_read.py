@@ -200,12 +200,14 @@ def test_offsets_that_go_back_inside_a_range_are_damage(tmp_path):
 
     part = tmp_path / "t-0"
     part.mkdir()
-    raws = []
-    for base in (0, 3, 1):  # the third goes back
+    def batch(base):
         raw = bytearray(encode_batch([(1, None, b"r%d" % i, ()) for i in range(2)]))
         set_base_offset(raw, base)
-        raws.append(bytes(raw))
+        return bytes(raw)
+
+    raws = [batch(0), batch(4), batch(2)]  # in a sealed segment, the third goes back
     (part / "00000000000000000000.log").write_bytes(b"".join(raws))
+    (part / "00000000000000000010.log").write_bytes(batch(10))
     from kafkafs.log.config import LogConfig
     from kafkafs.log.loader import load_log
 
@@ -215,5 +217,6 @@ def test_offsets_that_go_back_inside_a_range_are_damage(tmp_path):
     with pytest.raises(CorruptRecordError) as exc:
         for b in info.batches():
             seen.append(b.base_offset)
-    assert seen == [0, 3] and exc.value.position == len(raws[0]) + len(raws[1])
+    assert seen == [0, 4] and exc.value.position == len(raws[0]) + len(raws[1])
+    assert "offsets go back" in str(exc.value)
     lg.close()

@@ -73,6 +73,8 @@ from .txnscan import TxnScanner, txn_index_trusted
 
 log = logging.getLogger(__name__)
 
+_WHOLE_SEGMENT = 1 << 62  # a read's max_bytes that takes the rest of a segment
+
 EARLIEST_TIMESTAMP = -2  # ListOffsets sentinel: log start offset
 LATEST_TIMESTAMP = -1  # ListOffsets sentinel: log end offset
 MAX_TIMESTAMP = -3  # ListOffsets sentinel (KIP-734): the record with the largest timestamp
@@ -727,7 +729,8 @@ class Log:
         (default: log start), in order across segments, up to the log end offset as it
         stands when the call starts. Segments removed by retention meanwhile end the
         iteration early. Each batch's CRC is checked unless ``validate`` is False (as a
-        Kafka consumer's ``check.crcs``).
+        Kafka consumer's ``check.crcs``). The walk goes through :meth:`read`, one segment's
+        range at a time (the one read path, :mod:`kafkafs.log.read`).
 
         Raises CorruptRecordError, naming the file and position, at the first damage: a bad
         batch (with ``validate``, a control batch whose records do not decode too), zeros
@@ -741,49 +744,75 @@ class Log:
             end = self._log_end_offset
             start = self.log_start_offset if start_offset is None else \
                 max(start_offset, self.log_start_offset)
-            segs = self.segments()
-            sizes = [s.size for s in segs]
-        i = max(0, bisect.bisect_right([s.base_offset for s in segs], start) - 1)
-        expected = None
-        last = len(segs) - 1
-        for k in range(i, len(segs)):
-            seg, size = segs[k], sizes[k]
-            # a segment at or past the end is still looked into: its first batch either
-            # starts at or past the end (appended since: the iteration ends) or is damage
-            # that kept the log end offset from reaching into it
+            active = self.active_segment
+            active_size = active.size
+        offset, expected = start, None
+        seg, reached = None, 0
+        while offset < end:
             try:
-                if seg.base_offset < start:
-                    first = seg.translate_offset(start)
-                    if first is None:
-                        continue
-                    pos = first.position
-                else:
-                    pos = 0
-                next_base = segs[k + 1].base_offset if k < last else None
-                seg_next = seg.base_offset if pos == 0 else start  # what the bytes reach
-                for batch in seg.batches(pos, size, validate=validate, strict_end=k < last):
+                info = self.read(offset, _WHOLE_SEGMENT)
+            except OffsetOutOfRangeError:
+                return  # the log start offset moved past it meanwhile (retention)
+            except (OSError, ValueError):
+                floor, _next = self.segment_after(offset, inclusive=True)
+                if floor is None or floor.closed:  # removed by retention under us
+                    return
+                raise
+            if info.empty:
+                break  # nothing readable from ``offset`` on: see below
+            seg, last_one = info.segment, info.next_base is None
+            range_end = info.position + info.size
+            reached, seg_next = info.position, offset
+            try:
+                for batch in info.batches(validate=validate,
+                                          strict_end=not last_one and range_end >= seg.size):
+                    if batch.base_offset >= end:
+                        return  # appended since the walk began
                     # the log end offset is where the last segment's last batch ends: a
                     # batch before it that reaches that far contradicts it
                     check_batch_order(batch, expected, seg.base_offset, seg.log_path,
-                                      next_base, end)
-                    expected = batch.next_offset
-                    pos, seg_next = batch.position + batch.size, batch.next_offset
+                                      info.next_base, end)
+                    expected = seg_next = batch.next_offset
+                    reached = batch.position + batch.size
                     if batch.last_offset < start:
                         continue
                     if validate and batch.is_control:
                         batch.check_records()  # no reader shows them, but they must decode
                     yield seg, batch
-                if k == last and seg_next < end:
-                    # the last segment's bytes end (an incomplete batch, zeros) before the
-                    # log end offset its tail gave: what lies between cannot be read
-                    raise CorruptRecordError(
-                        f"the data ends before the log end offset {end} (an incomplete or "
-                        f"unreadable batch where offset {seg_next} should start)",
-                        path=seg.log_path, position=pos)
             except (OSError, ValueError):
                 if seg.closed:  # removed by retention under us
                     return
                 raise
+            if last_one:
+                break  # (the last segment: what it holds ends the walk)
+            # a sealed segment read to its end (a zero tail stops the range early): the
+            # next one, past offsets compacted away at its end
+            offset = max(seg_next, info.next_base)
+        if offset >= end or seg is None:
+            # a segment based at or past the end is still looked into: its first batch either
+            # starts at or past the end (appended since) or is damage that kept the log end
+            # offset from reaching into it
+            if active.base_offset >= end and active_size > 0 and (
+                    seg is None or active.base_offset > seg.base_offset):
+                try:
+                    for batch in active.batches(0, active_size, validate=validate):
+                        check_batch_order(batch, expected, active.base_offset,
+                                          active.log_path, None, end)
+                except (OSError, ValueError):
+                    if active.closed:
+                        return
+                    raise
+            if offset >= end:
+                return
+        if expected is None or expected < end:
+            # the last segment's bytes end (an incomplete batch, zeros) before the log end
+            # offset its tail gave: what lies between cannot be read
+            at = expected if expected is not None else offset
+            where = seg if seg is not None else active
+            raise CorruptRecordError(
+                f"the data ends before the log end offset {end} (an incomplete or "
+                f"unreadable batch where offset {at} should start)",
+                path=where.log_path, position=reached if seg is not None else 0)
 
     def batches(self, start_offset: int | None = None, validate: bool = True
                 ) -> Iterator[RecordBatch]:

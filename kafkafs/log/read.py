@@ -112,8 +112,8 @@ class FetchDataInfo:
         below it are the reader's to skip), walked by
         :meth:`~kafkafs.log.segment.LogSegment.batches`: each CRC checked with ``validate``,
         a batch cut by the end of the range ends the walk quietly, offsets checked to
-        increase and to stay inside the segment
-        (:func:`~kafkafs.log.segment.check_batch_order`); ``strict_end``: an incomplete batch
+        increase and to stay inside the segment, and in the last segment below the log end
+        offset of the read (:func:`~kafkafs.log.segment.check_batch_order`); ``strict_end``: an incomplete batch
         at the end of the range is damage too (the range ends where a sealed segment ends).
         Raises CorruptRecordError (naming the file and position) at damage inside the range,
         after every batch before it."""
@@ -121,9 +121,11 @@ class FetchDataInfo:
         if seg is None or self.size == 0:
             return
         expected = None
+        end = self.log_end_offset if self.next_base is None else None
         for batch in seg.batches(self.position, self.position + self.size, validate=validate,
                                  strict_end=strict_end):
-            check_batch_order(batch, expected, seg.base_offset, seg.log_path, self.next_base)
+            check_batch_order(batch, expected, seg.base_offset, seg.log_path, self.next_base,
+                              end)
             expected = batch.next_offset
             yield batch
 
@@ -167,7 +169,10 @@ def read_log(log, start_offset: int, max_bytes: int, isolation: str = FETCH_LOG_
             size, limit = last_size, leo  # the last segment as the log end offset saw it
         else:
             size, limit = seg.size, leo if next_base is None else next_base
-        batch = seg.translate_offset(start_offset, limit=limit)
+        # (a batch reaching past the last segment's end is named by the walk, against the
+        # log end offset: batches())
+        batch = seg.translate_offset(start_offset, limit=None if next_base is None else limit,
+                                     strict_end=next_base is not None)
         if batch is None or batch.position >= size:
             # nothing from the start offset on here (compacted away, or appended since the
             # log end offset was taken): the next segment
@@ -176,7 +181,8 @@ def read_log(log, start_offset: int, max_bytes: int, isolation: str = FETCH_LOG_
         max_position = size
         if max_offset < limit:  # the maximum offset lies in this segment
             bound = batch if batch.last_offset >= max_offset else \
-                seg.translate_offset(max_offset, batch.position, limit=limit)
+                seg.translate_offset(max_offset, batch.position,
+                                     limit=None if next_base is None else limit)
             if bound is not None:
                 max_position = min(size, bound.position)
         adjusted = max(max_bytes, batch.size) if min_one_message else max_bytes

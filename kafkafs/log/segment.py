@@ -771,8 +771,8 @@ class LogSegment:
         self._zero_from = (pos, size)
 
     def translate_offset(self, offset: int, start_position: int = 0, *,
-                         limit: int | None = None, skip_damaged: bool = False
-                         ) -> RecordBatch | None:
+                         limit: int | None = None, skip_damaged: bool = False,
+                         strict_end: bool = False) -> RecordBatch | None:
         """The first batch at or after ``start_position`` whose last offset is >= ``offset``,
         starting from the index's floor entry (``LogSegment.translateOffset``); None if the
         segment has no such batch. An index entry that does not point at a batch fitting it
@@ -782,11 +782,14 @@ class LogSegment:
         are out of place (:func:`offset_order_problem`; ``limit``: the offset no batch may
         reach, the next segment's base or the log end offset). With ``skip_damaged`` (a
         point read) a batch whose offsets are out of place is stepped over instead, so that
-        a record of an intact batch after it is still found; framing damage still raises."""
-        position = self._index_floor(offset)
+        a record of an intact batch after it is still found; framing damage still raises.
+        ``strict_end`` (a sealed segment): an incomplete batch met at its end raises too."""
+        # (an offset at or below the base: the first batch; no index to open)
+        position = 0 if offset <= self.base_offset else self._index_floor(offset)
         # a point lookup scans about index.interval.bytes: read small chunks
         expected = None
-        for batch in self.batches(max(position, start_position), chunk_size=TRANSLATE_CHUNK):
+        for batch in self.batches(max(position, start_position), chunk_size=TRANSLATE_CHUNK,
+                                  strict_end=strict_end):
             problem = offset_order_problem(first_offset(batch), batch.last_offset, expected,
                                            self.base_offset, limit)
             if problem is not None:
