@@ -759,7 +759,8 @@ class Log:
                     return
                 raise
             if info.empty:
-                break  # nothing readable from ``offset`` on: see below
+                seg = None  # nothing readable from ``offset`` on: see below
+                break
             seg, last_one = info.segment, info.next_base is None
             range_end = info.position + info.size
             reached, seg_next = info.position, offset
@@ -804,15 +805,16 @@ class Log:
                     raise
             if offset >= end:
                 return
-        if expected is None or expected < end:
+        if seg is None or expected is None or expected < end:
             # the last segment's bytes end (an incomplete batch, zeros) before the log end
-            # offset its tail gave: what lies between cannot be read
-            at = expected if expected is not None else offset
-            where = seg if seg is not None else active
+            # offset its tail gave (or nothing is readable from ``offset`` on): what lies
+            # between cannot be read
+            at = offset if seg is None or expected is None else expected
             raise CorruptRecordError(
                 f"the data ends before the log end offset {end} (an incomplete or "
                 f"unreadable batch where offset {at} should start)",
-                path=where.log_path, position=reached if seg is not None else 0)
+                path=(active if seg is None else seg).log_path,
+                position=0 if seg is None else reached)
 
     def batches(self, start_offset: int | None = None, validate: bool = True
                 ) -> Iterator[RecordBatch]:
