@@ -233,3 +233,39 @@ def test_missing_segment_in_spark(spark, holed):
     with pytest.raises(Exception, match=rf"KAFKA_DATA_LOSS.*offset \[{gone}, {after}\)"):
         df().count()
     assert df(failOnDataLoss="false").count() == 600 - (after - gone)
+
+
+def test_a_segment_removed_between_listing_and_planning_is_planned_from_a_new_listing(
+        tmp_path, monkeypatch):
+    """Read-only loads open segments on first use: a segment a live broker's retention
+    removes after the partition dir was listed but before the planner reads its size makes
+    the planner list the dir again (it skipped the whole partition before)."""
+    from kafkafs.log import segment as segment_mod
+    from kafkafs.spark import views as views_mod
+
+    logs = tmp_path / "logs"
+    (logs / "ret-0").mkdir(parents=True)
+    lg = load_log(str(logs / "ret-0"), "ret", 0, LogConfig(segment_bytes=300))
+    for i in range(40):
+        lg.append([(1_000 + i, None, b"value-%03d" % i * 4, ())])
+    assert len(lg.segments()) > 3
+    lg.close()
+    first = min(n for n in os.listdir(logs / "ret-0") if n.endswith(".log"))
+    real = segment_mod.LogSegment.load_sizes
+    calls = []
+
+    def load_sizes(segments):
+        if not calls:  # retention removes the oldest segment right after the listing
+            os.unlink(logs / "ret-0" / first)
+        calls.append(len(segments))
+        return real(segments)
+
+    monkeypatch.setattr(views_mod.LogSegment, "load_sizes", staticmethod(load_sizes))
+    views = views_mod.open_local_views(str(logs), lambda t: True)
+    try:
+        assert [v.tp for v in views] == [("ret", 0)]
+        assert len(calls) == 2 and calls[1] == calls[0] - 1
+        assert views[0].segments[0].name != first
+    finally:
+        for v in views:
+            v.close()

@@ -324,16 +324,35 @@ def open_local_views(root: str, selected) -> list:
         if pdir is None:
             continue
         try:
-            lg = load_log(pdir, tp[0], tp[1], LogConfig(), recovery_point=recovery.get(tp, 0),
-                          log_start_offset=starts.get(tp, 0), had_clean_shutdown=clean,
-                          writable=False, limit=limits.get(tp))
+            view = _local_view(root, path, pdir, tp, recovery.get(tp, 0), starts.get(tp, 0),
+                               clean, limits.get(tp))
         except (OSError, ValueError) as exc:
             log.warning("Skipping partition %s-%d in %s: %s", tp[0], tp[1], path, exc)
             continue
-        view = LocalView(root, os.path.basename(path), lg)
         view.compacted = tp in compacted
         views.append(view)
     return views
+
+
+def _local_view(root, path, pdir, tp, recovery_point, log_start, clean, limit) -> LocalView:
+    """The :class:`LocalView` of one partition dir, loaded read-only. Segments open on first
+    use (their sizes are read here): one removed between the listing and its ``stat`` (a
+    live broker's retention) makes the load start again, once, from a new listing. Raises
+    OSError, ValueError."""
+    for attempt in (1, 2):
+        lg = load_log(pdir, tp[0], tp[1], LogConfig(), recovery_point=recovery_point,
+                      log_start_offset=log_start, had_clean_shutdown=clean,
+                      writable=False, limit=limit)
+        try:
+            return LocalView(root, os.path.basename(path), lg)
+        except FileNotFoundError:
+            lg.close(take_snapshot=False)
+            if attempt == 2:
+                raise
+        except BaseException:
+            lg.close(take_snapshot=False)
+            raise
+    raise AssertionError("unreachable")
 
 
 # -- pyarrow filesystems ---------------------------------------------------------------------
