@@ -101,7 +101,7 @@ def test_offsets_outside_the_log_and_at_its_end(tmp_path):
     lg.log_start_offset = 10  # (as DeleteRecords leaves it)
     with pytest.raises(OffsetOutOfRangeError):
         lg.read(9, 1000)
-    assert list(lg.read(10, 1000).batches())[0].last_offset >= 10
+    assert next(lg.read(10, 1000).batches()).last_offset >= 10
     with pytest.raises(ValueError):
         lg.read(10, -1)
     with pytest.raises(ValueError):

@@ -61,12 +61,12 @@ from ..log.names import (
     parse_partition_dir,
     parse_segment_filename,
 )
-from ..log.segment import LogSegment
 from ..log.producer_state import (
     CorruptSnapshotError,
     decode_snapshot,
     parse_snapshot_filename,
 )
+from ..log.segment import LogSegment
 from ..log.txnindex import AbortedTxn
 from ..record.batch import iter_batches
 from ..record.control import ABORT, end_txn_marker
