@@ -171,7 +171,8 @@ def read_log(log, start_offset: int, max_bytes: int, isolation: str = FETCH_LOG_
             size, limit = seg.size, leo if next_base is None else next_base
         # (a batch reaching past the last segment's end is named by the walk, against the
         # log end offset: batches())
-        batch = seg.translate_offset(start_offset, limit=None if next_base is None else limit,
+        lookup_limit = None if next_base is None else limit
+        batch = seg.translate_offset(start_offset, limit=lookup_limit,
                                      strict_end=next_base is not None)
         if batch is None or batch.position >= size:
             # nothing from the start offset on here (compacted away, or appended since the
@@ -181,8 +182,7 @@ def read_log(log, start_offset: int, max_bytes: int, isolation: str = FETCH_LOG_
         max_position = size
         if max_offset < limit:  # the maximum offset lies in this segment
             bound = batch if batch.last_offset >= max_offset else \
-                seg.translate_offset(max_offset, batch.position,
-                                     limit=None if next_base is None else limit)
+                seg.translate_offset(max_offset, batch.position, limit=lookup_limit)
             if bound is not None:
                 max_position = min(size, bound.position)
         adjusted = max(max_bytes, batch.size) if min_one_message else max_bytes

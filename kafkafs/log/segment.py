@@ -286,16 +286,20 @@ class LogSegment:
         """Bytes of the ``.log`` this segment holds (as of its load or last change)."""
         size = self._size
         if size is None:  # a lazy segment's first use
-            name = os.path.basename(self.log_path)
-            st = self.pdir.lstat(name)
-            if not stat.S_ISREG(st.st_mode):
-                raise self.pdir._refuse(name, st.st_mode)
-            if self._ident is None:
-                self._ident = (st.st_dev, st.st_ino)
-            elif (st.st_dev, st.st_ino) != self._ident:
-                raise StaleSegmentError(self.log_path)
-            size = self._size = st.st_size
+            size = self._take_stat(self.pdir.lstat(os.path.basename(self.log_path)))
         return size
+
+    def _take_stat(self, st: os.stat_result) -> int:
+        """(a lazy segment's first use) The ``.log``'s size and identity from its ``lstat``
+        ``st``; returns the size. Raises NotRegularFileError, StaleSegmentError."""
+        if not stat.S_ISREG(st.st_mode):
+            raise self.pdir._refuse(os.path.basename(self.log_path), st.st_mode)
+        if self._ident is None:
+            self._ident = (st.st_dev, st.st_ino)
+        elif (st.st_dev, st.st_ino) != self._ident:
+            raise StaleSegmentError(self.log_path)
+        self._size = st.st_size
+        return st.st_size
 
     @size.setter
     def size(self, value: int) -> None:
@@ -310,18 +314,15 @@ class LogSegment:
         todo = [s for s in segments if s._size is None]
         if not todo:
             return
-        pdir = todo[0].pdir
-        with pdir.lease() as dfd:
+        with todo[0].pdir.lease() as dfd:
             for seg in todo:
-                name = os.path.basename(seg.log_path)
                 try:
-                    st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                    st = os.stat(os.path.basename(seg.log_path), dir_fd=dfd,
+                                 follow_symlinks=False)
                 except OSError:
                     continue  # (the size getter raises it, with its path)
-                if stat.S_ISREG(st.st_mode) and seg._size is None and (
-                        seg._ident is None or seg._ident == (st.st_dev, st.st_ino)):
-                    seg._ident = (st.st_dev, st.st_ino)
-                    seg._size = st.st_size
+                if seg._size is None:
+                    seg._take_stat(st)
         for seg in todo:
             seg.size  # noqa: B018 - the ones left: raises as the getter does
 

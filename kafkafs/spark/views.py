@@ -339,20 +339,20 @@ def _local_view(root, path, pdir, tp, recovery_point, log_start, clean, limit) -
     use (their sizes are read here): one removed between the listing and its ``stat`` (a
     live broker's retention) makes the load start again, once, from a new listing. Raises
     OSError, ValueError."""
-    for attempt in (1, 2):
+    def load() -> LocalView:
         lg = load_log(pdir, tp[0], tp[1], LogConfig(), recovery_point=recovery_point,
                       log_start_offset=log_start, had_clean_shutdown=clean,
                       writable=False, limit=limit)
         try:
             return LocalView(root, os.path.basename(path), lg)
-        except FileNotFoundError:
-            lg.close(take_snapshot=False)
-            if attempt == 2:
-                raise
         except BaseException:
             lg.close(take_snapshot=False)
             raise
-    raise AssertionError("unreachable")
+
+    try:
+        return load()
+    except FileNotFoundError:
+        return load()
 
 
 # -- pyarrow filesystems ---------------------------------------------------------------------
