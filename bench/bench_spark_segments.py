@@ -14,7 +14,9 @@ offset, ``.kafka_cleanshutdown``), so planning opens them as it would a broker's
 Spark's start-up not) and the best kept; the number of tasks of each is shown.
 ``--small-bytes`` takes a comma-separated list of segment sizes (default ``2048``): each
 gets its own topic and row (``2048,65536,1048576`` shows where the cost of a segment stops
-mattering).
+mattering). Each small topic's row also shows the floor of any per-segment loop in Python:
+listing its partition dir, a ``stat`` of each ``.log``, and an open, ``fstat``, ``pread``
+and close of each, timed on their own.
 
     .venv/bin/python bench/bench_spark_segments.py [--records 1000000] [--dir DIR]
         [--small-bytes 2048,65536,1048576]
@@ -124,6 +126,29 @@ def split(large_root: str, large: str, root: str, topic: str, segment_bytes: int
     return segments
 
 
+def floor(path: str) -> tuple[float, float, float]:
+    """Seconds of the system calls any Python loop over the segments of ``path`` makes:
+    ``(listdir, stat of each .log, open + fstat + pread + close of each)``."""
+    t = time.perf_counter()
+    names = sorted(n for n in os.listdir(path) if n.endswith(".log"))
+    t_list = time.perf_counter() - t
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        t = time.perf_counter()
+        for n in names:
+            os.stat(n, dir_fd=fd)
+        t_stat = time.perf_counter() - t
+        t = time.perf_counter()
+        for n in names:
+            f = os.open(n, os.O_RDONLY, dir_fd=fd)
+            os.pread(f, os.fstat(f).st_size, 0)
+            os.close(f)
+        t_read = time.perf_counter() - t
+    finally:
+        os.close(fd)
+    return t_list, t_stat, t_read
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=1_000_000)
@@ -198,6 +223,10 @@ def main() -> int:
               f"task(s), {t_small:.2f} s ({args.records / t_small / 1e6:.2f} M rec/s): "
               f"{t_large / t_small:.2f}x the 1 GiB throughput"
               + (" (target >= 0.8x)" if n == 2048 else ""))
+        t_list, t_stat, t_read = floor(os.path.join(dirs[topic], f"{topic}-0"))
+        print(f"    floor of a Python loop over its segments: listdir {t_list:.2f} s, stat "
+              f"{t_stat:.2f} s, open/fstat/pread/close {t_read:.2f} s = "
+              f"{t_list + t_stat + t_read:.2f} s")
     return 0
 
 
