@@ -1,4 +1,4 @@
-"""The daemon's background tasks (kafkafs/daemon/tasks.py, Kafka's LogManager scheduler
+"""The daemon's background tasks (kafkafs/core/tasks.py, Kafka's LogManager scheduler
 jobs) at work inside a running mount: retention with its delayed file removal and the
 log-start-offset checkpoint, and the flush scheduler with the recovery-point checkpoint.
 Each is watched from outside, in the log dir and through the mount, while the daemon runs;
@@ -142,7 +142,7 @@ def test_a_failing_cleaner_does_not_take_the_daemon_down(caplog):
 
     import trio
 
-    from kafkafs.daemon import tasks
+    from kafkafs.core import tasks
 
     calls = []
 

@@ -146,7 +146,7 @@ def test_read_only_mount_follows_a_live_broker(mount_factory, tmp_path):
 
 
 def test_a_poll_refreshes_only_the_logs_that_changed(manager_factory, tmp_path):
-    from kafkafs.daemon.watcher import refresh_logs
+    from kafkafs.core.watcher import refresh_logs
 
     writer = manager_factory()
     for t in ("a", "b"):

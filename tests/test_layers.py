@@ -9,8 +9,11 @@ Layers (a module may import its own layer and the ones listed for it):
 
 * ``kafkafs.record`` -- the codec: nothing of kafkafs outside itself;
 * ``kafkafs.log`` -- the storage engine: ``kafkafs.record``;
-* ``kafkafs.fs``, ``kafkafs.spark`` -- log, record and the leaf helpers;
-* ``kafkafs.daemon`` -- also ``kafkafs.fs`` (it serves the FUSE tree);
+* ``kafkafs.core`` -- the storage core (log manager, tasks, control requests): log, record
+  and the leaf helpers;
+* ``kafkafs.fs``, ``kafkafs.spark`` -- also ``kafkafs.core`` (the FUSE frontend is given a
+  core; Spark's writer asks a daemon through the control requests' client side);
+* ``kafkafs.daemon`` -- also ``kafkafs.fs`` (it composes the core with its frontends);
 * ``kafkafs.cli`` -- also ``kafkafs.fs``, ``kafkafs.daemon`` and ``kafkafs.spark`` (commands
   start them) and the root package (``__version__``);
 * leaf helpers ``kafkafs.escapes``, ``kafkafs.mounttable`` and the root ``kafkafs`` (its
@@ -38,10 +41,12 @@ LOWER = {"kafkafs.log", "kafkafs.record"} | HELPERS
 ALLOWED: dict[str, set[str]] = {
     "kafkafs.record": set(),
     "kafkafs.log": {"kafkafs.record"},
-    "kafkafs.fs": LOWER,
-    "kafkafs.spark": LOWER,
-    "kafkafs.daemon": LOWER | {"kafkafs.fs"},
-    "kafkafs.cli": LOWER | {"kafkafs.fs", "kafkafs.daemon", "kafkafs.spark", "kafkafs"},
+    "kafkafs.core": LOWER,
+    "kafkafs.fs": LOWER | {"kafkafs.core"},
+    "kafkafs.spark": LOWER | {"kafkafs.core"},
+    "kafkafs.daemon": LOWER | {"kafkafs.core", "kafkafs.fs"},
+    "kafkafs.cli": LOWER | {"kafkafs.core", "kafkafs.fs", "kafkafs.daemon", "kafkafs.spark",
+                            "kafkafs"},
     "kafkafs.escapes": set(),
     "kafkafs.mounttable": set(),
     "kafkafs": set(),

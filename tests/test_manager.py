@@ -9,7 +9,7 @@ import time
 import pytest
 from conftest import tree_state
 
-from kafkafs.daemon.watcher import _adopt
+from kafkafs.core.watcher import _adopt
 from kafkafs.log import checkpoint as ckpt
 from kafkafs.log.config import BrokerConfig
 from kafkafs.log.errors import (

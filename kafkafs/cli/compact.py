@@ -15,11 +15,10 @@ import os
 import shlex
 import sys
 
+from ..core import control
 from ..log import cleaner_status
 from ..log.cleaner import CleanerConfig, LogCleaner
 from ..log.errors import LogError
-
-COMPACT_XATTR = "user.kafkafs.compact"  # (kafkafs.fs.operations serves it)
 from .common import CliError, add_log_dir_args, broker_config, open_manager
 from .holder import Job
 from .mount import mount_serving
@@ -112,7 +111,7 @@ def _job(args) -> Job:
     def through(mnt: str) -> str:
         targets = [os.path.join(mnt, args.topic)] if args.partition is None else \
             [os.path.join(mnt, args.topic, str(p)) for p in args.partition]
-        return f"setfattr -n {COMPACT_XATTR} -v now {' '.join(map(shlex.quote, targets))}"
+        return f"setfattr -n {control.COMPACT} -v now {' '.join(map(shlex.quote, targets))}"
 
     return Job("run the cleaner pass", through, "none: a broker's log cleaner runs on its own")
 
@@ -133,7 +132,7 @@ def _through_daemon(args, mnt: str) -> int:
     failed = 0
     for path in targets:
         try:
-            os.setxattr(path, COMPACT_XATTR, b"now")
+            control.compact(path)
         except FileNotFoundError:
             raise CliError(f"{os.path.relpath(path, mnt)} does not exist in {mnt}") from None
         except OSError as exc:

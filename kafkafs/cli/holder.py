@@ -3,7 +3,7 @@
 A writer (``produce``, ``topics --create/--delete/--alter``, ``compact``) takes the log
 dirs' lock and is refused while another process holds one. The refusal says who: the
 kafkafs daemon mounted at MOUNT (found by the log dirs it serves,
-:func:`kafkafs.mounttable.find_mount`), then with the command that does the job through
+:func:`kafkafs.core.control.find_mount`), then with the command that does the job through
 that mount (``mkdir MOUNT/<topic>``, ``>> MOUNT/<topic>/<p>/append``, ...); another kafkafs
 process that serves no mount here; or a process that is no kafkafs at all (a Kafka broker:
 then the broker's own tool does the job).
@@ -16,11 +16,9 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from ..core.control import daemon_pid, find_mount
 from ..log.inspect import describe_pid, lock_holder_pid
 from ..log.manager import is_locked
-from ..mounttable import find_mount
-
-DAEMON_PID_XATTR = "user.kafkafs.pid"  # (kafkafs.fs.operations serves it on the root)
 
 
 @dataclass
@@ -56,7 +54,7 @@ def find_holder(log_dirs: Iterable[str]) -> Holder | None:
     holder = Holder(held, mount=find_mount([held], exact=False))
     if holder.mount is not None:
         try:
-            holder.pid = int(os.getxattr(holder.mount, DAEMON_PID_XATTR))
+            holder.pid = daemon_pid(holder.mount)
         except (OSError, ValueError):
             pass
     if holder.pid is None:

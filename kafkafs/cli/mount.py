@@ -10,8 +10,9 @@ import subprocess
 import sys
 import time
 
+from ..core.control import daemon_pid, find_mount
 from ..log.errors import LogDirLockedError
-from ..mounttable import FSTYPE, find_mount, mount_entries
+from ..mounttable import FSTYPE, mount_entries
 from .common import CliError, add_log_dir_args, broker_config
 
 DEFAULT_LOCK_TIMEOUT = 10.0  # seconds kafkafs mount waits for a log dir's lock
@@ -88,7 +89,7 @@ def wait_for_log_dirs(log_dirs, timeout: float) -> None:
 
 def _daemon_pid(mountpoint: str) -> int | None:
     try:
-        return int(os.getxattr(mountpoint, "user.kafkafs.pid"))
+        return daemon_pid(mountpoint)
     except (OSError, ValueError):
         return None
 

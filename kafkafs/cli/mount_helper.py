@@ -66,8 +66,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from ..core.control import daemon_pid, served_log_dirs
 from ..daemon.options import FUSE_OPTIONS, FUSE_VALUE_OPTIONS, OWN_OPTIONS
-from ..mounttable import served_log_dirs
 from .mount import FSTYPE, is_mounted, kafkafs_mount_state, lazy_unmount
 
 PROG = "mount.fuse.kafkafs"
@@ -257,7 +257,7 @@ def already_mounted(req: MountRequest) -> int | None:
         return None
     try:
         dirs = served_log_dirs(req.mountpoint)
-        pid = int(os.getxattr(req.mountpoint, "user.kafkafs.pid"))
+        pid = daemon_pid(req.mountpoint)
     except (OSError, ValueError):
         return None
     served = {os.path.realpath(d) for d in dirs}

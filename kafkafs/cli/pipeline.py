@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..mounttable import find_mount
+from ..core.control import find_mount
 from .common import CliError
 
 

@@ -1,8 +1,11 @@
 """The kafkafs daemon: one trio process per mount (docs/design.md §6).
 
-Start-up order (as s3ql's mount.s3ql): load and recover the log dirs, create the
-filesystem, ``pyfuse3.init`` (the mount), start the background tasks in one nursery, tell
-systemd READY=1, then serve. Shutdown — on SIGTERM/SIGINT, or when the mount point is
+The daemon composes a storage core (:class:`~kafkafs.core.storage.StorageCore`: the log
+manager, its tasks, the key maps, the control requests) with its frontends, today the FUSE
+mount (:class:`~kafkafs.fs.operations.KafkaFS`), which is given the core. Start-up order
+(as s3ql's mount.s3ql): load and recover the log dirs, create the filesystem,
+``pyfuse3.init`` (the mount), start the frontend's and the core's background tasks in one
+nursery, tell systemd READY=1, then serve. Shutdown — on SIGTERM/SIGINT, or when the mount point is
 unmounted (``kafkafs umount``, ``fusermount3 -u``) — stops serving and the tasks, flushes
 every log, writes the checkpoints and ``.kafka_cleanshutdown``, releases the log dirs'
 locks, then unmounts, and returns 0. The unmount comes last because it can take seconds
@@ -18,26 +21,22 @@ import errno
 import logging
 import os
 import signal
-from functools import partial
 
 import pyfuse3
 import trio
 import trio.lowlevel
 
+from ..core.storage import StorageCore
 from ..escapes import unescape
 from ..fs.measure import keep_views_measured
 from ..fs.operations import FsOptions, KafkaFS
-from ..log.cleaner import CleanerConfig, LogCleaner
 from ..log.config import BrokerConfig
 from ..log.errors import LogDirLockedError
 from ..log.inspect import lock_holder
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
-from ..log.keymap import KeyMaps
-from ..log.log import now_ms
-from ..log.manager import LogManager, is_locked
-from . import malloc, notify, readahead, tasks
+from ..log.manager import is_locked
+from . import malloc, notify, readahead
 from .options import batch_size_option, check_fuse_options, split_options
-from .watcher import watch_log_dirs
 
 log = logging.getLogger(__name__)
 
@@ -131,9 +130,9 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
     before :func:`preflight` passes. Raises LogDirLockedError, OSError, ValueError,
     MountError."""
     fsopt, ra_kb, fuse_opts = preflight(config, options, read_only)
-    manager = LogManager(config, read_only=fsopt.read_only)
-    await trio.to_thread.run_sync(manager.startup)
-    operations = KafkaFS(manager, fsopt)
+    core = StorageCore(config, read_only=fsopt.read_only)
+    await core.startup()
+    operations = KafkaFS(core, fsopt)  # the first frontend
     for name in ("fsname", "subtype"):  # kafkafs, unless -o gives its own
         if not any(o.startswith(name + "=") for o in fuse_opts):
             fuse_opts.add(f"{name}=kafkafs")
@@ -155,41 +154,22 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
             async with trio.open_nursery() as nursery:
                 operations.nursery = nursery
                 nursery.start_soon(_on_signal, signals, nursery.cancel_scope)
+                # the frontend's own tasks, then the core's
                 nursery.start_soon(_widen_read_ahead, operations, mountpoint, ra_kb)
-                nursery.start_soon(_keep_key_maps, operations.keys.maps, manager,
-                                   config.log_flush_offset_checkpoint_interval_ms)
                 nursery.start_soon(keep_views_measured, operations,
                                    config.log_flush_offset_checkpoint_interval_ms)
-                if not fsopt.read_only:
-                    nursery.start_soon(tasks.flush_scheduler, manager)
-                    nursery.start_soon(tasks.retention_task, manager)
-                    nursery.start_soon(tasks.checkpoint_task, manager)
-                    nursery.start_soon(tasks.producer_expiration_task, manager)
-                    if config.log_cleaner_enable:
-                        cleaner = LogCleaner(CleanerConfig.from_broker(config), config.log_dirs,
-                                             manager.logs)
-                        manager.cleaner = cleaner  # also for setfattr user.kafkafs.compact
-                        if cleaner.config.num_threads > 0:  # 0: no background cleaning
-                            nursery.start_soon(tasks.cleaner_task, manager, cleaner,
-                                               operations.keys.maps.after_cleaning)
-                # a read-only mount may sit beside a live broker: follow its appends,
-                # rolls and retention
-                await nursery.start(partial(watch_log_dirs, manager, follow=fsopt.read_only))
+                await core.start_tasks(nursery)
                 notify.ready(f"Mounted {mountpoint}")
                 await pyfuse3.main()
                 # pyfuse3.main returns when the kernel ends the session (fusermount3 -u)
                 nursery.cancel_scope.cancel()
         finally:
             notify.stopping()
-            if manager.cleaner is not None:  # a pass asked for through setxattr stops too
-                manager.cleaner.shutdown()
+            if core.cleaner is not None:  # a pass asked for by a request stops at once
+                core.cleaner.shutdown()
             with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(operations.save_views)
-                # the key maps as far as they go, while the logs are open (a read-only mount
-                # writes nothing); what they miss is read at their next use
-                await trio.to_thread.run_sync(partial(operations.keys.maps.maintain, save=True,
-                                                      catch_up=False))
-                clean = await trio.to_thread.run_sync(manager.shutdown)  # locks released
+                await trio.to_thread.run_sync(operations.save_views)  # the frontend first
+                clean = await core.shutdown()  # locks released
             if mounted:
                 pyfuse3.close(unmount=True)
             if clean and not mounted:
@@ -207,23 +187,6 @@ async def _widen_read_ahead(operations: KafkaFS, mountpoint: str, kb: int) -> No
     await trio.lowlevel.checkpoint()
     if readahead.set_read_ahead(mountpoint, kb):
         log.debug("read_ahead_kb of %s set to %d", mountpoint, kb)
-
-
-async def _keep_key_maps(maps: KeyMaps, manager: LogManager, save_interval_ms: int) -> None:
-    """Open the saved key maps (:meth:`KeyMaps.open_saved`), then keep the maps in use
-    (fs.keys) up to date with their logs (when a log pauses: :meth:`KeyMaps.maintain`),
-    off the event loop, and save the changed ones every ``save_interval_ms``
-    (``log.flush.offset.checkpoint.interval.ms``, as the other checkpoints)."""
-    await trio.to_thread.run_sync(maps.open_saved, list(manager.logs.values()))
-    next_save = now_ms() + save_interval_ms
-    while True:
-        await trio.sleep(1.0)
-        if not len(maps):
-            continue
-        save = now_ms() >= next_save
-        if save:
-            next_save = now_ms() + save_interval_ms
-        await trio.to_thread.run_sync(partial(maps.maintain, save=save))
 
 
 async def _on_signal(signals, cancel_scope: trio.CancelScope) -> None:

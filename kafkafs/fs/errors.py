@@ -8,6 +8,7 @@ import logging
 
 import pyfuse3
 
+from ..core import control as C
 from ..log import errors as E
 from ..record.errors import CorruptRecordError
 
@@ -17,6 +18,10 @@ report_damage = E.report_damage  # (logged once per place, by whoever meets it f
 
 
 _ERRNO = [
+    (C.InvalidRequestError, errno.EINVAL),
+    (C.NotTakenError, errno.EACCES),
+    (C.NoCleanerError, errno.ENOTSUP),
+    (C.PassFailedError, errno.EIO),
     (E.OffsetOutOfRangeError, errno.ENOENT),
     (E.UnknownTopicOrPartitionError, errno.ENOENT),
     (E.RecordTooLargeError, errno.EMSGSIZE),

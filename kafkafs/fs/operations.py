@@ -1,4 +1,5 @@
-"""The FUSE filesystem: pyfuse3 ``Operations`` over a :class:`~kafkafs.log.manager.LogManager`.
+"""The FUSE filesystem: pyfuse3 ``Operations``, the first frontend of the storage core
+(:class:`~kafkafs.core.storage.StorageCore`).
 
 Tree (docs/tree.md; docs/design.md §3.1, §8.1)::
 
@@ -33,19 +34,11 @@ from dataclasses import dataclass, field
 import pyfuse3
 import trio
 
-from ..log import cleaner_status
-from ..log.config import format_properties
+from ..core.storage import StorageCore
 from ..log.errors import LogError
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL
 from ..log.log import Log
-from ..log.manager import LogManager
 from ..log.names import parse_segment_filename
-from ..mounttable import (
-    ADOPT_XATTR,
-    APPEND_STAGED_XATTR,
-    COMMIT_STAGED_XATTR,
-    LOG_DIRS_XATTR,
-)
 from ..record import plain
 from ..record.batch import TIMESTAMP_TYPE_NAMES
 from ..record.errors import CorruptRecordError
@@ -81,7 +74,6 @@ SHORT_TIMEOUT = 1.0
 BLOCK_SIZE = 128 * 1024
 
 XATTR_PREFIX = "user.kafka."
-COMPACT_XATTR = "user.kafkafs.compact"  # set on a topic/partition dir: clean it now
 
 
 @dataclass
@@ -158,16 +150,18 @@ def _forget_entry(parent_inode: int, name: bytes) -> None:
 class KafkaFS(pyfuse3.Operations):
     """pyfuse3 operations for the kafkafs tree (see module docstring).
 
-    ``manager``: the started LogManager; ``options``: :class:`FsOptions`.
+    ``core``: the started :class:`~kafkafs.core.storage.StorageCore` (its ``manager``, key
+    maps, commit gate and control requests); ``options``: :class:`FsOptions`.
     """
 
     supports_dot_lookup = False
     enable_writeback_cache = False
     enable_acl = False
 
-    def __init__(self, manager: LogManager, options: FsOptions | None = None):
+    def __init__(self, core: StorageCore, options: FsOptions | None = None):
         super().__init__()
-        self.manager = manager
+        self.core = core
+        self.manager = manager = core.manager
         self.options = options or FsOptions()
         self.inodes = T.InodeTable()
         self._handles: dict[int, _Handle] = {}
@@ -182,18 +176,9 @@ class KafkaFS(pyfuse3.Operations):
         self.nursery: trio.Nursery | None = None  # set by the daemon: background work
         self.mount_time_ns = time.time_ns()
         self.initialized = trio.Event()  # set when the kernel's INIT request is answered
-        self.keys = KeyView(self)  # key/<k> (fs.keys); its maps are the daemon's to save
-        # (topic, partition) -> set when the bulk commit holding that log's lock ends: the
-        # writes through the mount wait for it off the lock, so the loop never blocks on it
-        self._committing: dict[tuple[str, int], trio.Event] = {}
-        # partitions of a commit that was recorded and then failed (ENOSPC, ...): appends
-        # through the mount would land past it; refused (EIO) until the next startup
-        # finishes the commit
-        self._unfinished: set[tuple[str, int]] = set()
-        # topics a recorded commit was creating or replacing when it failed: no other bulk
-        # commit touches them until the next start has finished it
-        self._unfinished_topics: set[str] = set()
+        self.keys = KeyView(self, core.key_maps)  # key/<k> (fs.keys): the core's key maps
         manager.on_forget.append(self._partition_gone)
+        core.on_topic_replaced.append(self._forget_topic_later)
 
     def init(self):
         """pyfuse3: the kernel's INIT request arrived; the reply goes out as this returns
@@ -885,14 +870,11 @@ class KafkaFS(pyfuse3.Operations):
         await self.commit_wait(node.topic, node.partition)
 
     async def commit_wait(self, topic: str, partition: int) -> None:
-        """Wait until no bulk commit holds the lock of the partition's log; FUSEError(EIO)
+        """Wait until no bulk commit holds the lock of the partition's log
+        (:meth:`CommitGate.wait <kafkafs.core.commits.CommitGate.wait>`); FUSEError(EIO)
         when a commit recorded for it could not be finished (an append would land past it:
         refused until the next start finishes the commit)."""
-        tp = (topic, partition)
-        while (ev := self._committing.get(tp)) is not None:
-            await ev.wait()
-        if tp in self._unfinished:
-            raise _err(errno.EIO)
+        await self.core.commits.wait(topic, partition)
 
     @fuse_errors
     async def flush(self, fh):
@@ -955,13 +937,7 @@ class KafkaFS(pyfuse3.Operations):
     async def _xattr_values(self, node: T.Node) -> dict[str, bytes | None]:
         """xattr name -> value of ``node`` (None: not set)."""
         if node.kind == T.ROOT:
-            config = self.manager.config
-            return {"user.kafkafs.pid": str(os.getpid()).encode(),
-                    LOG_DIRS_XATTR: ",".join(self.manager.log_dirs).encode(),
-                    # what a bulk writer needs to lay out a new topic as this daemon would
-                    "user.kafkafs.num_partitions": str(config.num_partitions).encode(),
-                    "user.kafkafs.topic_defaults": format_properties(
-                        config.log.to_properties()).encode()}
+            return self.core.control.attributes()  # core.control
         if node.kind not in (T.OFFSET, T.KEY):
             return {}
         rec, entry = await self._visible_record(self._log(node), node.name)
@@ -1000,182 +976,23 @@ class KafkaFS(pyfuse3.Operations):
 
     @fuse_errors
     async def setxattr(self, inode, name, value, ctx):
-        """Requests to the daemon, each answered when done:
-
-        * ``user.kafkafs.compact`` on a topic or partition dir runs a cleaning pass over it
-          now (``kafkafs compact`` beside a running daemon): EIO when a pass failed, EINVAL
-          for a topic that is not compacted, ENOTSUP when the daemon runs no cleaner
-          (``log.cleaner.enable=false``).
-        * ``user.kafkafs.adopt`` on the root takes a new topic from staged partition dirs
-          (:meth:`_adopt_topic`), ``user.kafkafs.append_staged`` on a partition dir appends
-          a staged run (:meth:`_append_staged`) -- both kept for older writers --,
-          ``user.kafkafs.commit_staged`` on the root publishes a whole write (topics created
-          or replaced, appends to existing partitions) all or nothing
-          (:meth:`_commit_staged`): a bulk load (``kafkalog`` Spark writes).
-
-        Nothing else is settable (EACCES)."""
+        """The daemon's control requests (docs/design.md §7, :mod:`kafkafs.core.control`):
+        set on the root, a topic or a partition dir, each answered when done, its outcome
+        the errno (``fs/errors.py``). Nothing else is settable (EACCES); a read-only mount
+        takes none (EROFS)."""
         if self.options.read_only:
             raise _err(errno.EROFS)
         node = self._node(inode)
-        sname = name.decode("utf-8", "replace")
-        if sname == ADOPT_XATTR and node.kind in (T.ROOT, T.TOPIC):
-            await self._adopt_topic(node, value)
-            return
-        if sname == COMMIT_STAGED_XATTR and node.kind == T.ROOT:
-            await self._commit_staged(value)
-            return
-        if sname == APPEND_STAGED_XATTR and node.kind == T.PARTITION:
-            await self._append_staged(node, value)
-            return
-        if sname != COMPACT_XATTR or node.kind not in (T.TOPIC, T.PARTITION):
+        if node.kind not in (T.ROOT, T.TOPIC, T.PARTITION):
             raise _err(errno.EACCES)
-        cleaner = self.manager.cleaner
-        if cleaner is None:
-            raise _err(errno.ENOTSUP)
-        parts = [node.partition] if node.kind == T.PARTITION else \
-            self.manager.partitions(node.topic)
-        logs = [self.manager.get_log(node.topic, p) for p in parts]
-        if not all(lg.config.compact for lg in logs):
-            raise _err(errno.EINVAL)
-        failed = False
-        for lg in logs:
-            result = await trio.to_thread.run_sync(cleaner.clean_log, lg)
-            failed = failed or result.error is not None
-            if result.ok:
-                await trio.to_thread.run_sync(self.keys.maps.after_cleaning, lg)
-        try:
-            await trio.to_thread.run_sync(cleaner_status.save_all, self.manager.log_dirs,
-                                          self.manager.logs, cleaner.manager)
-        except OSError as exc:  # informational: the passes are done either way
-            log.warning("cannot save the cleaner status: %s", exc)
-        if failed:
-            raise _err(errno.EIO)
-
-    async def _adopt_topic(self, node: T.Node, value: bytes) -> None:
-        """``user.kafkafs.adopt``: the value is JSON ``{"log_dir": one of the daemon's log
-        dirs, "topic": T, "stage": stage id, "partitions": N, "config": {overrides}}``; the
-        staged dirs ``<T>-<p>.<stage>-delete`` (p in 0..N-1, made by
-        :mod:`kafkafs.log.staging`) become topic T, recovered as a restored backup is
-        (:meth:`LogManager.adopt_topic`). Set on the root it creates T (EEXIST when T
-        exists); set on T's own dir it replaces T's data (a Spark overwrite): the kernel is
-        then told to forget the name T, whose partitions and files are new. EINVAL for a bad
-        request, ENOENT for a staged dir that is not there."""
-        from ..log.staging import stage_dir_name
-
-        try:
-            req = json.loads(value)
-            topic, stage, n = str(req["topic"]), str(req["stage"]), int(req["partitions"])
-            log_dir = str(req["log_dir"])
-            config = {str(k): str(v) for k, v in (req.get("config") or {}).items()}
-        except (ValueError, KeyError, TypeError, AttributeError):
-            raise _err(errno.EINVAL) from None
-        replace = node.kind == T.TOPIC
-        if replace and node.topic != topic:
-            raise _err(errno.EINVAL)
-        staged = {p: stage_dir_name(topic, p, stage) for p in range(n)}
-        await trio.to_thread.run_sync(
-            lambda: self.manager.adopt_topic(log_dir, topic, staged, config, replace=replace))
-        if replace:
-            self._topic_gone(topic)
-            # (this request holds the topic dir's lock, not the root's: safe to wait for)
-            await trio.to_thread.run_sync(_forget_entry, pyfuse3.ROOT_INODE,
-                                          topic.encode("utf-8", "surrogateescape"))
-        log.info("%s topic %s (%d partitions) from staged dirs %s",
-                 "Replaced" if replace else "Adopted", topic, n, stage)
-
-    async def _append_staged(self, node: T.Node, value: bytes) -> None:
-        """``user.kafkafs.append_staged`` on ``<topic>/<p>``: the value names a staged dir
-        ``<topic>-<p>.<stage id>-delete`` in one of the daemon's log dirs (the partition's
-        own first); its batches are checked through, appended
-        (:func:`~kafkafs.log.staging.append_runs`) and flushed. EINVAL for a name that is
-        not a staged dir of this partition, ENOENT when it is not there, EIO for damaged
-        data, EMSGSIZE for a batch over ``max.message.bytes``."""
-        from ..log.staging import append_runs, parse_stage_dir
-
-        lg = self._log(node)
-        name = value.decode("utf-8", "replace")
-        if "/" in name or (parse_stage_dir(name) or ())[:2] != (node.topic, node.partition):
-            raise _err(errno.EINVAL)
-        await self._commit_wait(node)
-        roots = [os.path.dirname(lg.dir)] + list(self.manager.log_dirs)
-        path = next((os.path.join(r, name) for r in roots
-                     if os.path.isdir(os.path.join(r, name))), os.path.join(roots[0], name))
-
-        def work():
-            stats = append_runs(lg, [path], verify=True)
-            lg.flush()
-            return stats
-
-        stats = await trio.to_thread.run_sync(work)
-        log.info("Appended %d records (%d bytes) from %s to %s", stats.records, stats.bytes,
-                 name, lg.name)
-
-    async def _commit_staged(self, value: bytes) -> None:
-        """``user.kafkafs.commit_staged`` on the root: the value is JSON ``{"log_dir": one
-        of the daemon's log dirs, "request": the name of a commit request there}``
-        (:func:`kafkafs.log.bulk_commit.write_request`: topics to create or replace from
-        staged partition dirs, staged runs per existing partition). The whole job is
-        published as one commit decided by a durable commit record
-        (:meth:`LogManager.commit_job <kafkafs.log.manager.LogManager.commit_job>`), on a
-        worker thread holding every appended log's lock; a crash of the daemon meanwhile is
-        finished by its next startup. A replaced topic's old names are then forgotten by
-        the kernel. EINVAL for a bad request, EEXIST for a topic to create that exists,
-        ENOENT for a request, staged dir or partition that is not there, EIO for damaged
-        staged data or a commit that could not be finished (its record then stays for the
-        next startup; until then appends through the mount to its partitions, and bulk
-        commits to its partitions or topics, get EIO), EMSGSIZE for a batch over
-        ``max.message.bytes``."""
-        from ..log import bulk_commit
-
-        try:
-            req = json.loads(value)
-            log_dir, name = str(req["log_dir"]), str(req["request"])
-        except (ValueError, KeyError, TypeError):
-            raise _err(errno.EINVAL) from None
-        if log_dir not in self.manager.log_dirs:
-            raise _err(errno.EINVAL)
-
-        try:
-            job, runs, adoptions = await trio.to_thread.run_sync(bulk_commit.read_request,
-                                                                 log_dir, name)
-        except ValueError as exc:
-            log.warning("commit request refused: %s", exc)
-            raise _err(errno.EINVAL) from None
-        while busy := [self._committing[tp] for tp in runs if tp in self._committing]:
-            await busy[0].wait()  # another commit of these partitions: one at a time
-        topics = {ta.topic for ta in adoptions} | {t for t, _p in runs}
-        if self._unfinished.intersection(runs) or self._unfinished_topics & topics:
-            raise _err(errno.EIO)
-        done = trio.Event()
-        for tp in runs:
-            self._committing[tp] = done
-        try:
-            rec = await trio.to_thread.run_sync(self.manager.commit_job, log_dir, job,
-                                                adoptions, runs)
-        except BaseException:
-            if os.path.lexists(os.path.join(log_dir, bulk_commit.record_name(job))):
-                self._unfinished.update(runs)
-                self._unfinished_topics.update(ta.topic for ta in adoptions)
-                log.error("The commit of job %s was recorded but could not be finished; "
-                          "appends through the mount to its %d partition(s) are refused "
-                          "until the daemon restarts and finishes it", job, len(runs))
-            raise
-        finally:
-            for tp in runs:
-                self._committing.pop(tp, None)
-            done.set()
-        for ta in adoptions:
-            if ta.replace:
-                self._forget_topic_later(ta.topic)
-        if rec is not None:
-            log.info("Committed job %s: %d offset(s) to %d partition(s), %d topic(s) created "
-                     "or replaced", rec.job_id, sum(p.after - p.before for p in rec.partitions),
-                     len(rec.partitions), len(rec.topics))
+        await self.core.control.handle(name.decode("utf-8", "replace"), node.topic,
+                                       node.partition, value)
 
     def _forget_topic_later(self, topic: str) -> None:
-        """Drop what the tree kept of the replaced ``topic`` now, and have the kernel forget
-        its name once the request that replaced it has been answered (it holds the root's
-        lock, which the kernel's invalidation waits for)."""
+        """A control request replaced ``topic``'s data (:attr:`StorageCore.on_topic_replaced
+        <kafkafs.core.storage.StorageCore.on_topic_replaced>`): drop what the tree kept of
+        it now, and have the kernel forget its name once the request has been answered (it
+        may hold the root's lock, which the kernel's invalidation waits for)."""
         self._topic_gone(topic)
         if self.nursery is not None:
             self.nursery.start_soon(trio.to_thread.run_sync, _forget_entry,

@@ -29,7 +29,7 @@ Who does it depends on who holds the log dir (its ``.lock``):
 * a kafkafs daemon with a mount: the daemon, asked through its mount
   (:mod:`kafkafs.spark.mountlink`): a new topic's staged dirs are prepared here as above;
   the daemon commits the whole job as above, asked once
-  (:func:`~kafkafs.spark.mountlink.commit_staged`). Nothing here writes into a partition
+  (:func:`~kafkafs.core.control.commit_staged`). Nothing here writes into a partition
   the daemon holds;
 * another process (a broker, another writer): the commit waits up to ``lockTimeoutMs`` for
   the lock, then refuses with a clear message -- never racing the holder.
@@ -48,6 +48,7 @@ import os
 import time
 from collections import defaultdict
 
+from ..core import control
 from ..log import bulk_commit
 from ..log.errors import LogDirLockedError
 from ..log.manager import LogManager, partition_dirs
@@ -85,7 +86,7 @@ def runs_by_partition(messages) -> dict[tuple[str, int], list[str]]:
 def publish(plan: WritePlan, messages) -> None:
     """Commit: publish every run of ``messages`` (see the module), then remove the job's
     staged dirs. Raises TopicChangedError, LogDirLockedError (held by a process that is not
-    a kafkafs daemon with a mount), DaemonRefusedError, and what publishing raises."""
+    a kafkafs daemon with a mount), DaemonRefusedError (:mod:`kafkafs.core.control`), and what publishing raises."""
     runs = runs_by_partition(messages)
     topics = sorted({t for t, _p in runs} | ({plan.topic} if plan.topic else set()))
     try:
@@ -254,4 +255,4 @@ def _through_daemon(plan: WritePlan, runs, topics, mount: str) -> None:
             continue
         appends.update(_appends_of(tp, runs))
     if appends or adoptions:
-        mountlink.commit_staged(mount, plan.log_dir, plan.job_id, appends, adoptions)
+        control.commit_staged(mount, plan.log_dir, plan.job_id, appends, adoptions)

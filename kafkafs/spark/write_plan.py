@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 
+from ..core.control import daemon_defaults
 from ..log.config import BrokerConfig, LogConfig, validate_topic_overrides
 from ..log.errors import InvalidConfigError
 from ..log.manager import load_topic_overrides, partition_dirs
@@ -43,7 +44,7 @@ from ..log.names import validate_topic
 from ..log.staging import new_job_id
 from ..record import compression as codecs
 from .encode import TopicLayout
-from .mountlink import daemon_defaults, holder_mount, topic_counts
+from .mountlink import holder_mount, topic_counts
 
 DEFAULT_LOCK_TIMEOUT_MS = 60000
 

@@ -52,11 +52,19 @@ async def watch_log_dirs(manager: LogManager, settle_s: float = 1.0, follow: boo
         parent = os.path.dirname(path)
         return parent if os.path.dirname(parent) in roots else None
 
-    def deliver(channel, item) -> None:
+    def put(channel, item) -> None:  # on the loop
         try:
-            trio.from_thread.run_sync(channel.send_nowait, item, trio_token=token)
-        except (trio.WouldBlock, trio.RunFinishedError, trio.Cancelled):
+            channel.send_nowait(item)
+        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
             pass  # a full channel already holds a wake-up; the poll catches the rest
+
+    def deliver(channel, item) -> None:
+        # hand the event over without waiting for the loop: observer.stop() on the loop
+        # (cancellation) waits for this thread, which must then not be waiting for the loop
+        try:
+            token.run_sync_soon(put, channel, item)
+        except trio.RunFinishedError:
+            pass
 
     class Handler(FileSystemEventHandler):
         def on_any_event(self, event):

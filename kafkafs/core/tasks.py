@@ -1,4 +1,5 @@
-"""Background tasks of the daemon (Kafka's ``LogManager`` scheduler jobs), each a trio task.
+"""Background tasks of the storage core (Kafka's ``LogManager`` scheduler jobs), each a trio
+task, started by :meth:`StorageCore.start_tasks <kafkafs.core.storage.StorageCore.start_tasks>`.
 
 * :func:`flush_scheduler` — ``log.flush.interval.messages`` / ``log.flush.interval.ms``
   (topic ``flush.messages`` / ``flush.ms``), checked every
@@ -14,12 +15,15 @@
 * :func:`cleaner_task` — the log cleaner (Kafka ``LogCleaner``'s ``CleanerThread``s):
   ``log.cleaner.threads`` loops, each cleaning the dirtiest log in a worker thread and
   sleeping ``log.cleaner.backoff.ms`` when none needs cleaning.
+* :func:`key_maps_task` — the key maps in use kept up to date with their logs and saved
+  every ``log.flush.offset.checkpoint.interval.ms``.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 
 import trio
 import trio.lowlevel
@@ -27,6 +31,7 @@ import trio.lowlevel
 from ..log import cleaner_status
 from ..log.cleaner import LogCleaner
 from ..log.config import LONG_MAX
+from ..log.keymap import KeyMaps
 from ..log.log import Log, now_ms
 from ..log.manager import LogManager
 
@@ -152,3 +157,20 @@ async def _cleaner_loop(manager: LogManager, cleaner: LogCleaner, after_pass) ->
             log.warning("cannot save the cleaner status: %s", exc)
         await trio.lowlevel.checkpoint()
 
+
+
+async def key_maps_task(maps: KeyMaps, manager: LogManager, save_interval_ms: int) -> None:
+    """Open the saved key maps (:meth:`KeyMaps.open_saved`), then keep the maps in use up to
+    date with their logs (when a log pauses: :meth:`KeyMaps.maintain`), off the event loop,
+    and save the changed ones every ``save_interval_ms``
+    (``log.flush.offset.checkpoint.interval.ms``, as the other checkpoints)."""
+    await trio.to_thread.run_sync(maps.open_saved, list(manager.logs.values()))
+    next_save = now_ms() + save_interval_ms
+    while True:
+        await trio.sleep(1.0)
+        if not len(maps):
+            continue
+        save = now_ms() >= next_save
+        if save:
+            next_save = now_ms() + save_interval_ms
+        await trio.to_thread.run_sync(partial(maps.maintain, save=save))
