@@ -76,7 +76,7 @@ def must_finish(fn, *args, timeout=3.0):
 def make_log(tmp_path, **cfg):
     d = tmp_path / "logs" / "t-0"
     d.mkdir(parents=True)
-    conf = dict(segment_bytes=1024, index_interval_bytes=100, file_delete_delay_ms=60_000)
+    conf = {"segment_bytes": 1024, "index_interval_bytes": 100, "file_delete_delay_ms": 60_000}
     conf.update(cfg)
     return load_log(str(d), "t", 0, LogConfig(**conf))
 
@@ -109,7 +109,7 @@ def test_an_append_does_not_wait_for_the_swaps_file_work(tmp_path, monkeypatch, 
     fill(lg, 300)
     lg.roll()
     lg.append([(NOW, b"tail", b"t", ())])
-    before = dict((r.key, r.value) for r in lg.records())
+    before = {r.key: r.value for r in lg.records()}
     size_before = lg.size_in_bytes()
     cl = LogCleaner(CleanerConfig(dedupe_buffer_size=1 << 20), [os.path.dirname(lg.dir)],
                     {("t", 0): lg}, clock=lambda: NOW)
@@ -121,7 +121,7 @@ def test_an_append_does_not_wait_for_the_swaps_file_work(tmp_path, monkeypatch, 
         first, _ = must_finish(lg.append, [(NOW, b"k00", b"during", ())])
         assert must_finish(lg.read_record, first).value == b"during"
         must_finish(lg.roll)
-        got = dict((r.key, r.value) for r in must_finish(list, lg.records()))
+        got = {r.key: r.value for r in must_finish(list, lg.records())}
         assert got == {**before, b"k00": b"during"}
     finally:
         gate.open()
@@ -129,7 +129,7 @@ def test_an_append_does_not_wait_for_the_swaps_file_work(tmp_path, monkeypatch, 
     assert not cleaning.is_alive()
     assert "error" not in out and out["value"].ok, out
     assert lg.size_in_bytes() < size_before / 2  # the swaps happened
-    assert dict((r.key, r.value) for r in lg.records()) == {**before, b"k00": b"during"}
+    assert {r.key: r.value for r in lg.records()} == {**before, b"k00": b"during"}
     names = os.listdir(lg.dir)
     assert not [n for n in names if n.endswith((SWAP_SUFFIX, ".cleaned"))], names
     assert [n for n in names if n.endswith(DELETED_SUFFIX)]  # removed when due
@@ -137,7 +137,7 @@ def test_an_append_does_not_wait_for_the_swaps_file_work(tmp_path, monkeypatch, 
     assert not [n for n in os.listdir(lg.dir) if n.endswith(DELETED_SUFFIX)]
     lg.close()
     again = load_log(lg.dir, "t", 0, lg.config)
-    assert dict((r.key, r.value) for r in again.records()) == {**before, b"k00": b"during"}
+    assert {r.key: r.value for r in again.records()} == {**before, b"k00": b"during"}
     again.close()
 
 
@@ -159,7 +159,7 @@ def test_an_append_does_not_wait_for_retention_renames(tmp_path, monkeypatch):
         got = must_finish(values, lg)
         assert got[0][0] == start and got[-1] == (end, b"during")
         # the file still has its live name: the watcher's adoption must not take it back
-        assert os.path.exists(os.path.join(lg.dir, "%020d.log" % first_base))
+        assert os.path.exists(os.path.join(lg.dir, f"{first_base:020d}.log"))
         assert must_finish(lg.adopt_segment, first_base) is False
     finally:
         gate.open()
@@ -168,8 +168,8 @@ def test_an_append_does_not_wait_for_retention_renames(tmp_path, monkeypatch):
     assert out["value"] > 1
     assert lg.log_start_offset == start
     names = os.listdir(lg.dir)
-    assert "%020d.log%s" % (first_base, DELETED_SUFFIX) in names
-    assert "%020d.log" % first_base not in names
+    assert f"{first_base:020d}.log{DELETED_SUFFIX}" in names
+    assert f"{first_base:020d}.log" not in names
     assert lg.remove_deleted_segments(force=True) == out["value"]
     assert not [n for n in os.listdir(lg.dir) if n.endswith(DELETED_SUFFIX)]
     lg.close()

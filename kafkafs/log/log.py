@@ -979,48 +979,58 @@ class Log:
         if not self.writable:
             return 0
         now = now_ms() if now is None else now
-        with self._file_lock:
-            with self.lock:
-                segs = self.segments()
-                log_start = self.log_start_offset
-            chosen = self._deletable_segments(segs, log_start, now)  # (file reads: no lock)
-            if not chosen:
-                return 0
-            snapshots: list[str] = []  # of the deleted segments: renamed .deleted
-            older: list[str] = []  # other snapshots below the new log start offset
-            with self.lock:
-                bases = [s.base_offset for s in chosen]
-                if self.closed or self._bases[:len(bases)] != bases or \
-                        len(self._bases) <= len(bases) or \
-                        any(self._segments[s.base_offset] is not s for s in chosen):
-                    return 0  # changed meanwhile (an adoption below it): the next check
-                for seg in chosen:
-                    del self._segments[seg.base_offset]
-                    self._txn_index_bases.discard(seg.base_offset)
-                del self._bases[:len(chosen)]
-                self._doomed.extend(chosen)
-                self.log_start_offset = max(self.log_start_offset, self._bases[0])
-                self.recovery_point = max(self.recovery_point, self.log_start_offset)
-                pm = self.producer_state
-                # its snapshot goes with it, after the same delay (deleteProducerSnapshots)
-                snapshots = [p for p in map(pm.forget_snapshot,
-                                            (s.base_offset for s in chosen)) if p]
-                # maybeIncrementLogStartOffset + deleteSnapshotsBefore
-                pm.on_log_start_offset_incremented(self.log_start_offset)
-                older = [p for p in map(pm.forget_snapshot,
-                                        [o for o in pm.snapshot_offsets()
-                                         if o < self.log_start_offset]) if p]
-                self._update_first_unstable_offset()
-                start = self.log_start_offset
-            try:
-                self._retire_files(chosen, snapshots, now + self.config.file_delete_delay_ms)
-                for path in older:
-                    self.pdir.unlink(os.path.basename(path))
-            finally:
-                log.info("Deleted %d segment(s) of %s by retention; log start offset is now %d",
-                         len(chosen), self.name, start)
-                self._notify()  # outside self.lock (see the class docstring)
-        return len(chosen)
+        taken: list[LogSegment] = []
+        try:
+            with self._file_lock:
+                self._delete_old_segments(now, taken)
+        finally:
+            if taken:
+                self._notify()  # outside the locks (see the class docstring)
+        return len(taken)
+
+    def _delete_old_segments(self, now: int, taken: list[LogSegment]) -> None:
+        """(under ``_file_lock``) :meth:`delete_old_segments`; the segments taken out of
+        the log are added to ``taken`` as soon as they are (before their renames)."""
+        with self.lock:
+            segs = self.segments()
+            log_start = self.log_start_offset
+        chosen = self._deletable_segments(segs, log_start, now)  # (file reads: no lock)
+        if not chosen:
+            return
+        snapshots: list[str] = []  # of the deleted segments: renamed .deleted
+        older: list[str] = []  # other snapshots below the new log start offset
+        with self.lock:
+            bases = [s.base_offset for s in chosen]
+            if self.closed or self._bases[:len(bases)] != bases or \
+                    len(self._bases) <= len(bases) or \
+                    any(self._segments[s.base_offset] is not s for s in chosen):
+                return  # changed meanwhile (an adoption below it): the next check
+            for seg in chosen:
+                del self._segments[seg.base_offset]
+                self._txn_index_bases.discard(seg.base_offset)
+            del self._bases[:len(chosen)]
+            self._doomed.extend(chosen)
+            self.log_start_offset = max(self.log_start_offset, self._bases[0])
+            self.recovery_point = max(self.recovery_point, self.log_start_offset)
+            pm = self.producer_state
+            # its snapshot goes with it, after the same delay (deleteProducerSnapshots)
+            snapshots = [p for p in map(pm.forget_snapshot,
+                                        (s.base_offset for s in chosen)) if p]
+            # maybeIncrementLogStartOffset + deleteSnapshotsBefore
+            pm.on_log_start_offset_incremented(self.log_start_offset)
+            older = [p for p in map(pm.forget_snapshot,
+                                    [o for o in pm.snapshot_offsets()
+                                     if o < self.log_start_offset]) if p]
+            self._update_first_unstable_offset()
+            start = self.log_start_offset
+            taken.extend(chosen)
+        try:
+            self._retire_files(chosen, snapshots, now + self.config.file_delete_delay_ms)
+            for path in older:
+                self.pdir.unlink(os.path.basename(path))
+        finally:
+            log.info("Deleted %d segment(s) of %s by retention; log start offset is now %d",
+                     len(chosen), self.name, start)
 
     def _deletable_segments(self, segs: Sequence[LogSegment], log_start: int,
                             now: int) -> list[LogSegment]:
