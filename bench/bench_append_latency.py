@@ -26,6 +26,13 @@ the idle p99 of the same run (the target: the p99 during the swaps and the delet
 2x of the idle p99). ``--code DIR`` runs the daemon from another checkout (the commit
 before the change, with its C extension copied in), so both are measured on one machine
 and one set of data.
+
+``--in-process`` measures the same three phases without the mount, in one process, with the
+log layer of ``--code``: ``Log.append`` of one record from the main
+thread while a worker thread idles, runs ``LogCleaner.clean_log``, or
+``Log.delete_old_segments``; besides the append latency it prints how long the appends
+waited to acquire ``Log.lock``: the part of the latency this bench is about, apart from
+the GIL and the disk the other thread shares.
 """
 
 from __future__ import annotations
@@ -43,7 +50,9 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+# --in-process measures the log layer of --code itself (the mount's daemon runs from it)
+_CODE = sys.argv[sys.argv.index("--code") + 1] if "--code" in sys.argv[:-1] else ROOT
+sys.path.insert(0, os.path.abspath(_CODE) if "--in-process" in sys.argv else ROOT)
 
 from kafkafs.log.config import LogConfig
 from kafkafs.log.loader import load_log
@@ -124,6 +133,78 @@ class Phases(threading.Thread):
             self.done.set()
 
 
+class TimedLock:
+    """``Log.lock`` wrapped: the time each acquisition by the thread ``watch`` waited."""
+
+    def __init__(self, inner):
+        self.inner, self.waits, self.watch = inner, [], None
+
+    def acquire(self, *args, **kw):
+        t = time.perf_counter()
+        got = self.inner.acquire(*args, **kw)
+        if threading.get_ident() == self.watch:
+            self.waits.append(time.perf_counter() - t)
+        return got
+
+    def release(self):
+        self.inner.release()
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc):
+        self.inner.release()
+
+
+def in_process(args, work: str) -> None:
+    """The three phases on a :class:`Log` in this process (see the module)."""
+    from kafkafs.log.cleaner import CleanerConfig, LogCleaner
+
+    pdir = os.path.join(work, "t-0")
+    os.makedirs(pdir)
+    segments = build(pdir, args.mb, args.segment_kb << 10, args.keys)
+    cfg = LogConfig(cleanup_policy="compact,delete", segment_bytes=args.segment_kb << 10)
+    lg = load_log(pdir, "t", 0, cfg, had_clean_shutdown=True, recovery_point=1 << 62)
+    lg.lock = TimedLock(lg.lock)
+    cleaner = LogCleaner(CleanerConfig(dedupe_buffer_size=64 << 20), [work], {("t", 0): lg},
+                         clock=lambda: NOW)
+    print(f"# in one process: {args.mb} MB in {segments} segments of {args.segment_kb} KiB")
+
+    def retention():
+        lg.config = cfg.with_overrides({"retention.bytes": str(4 * (args.segment_kb << 10))})
+        for seg in lg.segments():
+            seg.config = lg.config
+        lg.delete_old_segments()
+        time.sleep(0.2)
+
+    idle_p99 = None
+    for name, action in (("idle", lambda: time.sleep(args.idle_s)),
+                         ("cleaner pass (swaps)", lambda: cleaner.clean_log(lg, now=NOW)),
+                         ("retention deletion", retention)):
+        done = threading.Event()
+        worker = threading.Thread(target=lambda a=action, d=done: (a(), d.set()),
+                                  daemon=True)
+        lg.lock.waits, lg.lock.watch = [], threading.get_ident()
+        lat, k = [], 0
+        t0 = time.perf_counter()
+        worker.start()
+        while not done.is_set():
+            a = time.perf_counter()
+            lg.append([(NOW, b"key-%09d" % k, b"v", ())])
+            lat.append((time.perf_counter() - a) * 1000)
+            k += 1
+            time.sleep(0.0005)
+        worker.join()
+        waits = [w * 1000 for w in lg.lock.waits]
+        p99 = pct(lat, 0.99)
+        idle_p99 = idle_p99 or p99
+        print(f"{name:22s} {time.perf_counter() - t0:5.2f} s {len(lat):6d} appends  p50 "
+              f"{pct(lat, 0.5):6.3f} ms  p99 {p99:6.3f} ms ({p99 / idle_p99:5.2f}x)  max "
+              f"{max(lat):8.3f} ms | waiting for Log.lock: p99 {pct(waits, 0.99):6.3f} ms  "
+              f"max {max(waits):8.3f} ms  total {sum(waits):7.1f} ms", flush=True)
+    lg.remove_deleted_segments(force=True)
+    lg.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, default=48)
@@ -132,10 +213,18 @@ def main() -> int:
     ap.add_argument("--idle-s", type=float, default=3.0)
     ap.add_argument("--code", default=ROOT, help="the checkout whose daemon is measured")
     ap.add_argument("--dir", default=None, help="where the data goes (default: ROOT/var)")
+    ap.add_argument("--in-process", action="store_true",
+                    help="no mount: Log.append beside the cleaner and retention in one process")
     args = ap.parse_args()
     base = args.dir or os.path.join(ROOT, "var")
     os.makedirs(base, exist_ok=True)
     work = tempfile.mkdtemp(prefix="kafkafs-applat-", dir=base)
+    if args.in_process:
+        try:
+            in_process(args, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return 0
     logs, mnt = os.path.join(work, "logs"), os.path.join(work, "mnt")
     os.makedirs(mnt)
     code = os.path.abspath(args.code)
