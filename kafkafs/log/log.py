@@ -15,15 +15,20 @@ offset by retention; never by a read-only log. Readers above use
 :attr:`Log.last_stable_offset`, :meth:`Log.aborted_txns` and :meth:`Log.committed_filter`
 (:mod:`kafkafs.log.isolation`).
 
-Thread safety: one ``threading.RLock`` per log serialises every change (append, roll, flush
-bookkeeping, retention, truncation); reads take it only to snapshot the segment list, then
-read with ``pread`` outside it, so a long scan never blocks an append.
+Thread safety: one ``threading.RLock`` per log, :attr:`Log.lock`, serialises every change of
+the in-memory log (append, roll, flush bookkeeping, the segment map of retention, swaps and
+truncation); reads take it only to snapshot the segment list, then read with ``pread``
+outside it, so a long scan never blocks an append. The slow file work of retention and of
+the cleaner's swap -- renames to ``.swap``/``.deleted``, unlinks, the directory fsync --
+runs outside it, serialised by a second lock, ``_file_lock``, that appends never take
+(taken before :attr:`Log.lock`, never while holding it; ``docs/design.md §6.4``).
 """
 
 from __future__ import annotations
 
 import bisect
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -65,7 +70,12 @@ from .names import (
     parse_segment_filename,
 )
 from .producer_replay import rebuild_producer_state, replay_producer_state
-from .producer_state import InvalidTxnStateError, ProducerStateManager, fsync_snapshot
+from .producer_state import (
+    InvalidTxnStateError,
+    ProducerStateManager,
+    fsync_snapshot,
+    mark_snapshot_file_deleted,
+)
 from .read import FETCH_LOG_END, FetchDataInfo, read_log
 from .segment import LogSegment, check_batch_order
 from .txnindex import AbortedTxn
@@ -129,7 +139,14 @@ class Log:
         self._log_end_offset = self.active_segment.read_next_offset() if segments else 0
         self.unflushed_messages = 0
         self.last_flush_ms = now_ms()
+        # the file work of retention, swaps, truncation and close (see the module): taken
+        # before self.lock, never while holding it
+        self._file_lock = threading.RLock()
+        # (under _file_lock) segments renamed .deleted, removed when due
         self.pending_deletes: list[tuple[int, LogSegment]] = []  # (due ms, segment)
+        # (under self.lock) segments out of the map whose files may still carry their live
+        # names (being renamed .deleted, or waiting in pending_deletes): never adopted again
+        self._doomed: list[LogSegment] = []
         self.on_change: list[Callable[[Log], None]] = []
         self.closed = False
         if producer_state is None:
@@ -949,59 +966,142 @@ class Log:
         renamed ``.deleted`` (their ``.txnindex`` and the producer snapshot at their base
         offset too) and removed after ``file.delete.delay.ms`` (``deleteSegmentFiles``,
         ``deleteProducerSnapshots``); other producer snapshots below the new log start
-        offset are deleted at once. Returns the count."""
+        offset are deleted at once. Returns the count.
+
+        Under :attr:`lock` only the segment map, the log start offset and the producer
+        state change (as ``LocalLog.removeAndDeleteSegments`` with an asynchronous delete);
+        the segments are chosen before it (their largest timestamps may need a look at their
+        files) and renamed after it, under the log's file lock alone, so an append waits for
+        none of it (``docs/design.md §6.4``). Readers holding a removed segment read on: its
+        files stay open until removed. Raises OSError from a rename once the log has changed
+        (the segment is removed with whatever name it has when due; a crash before that
+        leaves its files to the next load, below the checkpointed log start offset)."""
         if not self.writable:
             return 0
         now = now_ms() if now is None else now
-        cfg = self.config
+        taken: list[LogSegment] = []
+        try:
+            with self._file_lock:
+                self._delete_old_segments(now, taken)
+        finally:
+            if taken:
+                self._notify()  # outside the locks (see the class docstring)
+        return len(taken)
+
+    def _delete_old_segments(self, now: int, taken: list[LogSegment]) -> None:
+        """(under ``_file_lock``) :meth:`delete_old_segments`; the segments taken out of
+        the log are added to ``taken`` as soon as they are (before their renames)."""
         with self.lock:
-            segs = self.segments()[:-1]  # never the active segment
-            deletable: list[LogSegment] = []
-            total = self.size_in_bytes()
-            size_excess = total - cfg.retention_bytes if cfg.retention_bytes >= 0 else -1
-            for i, seg in enumerate(segs):
-                nxt = self._bases[i + 1]
-                by_start = nxt <= self.log_start_offset
-                by_time = cfg.delete and cfg.retention_ms >= 0 and \
-                    now - seg.largest_timestamp() > cfg.retention_ms
-                by_size = cfg.delete and size_excess >= 0 and size_excess - seg.size >= 0
-                if not (by_start or by_time or by_size):
-                    break
-                if by_size:
-                    size_excess -= seg.size
-                deletable.append(seg)
-            if not deletable:
-                return 0
-            for seg in deletable:
-                self._bases.remove(seg.base_offset)
+            segs = self.segments()
+            log_start = self.log_start_offset
+        chosen = self._deletable_segments(segs, log_start, now)  # (file reads: no lock)
+        if not chosen:
+            return
+        snapshots: list[str] = []  # of the deleted segments: renamed .deleted
+        older: list[str] = []  # other snapshots below the new log start offset
+        with self.lock:
+            bases = [s.base_offset for s in chosen]
+            if self.closed or self._bases[:len(bases)] != bases or \
+                    len(self._bases) <= len(bases) or \
+                    any(self._segments[s.base_offset] is not s for s in chosen):
+                return  # changed meanwhile (an adoption below it): the next check
+            for seg in chosen:
                 del self._segments[seg.base_offset]
-                seg.mark_deleted()
-                # its snapshot goes with it, after the same delay (deleteProducerSnapshots)
-                self.producer_state.mark_snapshot_deleted(seg.base_offset)
-                self.pending_deletes.append((now + cfg.file_delete_delay_ms, seg))
+                self._txn_index_bases.discard(seg.base_offset)
+            del self._bases[:len(chosen)]
+            self._doomed.extend(chosen)
             self.log_start_offset = max(self.log_start_offset, self._bases[0])
             self.recovery_point = max(self.recovery_point, self.log_start_offset)
-            for seg in deletable:
-                self._txn_index_bases.discard(seg.base_offset)
-            # maybeIncrementLogStartOffset + deleteProducerSnapshots
-            self.producer_state.on_log_start_offset_incremented(self.log_start_offset)
-            self.producer_state.delete_snapshots_before(self.log_start_offset)
+            pm = self.producer_state
+            # its snapshot goes with it, after the same delay (deleteProducerSnapshots)
+            snapshots = [p for p in map(pm.forget_snapshot,
+                                        (s.base_offset for s in chosen)) if p]
+            # maybeIncrementLogStartOffset + deleteSnapshotsBefore
+            pm.on_log_start_offset_incremented(self.log_start_offset)
+            older = [p for p in map(pm.forget_snapshot,
+                                    [o for o in pm.snapshot_offsets()
+                                     if o < self.log_start_offset]) if p]
             self._update_first_unstable_offset()
+            start = self.log_start_offset
+            taken.extend(chosen)
+        try:
+            self._retire_files(chosen, snapshots, now + self.config.file_delete_delay_ms)
+            for path in older:
+                self.pdir.unlink(os.path.basename(path))
+        finally:
             log.info("Deleted %d segment(s) of %s by retention; log start offset is now %d",
-                     len(deletable), self.name, self.log_start_offset)
-        self._notify()  # outside the lock (see the class docstring)
-        return len(deletable)
+                     len(chosen), self.name, start)
+
+    def _deletable_segments(self, segs: Sequence[LogSegment], log_start: int,
+                            now: int) -> list[LogSegment]:
+        """The segments retention deletes, oldest first, of ``segs`` (the log's segments
+        when it starts, the active one last, never chosen) and the log start offset
+        ``log_start``: a segment goes when the next one starts at or below the log start
+        offset, or it is past ``retention.ms`` (by its largest timestamp) or beyond
+        ``retention.bytes`` (``UnifiedLog.deletableSegments``); the first that does not
+        ends the list. Reads segment files (timestamps): called without :attr:`lock`."""
+        cfg = self.config
+        deletable: list[LogSegment] = []
+        total = sum(s.size for s in segs)
+        size_excess = total - cfg.retention_bytes if cfg.retention_bytes >= 0 else -1
+        for i, seg in enumerate(segs[:-1]):
+            by_start = segs[i + 1].base_offset <= log_start
+            by_time = cfg.delete and cfg.retention_ms >= 0 and \
+                now - seg.largest_timestamp() > cfg.retention_ms
+            by_size = cfg.delete and size_excess >= 0 and size_excess - seg.size >= 0
+            if not (by_start or by_time or by_size):
+                break
+            if by_size:
+                size_excess -= seg.size
+            deletable.append(seg)
+        return deletable
+
+    def _retire_files(self, segs: Sequence[LogSegment], snapshots: Sequence[str],
+                      due: int) -> None:
+        """(under ``_file_lock``, not :attr:`lock`) Rename the files of ``segs``, already out
+        of the segment map, and the producer snapshot files ``snapshots`` ``.deleted``
+        (lowest first) and queue the segments for removal at ``due`` (ms;
+        :meth:`remove_deleted_segments`). A segment whose rename fails is queued all the
+        same (its files are then removed by the names they have); the first error is raised
+        once every segment is queued."""
+        error: OSError | None = None
+        for seg in segs:
+            self.pending_deletes.append((due, seg))
+            try:
+                seg.mark_deleted()
+            except OSError as exc:
+                log.warning("Cannot rename %r of %s .deleted: %s", seg, self.name, exc)
+                error = error or exc
+        for path in snapshots:
+            try:
+                mark_snapshot_file_deleted(self.pdir, path)
+            except OSError as exc:
+                error = error or exc
+        if error is not None:
+            raise error
 
     def remove_deleted_segments(self, now: int | None = None, force: bool = False) -> int:
-        """Remove the files of ``.deleted`` segments whose delay has passed. Returns the count."""
+        """Remove the files of ``.deleted`` segments whose delay has passed (under the log's
+        file lock, not :attr:`lock`). Returns the count."""
         now = now_ms() if now is None else now
-        with self.lock:
+        with self._file_lock:
             due = [(t, s) for t, s in self.pending_deletes if force or t <= now]
+            if not due:
+                return 0
             self.pending_deletes = [(t, s) for t, s in self.pending_deletes
                                     if not (force or t <= now)]
-        for _t, seg in due:
-            seg.delete()
+            try:
+                for _t, seg in due:
+                    seg.delete()
+            finally:
+                self._forget_doomed([s for _t, s in due])
         return len(due)
+
+    def _forget_doomed(self, segs: Sequence[LogSegment]) -> None:
+        """(files removed) ``segs`` may be adopted again should a file of that name appear."""
+        with self.lock:
+            gone = {id(s) for s in segs}
+            self._doomed = [s for s in self._doomed if id(s) not in gone]
 
     # -- cleaning --------------------------------------------------------------------
     def replace_segments(self, new_segments: Sequence[LogSegment],
@@ -1019,6 +1119,13 @@ class Log:
            (:attr:`pending_deletes`): readers that hold them read on meanwhile;
         4. the ``.swap`` suffix is removed (lowest first) and the directory fsynced.
 
+        Only step 2 holds :attr:`lock`: an append waits for no rename or fsync
+        (``docs/design.md §6.4``). The steps keep their order on disk, under the log's
+        file lock, which retention, truncation and close take too; between steps 2 and 4
+        the new segments are read through their open files (a reopen follows the renames,
+        each made with the ``.log`` leased open) and an old segment whose name is still
+        live is never adopted back (:meth:`adopt_segment`).
+
         ``new_segments``: :class:`LogSegment` objects of the cleaned files (suffix
         ``.cleaned``), the first with the base offset of the first old segment, all of them
         within the old segments' range; ``old_segments``: consecutive live segments of this
@@ -1028,7 +1135,7 @@ class Log:
         Raises LogCleaningAbortedError, with nothing changed, when the log is closed or an
         old segment is no longer live here (retention, truncation or deletion ran meanwhile)
         or another segment appeared in the range; ValueError for segments that cannot
-        replace each other; ReadOnlyLogError; OSError from a rename (after step 1 failed,
+        replace each other; ReadOnlyLogError; OSError from a rename (when step 1 failed,
         the ``.swap`` files are renamed back; after it, the in-memory swap stands and the
         next load completes the one on disk)."""
         if not self.writable:
@@ -1042,26 +1149,31 @@ class Log:
         if new_bases[0] != lo or new_bases[-1] > hi or len(set(new_bases)) != len(new):
             raise ValueError(f"segments {new_bases} cannot replace segments "
                              f"{[s.base_offset for s in old]} of {self.name}")
-        with self.lock:
-            if self.closed:
-                raise LogCleaningAbortedError(f"{self.name} is closed")
-            for seg in old:
-                if self._segments.get(seg.base_offset) is not seg:
-                    raise LogCleaningAbortedError(
-                        f"segment {seg.base_offset} of {self.name} is no longer part of the "
-                        "log (retention, truncation or deletion ran during the cleaning)")
-            live = [b for b in self._bases if lo <= b <= hi]
-            if live != [s.base_offset for s in old]:
-                raise LogCleaningAbortedError(
-                    f"the segments of {self.name} in [{lo}, {hi}] changed during the "
-                    f"cleaning: {live}")
-            if self._bases[-1] <= hi:
-                raise ValueError(f"the active segment of {self.name} cannot be replaced")
+        replaced = set(new_bases)
+        with self._file_lock:
+            with self.lock:
+                self._check_replaceable(old, lo, hi)
             done: list[LogSegment] = []
             try:
-                for seg in reversed(new):
+                for seg in reversed(new):  # step 1
                     seg.rename_suffix(SWAP_SUFFIX)
                     done.append(seg)
+                with_txn = {s.base_offset for s in new if s.txn_index.exists()}
+                with self.lock:  # step 2: the swap is decided
+                    # (retention, truncation and close wait for the file lock: only an
+                    # adoption into a gap of the range could have come in meanwhile)
+                    self._check_replaceable(old, lo, hi)
+                    for seg in old:
+                        del self._segments[seg.base_offset]
+                        self._txn_index_bases.discard(seg.base_offset)
+                    for seg in new:
+                        self._segments[seg.base_offset] = seg
+                    self._txn_index_bases |= with_txn
+                    self._bases = sorted(self._segments)
+                    self._doomed.extend(old)
+                    snapshots = [p for p in map(self.producer_state.forget_snapshot,
+                                                (s.base_offset for s in old
+                                                 if s.base_offset not in replaced)) if p]
             except BaseException:
                 for seg in done:
                     try:
@@ -1069,35 +1181,42 @@ class Log:
                     except OSError:
                         pass
                 raise
-            # the swap is decided: update the map, then finish the renames
-            replaced = set(new_bases)
-            for seg in old:
-                del self._segments[seg.base_offset]
-                self._txn_index_bases.discard(seg.base_offset)
-            for seg in new:
-                self._segments[seg.base_offset] = seg
-                if seg.txn_index.exists():
-                    self._txn_index_bases.add(seg.base_offset)
-            self._bases = sorted(self._segments)
-            due = now_ms() + self.config.file_delete_delay_ms
-            try:
-                for seg in old:
-                    self.pending_deletes.append((due, seg))
-                    seg.mark_deleted()
-                    if seg.base_offset not in replaced:
-                        self.producer_state.mark_snapshot_deleted(seg.base_offset)
+            try:  # steps 3 and 4, outside self.lock
+                self._retire_files(old, snapshots,
+                                   now_ms() + self.config.file_delete_delay_ms)
                 for seg in new:
                     seg.rename_suffix("")
                 self.pdir.fsync()
             finally:
                 log.info("Swapped %d cleaned segment(s) %s into %s for %d segment(s) [%d, %d]",
                          len(new), new_bases, self.name, len(old), lo, hi)
-        self._notify()  # outside the lock (see the class docstring)
+        self._notify()  # outside the locks (see the class docstring)
+
+    def _check_replaceable(self, old: Sequence[LogSegment], lo: int, hi: int) -> None:
+        """(under :attr:`lock`) Refuse a swap of ``old`` (bases ``lo``..``hi``) that no
+        longer fits the log: LogCleaningAbortedError when it is closed, an old segment is
+        no longer live or another one appeared in the range; ValueError when the range
+        reaches the active segment."""
+        if self.closed:
+            raise LogCleaningAbortedError(f"{self.name} is closed")
+        for seg in old:
+            if self._segments.get(seg.base_offset) is not seg:
+                raise LogCleaningAbortedError(
+                    f"segment {seg.base_offset} of {self.name} is no longer part of the "
+                    "log (retention, truncation or deletion ran during the cleaning)")
+        live = [b for b in self._bases if lo <= b <= hi]
+        if live != [s.base_offset for s in old]:
+            raise LogCleaningAbortedError(
+                f"the segments of {self.name} in [{lo}, {hi}] changed during the "
+                f"cleaning: {live}")
+        if self._bases[-1] <= hi:
+            raise ValueError(f"the active segment of {self.name} cannot be replaced")
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and every producer snapshot and start empty at
-        ``new_offset`` (``UnifiedLog.truncateFullyAndStartAt``)."""
-        with self.lock:
+        ``new_offset`` (``UnifiedLog.truncateFullyAndStartAt``). Holds :attr:`lock`
+        across the deletions (the new segment takes a name an old one may hold)."""
+        with self._file_lock, self.lock:
             for seg in self.segments():
                 seg.delete()
             self.producer_state.truncate_fully_and_start_at(new_offset)
@@ -1121,8 +1240,9 @@ class Log:
         fits is taken, so a whole restored range joins over one pass. Returns whether it
         was adopted. Raises OSError, CorruptRecordError."""
         with self.lock:
-            if base_offset in self._segments:
-                return False
+            if base_offset in self._segments or \
+                    any(s.base_offset == base_offset for s in self._doomed):
+                return False  # (one retention or a swap removed: its files are going)
             i = bisect.bisect_left(self._bases, base_offset)
             if i >= len(self._bases):
                 return False  # past the active segment: only appends extend the log
@@ -1219,25 +1339,29 @@ class Log:
         """Flush nothing (the caller flushes first); write the producer snapshot at the log
         end offset (``UnifiedLog.close``; writable logs, unless ``take_snapshot`` is False --
         a log about to be deleted; a failure is logged: call :meth:`take_producer_snapshot`
-        first to see it), trim the active indexes and close files."""
-        with self.lock:
-            if self.closed:
-                return
-            if take_snapshot and self.writable:
-                try:
-                    self.producer_state.take_snapshot()
-                except (OSError, ValueError) as exc:
-                    log.error("Cannot write the producer snapshot of %s at offset %d: %s",
-                              self.name, self._log_end_offset, exc)
-            self.closed = True
-            for seg in self.segments():
-                try:
-                    seg.close()
-                except OSError as exc:  # (a partition dir gone): its files are closed anyway
-                    log.warning("Closing %r of %s: %s", seg, self.name, exc)
+        first to see it), trim the active indexes and close files. Waits for a retention
+        pass or a swap renaming files (the log's file lock)."""
+        with self._file_lock:
+            with self.lock:
+                if self.closed:
+                    return
+                if take_snapshot and self.writable:
+                    try:
+                        self.producer_state.take_snapshot()
+                    except (OSError, ValueError) as exc:
+                        log.error("Cannot write the producer snapshot of %s at offset %d: %s",
+                                  self.name, self._log_end_offset, exc)
+                self.closed = True
+                for seg in self.segments():
+                    try:
+                        seg.close()
+                    except OSError as exc:  # (a partition dir gone): its files are closed
+                        log.warning("Closing %r of %s: %s", seg, self.name, exc)
+                self._doomed = []
             # .deleted files wait file.delete.delay.ms for readers still in them; once the
-            # log closes there are none: remove them now, so that a clean shutdown leaves no
-            # leftovers for `kafkafs check` (Kafka leaves them to the next load)
+            # log closes there are none: remove them now (outside self.lock: the log is
+            # closed), so that a clean shutdown leaves no leftovers for `kafkafs check`
+            # (Kafka leaves them to the next load)
             for _due, seg in self.pending_deletes:
                 try:
                     seg.delete() if self.writable else seg.close()

@@ -153,6 +153,14 @@ class LogManager:
         self._lock_fds: list[int] = []
         self._overrides: dict[str, dict[str, str]] = {}
         self.lock = threading.RLock()
+        # serialises topic creation, partition addition, deletion and adoption, whose slow
+        # file work (mkdir, create_log, root fsyncs, removing dirs) runs under it, outside
+        # self.lock (docs/design.md §6.4); taken before self.lock, never while holding it
+        self._topic_lock = threading.Lock()
+        # (under self.lock) topics whose dirs are being made or removed outside self.lock:
+        # scan_for_new_partitions leaves their dirs alone
+        self._busy: set[str] = set()
+        self._scan_lock = threading.Lock()  # one scan_for_new_partitions at a time
         self.started = False
         # called with (topic, partition) after forget_partition, in the caller's thread
         self.on_forget: list = []
@@ -427,12 +435,17 @@ class LogManager:
                                           if u.log_dir == d and wanted(tp, u)])
 
     def _open_log(self, tp, pdir: safeio.Dir, recovery_point, log_start, clean) -> Log:
-        topic, partition = tp
-        lg = load_log(pdir, topic, partition, self.topic_config(topic),
-                      recovery_point=recovery_point, log_start_offset=log_start,
-                      had_clean_shutdown=clean, writable=not self.read_only)
+        lg = self._load_log(tp, pdir, recovery_point, log_start, clean)
         self.logs[tp] = lg
         return lg
+
+    def _load_log(self, tp, pdir: safeio.Dir, recovery_point, log_start, clean) -> Log:
+        """:func:`~kafkafs.log.loader.load_log` of ``tp`` from ``pdir``, not yet listed in
+        :attr:`logs`."""
+        topic, partition = tp
+        return load_log(pdir, topic, partition, self.topic_config(topic),
+                        recovery_point=recovery_point, log_start_offset=log_start,
+                        had_clean_shutdown=clean, writable=not self.read_only)
 
     def flush_all(self) -> None:
         for lg in list(self.logs.values()):
@@ -627,25 +640,41 @@ class LogManager:
             raise InvalidConfigError(f"Number of partitions must be larger than 0, got {n}")
         self._check_partition_count(n)
         overrides = validate_topic_overrides(overrides or {})
-        with self.lock:
-            if self.partitions(topic):
-                raise TopicExistsError(f"Topic '{topic}' already exists.")
-            self._check_collision(topic)
-            if overrides:  # (in memory first: the new logs take their config from it)
-                self._overrides[topic] = dict(overrides)
+        with self._topic_lock:
+            with self.lock:
+                if self.partitions(topic):
+                    raise TopicExistsError(f"Topic '{topic}' already exists.")
+                self._check_collision(topic)
+                if overrides:  # (in memory first: the new logs take their config from it)
+                    self._overrides[topic] = dict(overrides)
+                dirs = self._assign_dirs(n)
+                self._busy.add(topic)
             try:
-                logs = self._create_partitions(topic, range(n), ckpt.new_topic_id())
-                if overrides:
-                    try:
-                        self._save_topic_overrides()
-                    except BaseException as exc:
-                        self._remove_created([((topic, lg.partition), lg.dir) for lg in logs],
-                                             exc)
-                        raise
+                logs = self._create_partitions(topic, range(n), dirs, ckpt.new_topic_id())
+                with self.lock:
+                    if overrides:
+                        try:
+                            self._save_topic_overrides()
+                        except BaseException as exc:
+                            self._remove_created([((topic, lg.partition), lg.dir, lg)
+                                                  for lg in logs], exc)
+                            raise
+                    self._publish(logs)
                 return logs
             except BaseException:
-                self._overrides.pop(topic, None)
+                with self.lock:
+                    self._overrides.pop(topic, None)
                 raise
+            finally:
+                with self.lock:
+                    self._busy.discard(topic)
+
+    def _publish(self, logs: list[Log]) -> None:
+        """(under the lock) List the new ``logs`` in :attr:`logs`: from here on they are
+        seen and used."""
+        for lg in logs:
+            self.logs[(lg.topic, lg.partition)] = lg
+        self._unsynced_metadata.extend(logs)
 
     def _topic_id(self, topic: str) -> str | None:
         for (t, _p), lg in self.logs.items():
@@ -665,52 +694,53 @@ class LogManager:
                     return None
         return None
 
-    def _create_partitions(self, topic: str, partitions: range, topic_id: str) -> list[Log]:
-        """Make the partition dirs ``partitions`` of ``topic`` (topic id ``topic_id``) and
-        their empty logs (:func:`~kafkafs.log.loader.create_log`), without an fsync each;
-        one fsync of each log dir root ends it (``partition.metadata`` is fsynced by the
-        next :meth:`checkpoint_recovery_points`). All or nothing: when one fails (EMFILE,
-        ENOSPC, a name taken, anything), every dir made here is renamed ``-delete`` and
-        removed, its log closed and forgotten, and the error propagates."""
+    def _create_partitions(self, topic: str, partitions: range, dirs: list[str],
+                           topic_id: str) -> list[Log]:
+        """(under the topic lock, not :attr:`lock`) Make the partition dirs ``partitions``
+        of ``topic`` (topic id ``topic_id``), each in its log dir of ``dirs``, and their
+        empty logs (:func:`~kafkafs.log.loader.create_log`), without an fsync each; one
+        fsync of each log dir root ends it (``partition.metadata`` is fsynced by the next
+        :meth:`checkpoint_recovery_points`). The logs are returned, not yet listed: the
+        caller publishes them (:meth:`_publish`) once all are durable, so nobody sees a
+        partition half made. All or nothing: when one fails (EMFILE, ENOSPC, a name taken,
+        anything), every dir made here is renamed ``-delete`` and removed, its log closed,
+        and the error propagates."""
         config = self.topic_config(topic)
         metadata = ckpt.partition_metadata_bytes(topic_id)
-        made: list[tuple[TopicPartition, str]] = []
+        made: list[tuple[TopicPartition, str, Log | None]] = []
         try:
-            for p, root in zip(partitions, self._assign_dirs(len(partitions))):
+            for p, root in zip(partitions, dirs):
                 path = os.path.join(root, partition_dir_name(topic, p))
                 os.mkdir(path)  # FileExistsError for anything already there, a planted link too
-                made.append(((topic, p), path))
+                made.append(((topic, p), path, None))
                 pdir = safeio.Dir.open(path, cached=True)
                 pdir.write_new(PARTITION_METADATA, metadata)
-                self.logs[(topic, p)] = create_log(pdir, topic, p, config)
-            for root in {os.path.dirname(path) for _tp, path in made}:
+                made[-1] = ((topic, p), path, create_log(pdir, topic, p, config))
+            for root in {os.path.dirname(path) for _tp, path, _lg in made}:
                 with safeio.Dir.open(root, follow=True) as rdir:
                     rdir.fsync()
         except BaseException as exc:
             self._remove_created(made, exc)
             raise
-        new = [self.logs[tp] for tp, _path in made]
-        self._unsynced_metadata.extend(new)
-        return new
+        return [lg for _tp, _path, lg in made]
 
-    def _remove_created(self, made: list[tuple[TopicPartition, str]],
+    def _remove_created(self, made: list[tuple[TopicPartition, str, Log | None]],
                         exc: BaseException) -> None:
-        """Undo :meth:`_create_partitions` after ``exc``: close and forget each new log,
-        rename its dir ``<dir>.<uuid>-delete`` (ignored by every loader, even when its
-        removal cannot finish now) and remove it."""
+        """Undo :meth:`_create_partitions` after ``exc``: close each new log (never
+        listed), rename its dir ``<dir>.<uuid>-delete`` (ignored by every loader, even when
+        its removal cannot finish now) and remove it."""
         if not made:
             return
         log.error("Creating partitions of topic %s failed after %d of them (the last %s): "
                   "%s; removing them", made[0][0][0], len(made), made[-1][1], exc)
-        for tp, path in reversed(made):
-            lg = self.logs.pop(tp, None)
+        for _tp, path, lg in reversed(made):
             if lg is not None:
                 try:
                     lg.close(take_snapshot=False)
                 except Exception as close_exc:  # noqa: BLE001 - its dir goes anyway
                     log.debug("closing %s: %s", path, close_exc)
         roots = set()
-        for _tp, path in reversed(made):
+        for _tp, path, _lg in reversed(made):
             doomed = f"{path}.{uuid.uuid4().hex}-delete"
             try:
                 os.rename(path, doomed)
@@ -734,19 +764,29 @@ class LogManager:
         :meth:`_create_partitions`). Raises UnknownTopicOrPartitionError, InvalidConfigError
         when not an increase or above the bound, OSError."""
         self._check_writable()
-        with self.lock:
-            current = self.partitions(topic)
-            if not current:
-                raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
-            if total <= len(current):
-                raise InvalidConfigError(
-                    f"Topic currently has {len(current)} partitions, which is higher than or "
-                    f"equal to the requested {total}.")
-            self._check_partition_count(total)
-            topic_id = self._topic_id(topic) or ckpt.new_topic_id()
-            first = max(current) + 1
-            return self._create_partitions(topic, range(first, first + total - len(current)),
-                                           topic_id)
+        with self._topic_lock:
+            with self.lock:
+                current = self.partitions(topic)
+                if not current:
+                    raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
+                if total <= len(current):
+                    raise InvalidConfigError(
+                        f"Topic currently has {len(current)} partitions, which is higher "
+                        f"than or equal to the requested {total}.")
+                self._check_partition_count(total)
+                topic_id = self._topic_id(topic) or ckpt.new_topic_id()
+                first = max(current) + 1
+                new = range(first, first + total - len(current))
+                dirs = self._assign_dirs(len(new))
+                self._busy.add(topic)
+            try:
+                logs = self._create_partitions(topic, new, dirs, topic_id)
+                with self.lock:
+                    self._publish(logs)
+                return logs
+            finally:
+                with self.lock:
+                    self._busy.discard(topic)
 
     def adopt_topic(self, log_dir: str, topic: str, staged: Mapping[int, str],
                     overrides: Mapping[str, str] | None = None, *, replace: bool = False,
@@ -784,49 +824,52 @@ class LogManager:
         for p, name in staged.items():
             if (parse_stage_dir(name) or ())[:2] != (topic, p):
                 raise InvalidConfigError(f"{name!r} is not a staged dir of {topic}-{p}")
-        with self.lock:
-            if self.partitions(topic) and not replace:
-                raise TopicExistsError(f"Topic '{topic}' already exists.")
-            self._check_collision(topic)
-            sources = {p: os.path.join(root, staged[p]) for p in range(n)}
-            for path in sources.values():
-                safeio.Dir.open(path).close()  # a directory, not a link: else OSError now
-            old = self._take_out(topic)
-            published: list[tuple[int, str, str]] = []
-            topic_id = ckpt.new_topic_id()
-            try:
-                for p in range(n):
-                    with safeio.Dir.open(sources[p]) as sdir:
-                        ckpt.write_partition_metadata(sdir.join(PARTITION_METADATA), topic_id,
-                                                      dir=sdir)
-                    final = os.path.join(root, partition_dir_name(topic, p))
-                    rename_noreplace(sources[p], final)
-                    published.append((p, sources[p], final))
-                    self._open_log((topic, p), safeio.Dir.open(final, cached=True), 0, 0,
-                                   clean=trusted)
-                with safeio.Dir.open(root, follow=True) as rdir:
-                    rdir.fsync()
-            except BaseException:
-                for p, src, final in reversed(published):
-                    lg = self.logs.pop((topic, p), None)
-                    if lg is not None:
-                        lg.close(take_snapshot=False)
-                    try:
-                        os.rename(final, src)
-                    except OSError as exc:
-                        log.error("Cannot put %s back to %s: %s", final, src, exc)
-                self._put_back(old)
-                raise
-            for (tp, _path, _points, doomed, _listed) in old:
-                if self.cleaner is not None:
-                    self.cleaner.manager.remove_partition(tp)
-                safeio.remove_tree(doomed)
-            if overrides:
-                self._overrides[topic] = dict(overrides)
-            else:
-                self._overrides.pop(topic, None)
-            self._save_topic_overrides()
-            return [self.logs[(topic, p)] for p in range(n)]
+        with self._topic_lock:
+            with self.lock:
+                if self.partitions(topic) and not replace:
+                    raise TopicExistsError(f"Topic '{topic}' already exists.")
+                self._check_collision(topic)
+                sources = {p: os.path.join(root, staged[p]) for p in range(n)}
+                for path in sources.values():
+                    safeio.Dir.open(path).close()  # a directory, not a link: else OSError now
+                old = self._take_out(topic)
+                published: list[tuple[int, str, str]] = []
+                topic_id = ckpt.new_topic_id()
+                try:
+                    for p in range(n):
+                        with safeio.Dir.open(sources[p]) as sdir:
+                            ckpt.write_partition_metadata(sdir.join(PARTITION_METADATA), topic_id,
+                                                          dir=sdir)
+                        final = os.path.join(root, partition_dir_name(topic, p))
+                        rename_noreplace(sources[p], final)
+                        published.append((p, sources[p], final))
+                        self._open_log((topic, p), safeio.Dir.open(final, cached=True), 0, 0,
+                                       clean=trusted)
+                    with safeio.Dir.open(root, follow=True) as rdir:
+                        rdir.fsync()
+                except BaseException:
+                    for p, src, final in reversed(published):
+                        lg = self.logs.pop((topic, p), None)
+                        if lg is not None:
+                            lg.close(take_snapshot=False)
+                        try:
+                            os.rename(final, src)
+                        except OSError as exc:
+                            log.error("Cannot put %s back to %s: %s", final, src, exc)
+                    self._put_back(old)
+                    raise
+                for (tp, _path, _points, _doomed, _listed) in old:
+                    if self.cleaner is not None:
+                        self.cleaner.manager.remove_partition(tp)
+                if overrides:
+                    self._overrides[topic] = dict(overrides)
+                else:
+                    self._overrides.pop(topic, None)
+                self._save_topic_overrides()
+                logs = [self.logs[(topic, p)] for p in range(n)]
+            for (_tp, _path, _points, doomed, _listed) in old:
+                safeio.remove_tree(doomed)  # (renamed -delete: no loader takes it; not under the lock)
+            return logs
 
     def commit_job(self, log_dir: str, job_id: str,
                    adoptions: Iterable[bulk_commit.TopicAdoption],
@@ -988,31 +1031,45 @@ class LogManager:
     def delete_topic(self, topic: str) -> None:
         """Delete every partition of ``topic``: each dir is renamed
         ``<topic>-<p>.<uuid>-delete`` (as Kafka does) and then removed; a partition a lazy
-        manager has not loaded is not loaded for it. Raises UnknownTopicOrPartitionError."""
+        manager has not loaded is not loaded for it. Under :attr:`lock` the partitions are
+        only taken out of :attr:`logs` (from then on the topic is unknown); running cleaner
+        passes are stopped, the logs closed and the dirs renamed and removed after it, under
+        the topic lock (``docs/design.md §6.4``). Raises UnknownTopicOrPartitionError."""
         self._check_writable()
-        with self.lock:
-            parts = self.partitions(topic)
-            if not parts:
-                raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
-            for p in parts:
-                if self.cleaner is not None:  # a running pass stops before the dir goes
-                    self.cleaner.manager.abort_cleaning((topic, p))
-                lg = self.logs.pop((topic, p), None)
-                if lg is not None:
-                    lg.close(take_snapshot=False)
-                    path = lg.dir
-                else:  # (lazy) never loaded: nothing to close, nothing to recover
-                    path = self._unloaded.pop((topic, p)).path
-                if self.cleaner is not None:
-                    self.cleaner.manager.remove_partition((topic, p))
-                doomed = f"{path}.{uuid.uuid4().hex}-delete"
-                try:
-                    os.replace(path, doomed)  # the entry itself: a link swapped in is not followed
-                except FileNotFoundError:
-                    continue  # gone already (by hand): deleted all the same
-                safeio.remove_tree(doomed)
-            if self._overrides.pop(topic, None) is not None:
-                self._save_topic_overrides()
+        with self._topic_lock:
+            with self.lock:
+                parts = self.partitions(topic)
+                if not parts:
+                    raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
+                taken = []
+                for p in parts:
+                    lg = self.logs.pop((topic, p), None)
+                    # (lazy) a partition never loaded: nothing to close, nothing to recover
+                    path = lg.dir if lg is not None else self._unloaded.pop((topic, p)).path
+                    taken.append(((topic, p), lg, path))
+                self._busy.add(topic)
+            try:
+                doomed = []
+                for _tp, _lg, path in taken:  # first, so no scan adopts a dir back
+                    doomed.append(f"{path}.{uuid.uuid4().hex}-delete")
+                    try:
+                        os.replace(path, doomed[-1])  # the entry itself: never a link's target
+                    except FileNotFoundError:
+                        doomed[-1] = None  # gone already (by hand): deleted all the same
+                for (tp, lg, _path), gone in zip(taken, doomed):
+                    if self.cleaner is not None:  # a running pass stops before the dir goes
+                        self.cleaner.manager.abort_cleaning(tp)
+                    if lg is not None:
+                        lg.close(take_snapshot=False)  # (through its open dir)
+                    if self.cleaner is not None:
+                        self.cleaner.manager.remove_partition(tp)
+                    if gone is not None:
+                        safeio.remove_tree(gone)
+            finally:
+                with self.lock:
+                    self._busy.discard(topic)
+                    if self._overrides.pop(topic, None) is not None:
+                        self._save_topic_overrides()
 
     # -- topic configuration ---------------------------------------------------------
     def topic_overrides(self, topic: str) -> dict[str, str]:
@@ -1060,32 +1117,51 @@ class LogManager:
     def scan_for_new_partitions(self) -> list[Log]:
         """Load partition dirs that appeared in the log dirs from outside (a restored backup,
         a bulk load). Returns the newly loaded logs. (Segments copied into a known partition
-        are the daemon watcher's job, through :meth:`Log.adopt_segment`.)"""
-        new = []
-        with self.lock:
-            hidden = set()
-            if self.read_only:  # a topic an unfinished bulk commit adopts: not yet
-                self._hidden = set()
-                hidden = self._read_commit_view()
-            for d in self.log_dirs:
-                try:
-                    parts = partition_dirs(d)
-                except OSError:
-                    continue
-                if self.read_only:
-                    hidden |= self._read_commit_view()
-                for tp, path in parts:
-                    if tp in self.logs or tp in self._unloaded or tp[0] in hidden:
-                        continue
+        are the daemon watcher's job, through :meth:`Log.adopt_segment`.) The dirs are
+        chosen under :attr:`lock` and loaded (recovered) outside it, each listed once
+        loaded unless the partition became known meanwhile (``docs/design.md §6.4``); one
+        scan runs at a time."""
+        with self._scan_lock:
+            found = []
+            with self.lock:
+                hidden = set()
+                if self.read_only:  # a topic an unfinished bulk commit adopts: not yet
+                    self._hidden = set()
+                    hidden = self._read_commit_view()
+                for d in self.log_dirs:
                     try:
-                        pdir = open_partition_dir(path)
-                        if pdir is None or not any(n.endswith(".log") for n in pdir.files()):
-                            continue  # still being copied, or empty
-                        new.append(self._open_log(tp, pdir, 0, 0, clean=False))
-                        log.info("Adopted partition %s-%d from %s", tp[0], tp[1], path)
-                    except (OSError, ValueError) as exc:
-                        log.warning("Cannot adopt %s yet: %s", path, exc)
+                        parts = partition_dirs(d)
+                    except OSError:
+                        continue
+                    if self.read_only:
+                        hidden |= self._read_commit_view()
+                    found += [(tp, path) for tp, path in parts if not self._known(tp)
+                              and tp[0] not in hidden]
+            new = []
+            for tp, path in found:
+                try:
+                    pdir = open_partition_dir(path)
+                    if pdir is None or not any(n.endswith(".log") for n in pdir.files()):
+                        continue  # still being copied, or empty
+                    lg = self._load_log(tp, pdir, 0, 0, clean=False)
+                except (OSError, ValueError) as exc:
+                    log.warning("Cannot adopt %s yet: %s", path, exc)
+                    continue
+                with self.lock:
+                    if not self._known(tp):
+                        self.logs[tp] = lg
+                        new.append(lg)
+                        lg = None
+                if lg is not None:  # made or adopted meanwhile: that one stands
+                    lg.close(take_snapshot=False)
+                    continue
+                log.info("Adopted partition %s-%d from %s", tp[0], tp[1], path)
         return new
+
+    def _known(self, tp: TopicPartition) -> bool:
+        """(under the lock) Whether ``tp`` is loaded, listed, or of a topic being made or
+        removed: not for :meth:`scan_for_new_partitions` to load."""
+        return tp in self.logs or tp in self._unloaded or tp[0] in self._busy
 
     def forget_partition(self, topic: str, partition: int) -> bool:
         """Close and drop a partition whose dir another process took away: a broker deleting

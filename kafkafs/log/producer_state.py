@@ -75,6 +75,7 @@ __all__ = [
     "fsync_snapshot",
     "latest_snapshot",
     "list_snapshot_files",
+    "mark_snapshot_file_deleted",
     "parse_snapshot_filename",
     "read_snapshot",
     "snapshot_filename",
@@ -331,6 +332,19 @@ def latest_snapshot(log_dir) -> tuple[int, str] | None:
 def _delete_snapshots(log_dir, doomed) -> list[int]:
     d = safeio.Dir.of(log_dir)
     return [o for o, p in list_snapshot_files(d) if doomed(o) and d.unlink(os.path.basename(p))]
+
+
+def mark_snapshot_file_deleted(log_dir, path: str) -> str | None:
+    """Rename the snapshot file ``path`` (in ``log_dir``, a path or a
+    :class:`~kafkafs.log.safeio.Dir`) to ``<path>.deleted``, the name it is removed by
+    with its segment (``removeAndMarkSnapshotForDeletion``). Returns the new path, or None
+    when the file is gone already. Raises OSError from the rename."""
+    name = os.path.basename(path)
+    try:
+        safeio.Dir.of(log_dir).rename(name, name + DELETED_SUFFIX)
+    except FileNotFoundError:  # removed from outside already
+        return None
+    return path + DELETED_SUFFIX
 
 
 def delete_snapshots_before(log_dir, offset: int) -> list[int]:
@@ -596,23 +610,22 @@ class ProducerStateManager:
         self._last_snap_offset = self._map_end_offset
         return path
 
+    def forget_snapshot(self, offset: int) -> str | None:
+        """Forget the snapshot at ``offset`` without touching its file, and return its
+        path: the caller renames or deletes the file later, outside the log's lock
+        (``docs/design.md §6.4``). None when there is no such snapshot or the state is
+        read-only (a read-only state never changes a file)."""
+        path = self._snapshots.pop(offset, None)
+        return path if self._writable else None
+
     def mark_snapshot_deleted(self, offset: int) -> str | None:
         """Rename the snapshot at ``offset`` (a deleted segment's base offset) to
         ``<offset>.snapshot.deleted`` and forget it; the caller removes the file with the
         segment after ``file.delete.delay.ms`` (``removeAndMarkSnapshotForDeletion``).
         Returns the new path, or None when there is no such snapshot (or the state is
         read-only). Raises OSError from the rename."""
-        if not self._writable:
-            return None
-        path = self._snapshots.pop(offset, None)
-        if path is None:
-            return None
-        name = os.path.basename(path)
-        try:
-            self._dir.rename(name, name + DELETED_SUFFIX)
-        except FileNotFoundError:  # removed from outside already
-            return None
-        return path + DELETED_SUFFIX
+        path = self.forget_snapshot(offset)
+        return None if path is None else mark_snapshot_file_deleted(self._dir, path)
 
     def delete_snapshots_before(self, offset: int) -> None:
         """Delete the snapshots below ``offset`` (exclusive; ``deleteSnapshotsBefore``)."""
