@@ -50,8 +50,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import logdir_fuzz as F  # noqa: E402
-from conftest import Mount, fuse_available  # noqa: E402
+import logdir_fuzz as F
+from conftest import Mount, fuse_available
 
 TOPIC = F.TOPIC
 #: mutation kinds fed to the readers, and how many cases of each
@@ -108,7 +108,7 @@ def read_consume(case_dir: str, isolation: str, p: int) -> Verdict:
     assert "Traceback" not in res["stderr"], res["stderr"]
     records = []
     for line in F._split_lines(res["stdout"]):
-        m = re.match(rb"^Offset:(\d+)\t(.*?)\t(.*)$", line, re.S)
+        m = re.match(rb"^Offset:(\d+)\t(.*?)\t(.*)$", line, re.DOTALL)
         assert m, line
         key = None if m.group(2) == b"null" else m.group(2)
         value = None if m.group(3) == b"null" else m.group(3)
