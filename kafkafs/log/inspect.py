@@ -657,8 +657,8 @@ GAP_ACTION = ("none: no recovery can bring the records back (Kafka's does not no
 
 def _reader_walk(pdir: safeio.Dir, tp, cfg: LogConfig, log_start: int
                  ) -> tuple[CorruptRecordError | None, list[OffsetGap]]:
-    """Walk the partition as a reader does (read-only, from the log start offset, framing and
-    offsets only: CRCs are the scan's business). Returns the first damage met in framing and
+    """Walk the partition as a reader does (read-only, from the log start offset: framing,
+    offsets and records decoding; CRCs are the scan's business). Returns the first damage met in framing and
     offsets (or None, also when the partition cannot be loaded: the loader's findings say
     why) and every gap between segments met before it: a segment whose base offset lies past
     the offset that follows the last batch before it (:class:`OffsetGap`). Gaps are
@@ -677,6 +677,10 @@ def _reader_walk(pdir: safeio.Dir, tp, cfg: LogConfig, log_start: int
                                           seg.log_path))
                 seg_path = seg.log_path
             expected = batch.next_offset
+            try:
+                batch.check_records()  # records that do not decode: damage readers meet
+            except CorruptRecordError as exc:
+                return exc.located(path=seg.log_path, position=batch.position), gaps
     except CorruptRecordError as exc:
         return exc, gaps
     except (OSError, LogError):

@@ -20,7 +20,8 @@ from ..record.batch import RecordBatch
 from ..record.errors import CorruptRecordError
 from .errors import LogError, report_damage
 from .producer_state import ProducerStateManager
-from .segment import LogSegment, check_batch_order
+from .segment import LogSegment
+from .walk import BatchOrder
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ def replay_producer_state(pm: ProducerStateManager, segments: Sequence[LogSegmen
     ends the replay there, logged: the state is what the log holds up to it, and readers
     meet the damage themselves (docs/design.md §5.1: a damaged log still shows its intact part)."""
     applied = 0
-    expected = None
+    order = BatchOrder()  # offsets increase across the segments too
     for i, seg in enumerate(segments):
         if seg.base_offset >= end_offset:
             break
@@ -56,9 +57,8 @@ def replay_producer_state(pm: ProducerStateManager, segments: Sequence[LogSegmen
                 if first is None:
                     continue
                 pos = first.position
-            for batch in seg.batches(pos):
-                check_batch_order(batch, expected, seg.base_offset, seg.log_path, next_base)
-                expected = batch.next_offset
+            order.segment_base, order.next_base = seg.base_offset, next_base
+            for batch in seg.batches(pos, order=order):
                 if batch.last_offset >= end_offset:
                     reached_end = True
                     break

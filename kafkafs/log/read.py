@@ -7,8 +7,8 @@ layer sends with ``sendfile``, plus the aborted transactions a ``read_committed`
 needs. :func:`read_log` (and :meth:`kafkafs.log.log.Log.read`) answer the same way: a
 :class:`FetchDataInfo` naming a segment, a position and a size in bytes, never the bytes
 themselves, so that a reader can ``pread`` them, send them with ``os.sendfile`` or walk their
-batches (:meth:`FetchDataInfo.batches`) under the log layer's damage rules
-(:meth:`~kafkafs.log.segment.LogSegment.batches`).
+batches (:meth:`FetchDataInfo.batches`) under the log layer's damage rules (the one
+walker, :func:`~kafkafs.log.walk.walk_batches`, docs/design.md §5.3).
 
 The rules, Kafka's:
 
@@ -45,8 +45,9 @@ from dataclasses import dataclass
 
 from ..record.batch import RecordBatch
 from .errors import OffsetOutOfRangeError
-from .segment import LogSegment, check_batch_order
+from .segment import LogSegment
 from .txnindex import AbortedTxn
+from .walk import BatchOrder
 
 __all__ = ["FETCH_HIGH_WATERMARK", "FETCH_ISOLATIONS", "FETCH_LOG_END", "FETCH_TXN_COMMITTED",
            "FetchDataInfo", "read_log"]
@@ -120,14 +121,10 @@ class FetchDataInfo:
         seg = self.segment
         if seg is None or self.size == 0:
             return
-        expected = None
         end = self.log_end_offset if self.next_base is None else None
-        for batch in seg.batches(self.position, self.position + self.size, validate=validate,
-                                 strict_end=strict_end):
-            check_batch_order(batch, expected, seg.base_offset, seg.log_path, self.next_base,
-                              end)
-            expected = batch.next_offset
-            yield batch
+        yield from seg.batches(self.position, self.position + self.size, validate=validate,
+                               strict_end=strict_end,
+                               order=BatchOrder(seg.base_offset, self.next_base, end))
 
 
 def _empty(offset: int, marks: tuple, isolation: str) -> FetchDataInfo:

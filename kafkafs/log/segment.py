@@ -51,13 +51,13 @@ from ..record.batch import (
     LOG_OVERHEAD,
     NO_TIMESTAMP,
     RecordBatch,
-    iter_batches,
     min_entry_length,
     peek_offset_and_size,
 )
 from ..record.errors import CorruptRecordError
 from ..record.types import Record
 from . import handles, safeio
+from .bytesource import FdSource, first_data_at
 from .config import LogConfig
 from .errors import CorruptIndexError, ReadOnlyLogError
 from .index import OffsetIndex, TimeIndex
@@ -71,90 +71,21 @@ from .names import (
     filename_prefix,
 )
 from .txnindex import TransactionIndex, TxnIndexSearchResult
+from .walk import (  # noqa: F401  (the rules' old home: readers import them from here too)
+    READ_CHUNK,
+    BatchOrder,
+    ZeroTail,
+    check_batch_order,
+    first_offset,
+    offset_order_problem,
+    walk_batches,
+    zeroed_range_error,
+)
 
 log = logging.getLogger(__name__)
 
-READ_CHUNK = 1024 * 1024  # bytes read per pread when scanning batches
 TRANSLATE_CHUNK = 32 * 1024  # ... and when looking for one offset from an index entry
 _INT_MAX = 0x7FFFFFFF
-_ZERO_CHECK_CHUNK = 1024 * 1024  # bytes compared at a time when checking a zero tail
-
-
-def first_offset(batch: RecordBatch) -> int:
-    """The first offset a batch may hold: its base offset (v2), or for a legacy entry its
-    offset field (a compressed wrapper carries its last inner offset there, so this is the
-    only offset known without decompressing)."""
-    return batch.base_offset if batch.magic >= 2 else batch.last_offset
-
-
-def first_data_at(fd: int, pos: int) -> int | None:
-    """The position of the first byte that is not zero at or after ``pos`` in the file open
-    as ``fd``, or None when zeros reach its end (the unwritten rest of a preallocated
-    segment). Holes are skipped without reading (SEEK_DATA/SEEK_HOLE)."""
-    size = os.fstat(fd).st_size
-    at = pos
-    while at < size:
-        try:
-            data_at = max(os.lseek(fd, at, os.SEEK_DATA), at)
-        except OSError:  # ENXIO: nothing but a hole to the end
-            return None
-        hole_at = min(os.lseek(fd, data_at, os.SEEK_HOLE), size)
-        while data_at < hole_at:
-            chunk = os.pread(fd, min(_ZERO_CHECK_CHUNK, hole_at - data_at), data_at)
-            if not chunk:
-                return None
-            if any(chunk):
-                return data_at + len(chunk) - len(chunk.lstrip(b"\x00"))
-            data_at += len(chunk)
-        at = max(hole_at, at + 1)
-    return None
-
-
-def zeroed_range_error(path: str, pos: int, data_at: int) -> CorruptRecordError:
-    """The damage of zeros at ``pos`` where a batch should start, with data at ``data_at``
-    after them (a zero run ends the data only when it reaches the end of the file)."""
-    return CorruptRecordError(
-        f"zeroed bytes where a batch should start, followed by data at byte {data_at} (a "
-        "zero run ends the data only at the end of the file)", path=path, position=pos)
-
-
-def check_batch_order(batch: RecordBatch, expected: int | None, segment_base: int,
-                      path: str, next_base: int | None = None, end: int | None = None) -> None:
-    """Raise CorruptRecordError (naming ``path`` and the batch's position) when
-    :func:`offset_order_problem` finds the batch's offsets out of place."""
-    reason = offset_order_problem(first_offset(batch), batch.last_offset, expected,
-                                  segment_base, next_base, end)
-    if reason is not None:
-        raise CorruptRecordError(reason, path=path, position=batch.position)
-
-
-def offset_order_problem(first: int, last: int, expected: int | None, segment_base: int | None,
-                         next_base: int | None = None, end: int | None = None) -> str | None:
-    """Why a batch holding offsets ``[first, last]`` cannot stand where it is, or None: its
-    last offset not below its first, its offsets at or above ``segment_base`` and within an
-    int of it (Kafka's ``ensureOffsetInRange``; None: not in a segment, no such bound), below ``next_base`` (the base offset of the
-    next segment, when there is one: segments do not overlap), and ``first`` at or above
-    ``expected``, the offset after the batch before it (None: no batch before it), and its
-    last offset below ``end``, the log end offset (where the last segment's last batch ends,
-    :meth:`LogSegment.read_next_offset`; None: not known), which a batch before that last
-    one contradicts. Offsets that go back are damage, not data: a reader that followed them
-    would read records twice or never end."""
-    if last < first:
-        return (f"batch last offset {last} is below its base offset {first} (last offset "
-                f"delta {last - first})")
-    if segment_base is not None and (first < segment_base or last - segment_base > _INT_MAX):
-        return (f"batch offsets [{first}, {last}] are out of range for a segment with base "
-                f"offset {segment_base}")
-    if next_base is not None and last >= next_base:
-        return (f"batch offsets [{first}, {last}] reach into the next segment, which starts "
-                f"at offset {next_base}")
-    if expected is not None and first < expected:
-        return (f"offsets go back: the batch starts at offset {first}, below the offset "
-                f"{expected} that follows the batch before it")
-    if end is not None and last >= end:
-        return (f"batch offsets [{first}, {last}] reach the log end offset {end}, where the "
-                "segment's last batch ends")
-    return None
 
 
 class StaleSegmentError(FileNotFoundError):
@@ -279,7 +210,7 @@ class LogSegment:
         self.last_recovery: SegmentScan | None = None
         self.check_indexes = check_indexes
         self.created = create  # made by this process: its files are ours from the first byte
-        self._zero_from: tuple[int, int] | None = None  # (position, size): zeros from there
+        self._zeros = ZeroTail()  # a checked zero tail, remembered
 
     @property
     def size(self) -> int:
@@ -444,6 +375,12 @@ class LogSegment:
         """``fstat`` of the ``.log`` (through a lease)."""
         with self._file as fd:
             return os.fstat(fd)
+
+    @property
+    def source(self) -> FdSource:
+        """The ``.log`` as the walker's :class:`~kafkafs.log.bytesource.ByteSource` (leased
+        per read, named by its current path)."""
+        return FdSource(self._file, self.log_path)
 
     def first_data_at(self, pos: int) -> int | None:
         """:func:`first_data_at` of the ``.log`` (through a lease)."""
@@ -693,83 +630,22 @@ class LogSegment:
 
     def batches(self, start_position: int = 0, end_position: int | None = None,
                 validate: bool = False, chunk_size: int = READ_CHUNK,
-                strict_end: bool = False) -> Iterator[RecordBatch]:
+                strict_end: bool = False, order: BatchOrder | None = None
+                ) -> Iterator[RecordBatch]:
         """Yield batches from ``start_position`` (must be a batch start) to ``end_position``
         (default: the current size). ``RecordBatch.position`` is the position in the file.
-
-        Stops quietly at a preallocated zero tail (an entry header of zeros with nothing but
-        zeros after it to the end of the file: ``log.preallocate``) and, unless
+        The one walker's rules (:func:`~kafkafs.log.walk.walk_batches` over the ``.log``'s
+        :attr:`source`): stops quietly at a preallocated zero tail and, unless
         ``strict_end``, at a torn tail (an incomplete batch at the end: a writer's append in
         progress, or a crash). Raises CorruptRecordError (naming the file and position) on a
-        bad header or size, zeros followed by data, with ``validate`` a bad CRC, and with
-        ``strict_end`` an incomplete batch (the end of a segment that is not the last).
+        bad header or size, zeros followed by data, with ``validate`` a bad CRC, with
+        ``strict_end`` an incomplete batch (the end of a segment that is not the last), and
+        with ``order`` (a :class:`~kafkafs.log.walk.BatchOrder`) offsets out of place.
         """
         end = self.size if end_position is None else min(end_position, self.size)
-        pos = start_position
-        base_chunk = chunk_size
-        while end - pos >= HEADER_PEEK:
-            want = min(max(chunk_size, 0), end - pos)
-            with self._file as fd:  # a lease per read: never held across a yield
-                buf = os.pread(fd, want, pos)
-            if len(buf) < HEADER_PEEK:
-                break
-            consumed = 0
-            for batch in iter_batches(buf, 0, len(buf), base_position=pos, validate=validate,
-                                      path=self.log_path, zero_tail=True):
-                consumed = batch.position - pos + batch.size
-                yield batch
-            if consumed == 0:
-                # the next batch is larger than the chunk: read exactly it
-                if not any(buf[:LOG_OVERHEAD]):
-                    self._check_zero_tail(pos)
-                    return  # a preallocated zero tail: nothing written from here on
-                length = int.from_bytes(buf[8:12], "big", signed=True)
-                minimum = min_entry_length(buf[16])
-                if length < minimum:
-                    raise CorruptRecordError(
-                        f"record size {length} is smaller than the minimum record overhead "
-                        f"({minimum})", path=self.log_path, position=pos)
-                size = length + LOG_OVERHEAD
-                if pos + size > end:
-                    break
-                chunk_size = size
-                continue
-            pos += consumed
-            chunk_size = base_chunk
-        if strict_end and pos < end:
-            self._torn(pos, end)
-
-    def _torn(self, pos: int, end: int) -> None:
-        """An incomplete batch at ``pos`` where the segment must end with a whole one: raise
-        CorruptRecordError -- unless the file has grown past ``end`` since (a caller's
-        stale size beside a live writer: not damage)."""
-        with self._file as fd:
-            if os.fstat(fd).st_size > end:
-                return
-            head = os.pread(fd, LOG_OVERHEAD, pos)
-        if not any(head):  # zeros, however few: the end of a preallocated file, or damage
-            self._check_zero_tail(pos)
-            return
-        declared = (f" of the {int.from_bytes(head[8:12], 'big', signed=True) + LOG_OVERHEAD} "
-                    "its header declares") if len(head) == LOG_OVERHEAD else ""
-        raise CorruptRecordError(
-            f"incomplete batch: {end - pos} bytes{declared} at the end of a segment that is "
-            "not the last (a torn write, or a truncated file)",
-            path=self.log_path, position=pos)
-
-    def _check_zero_tail(self, pos: int) -> None:
-        """Raise CorruptRecordError unless the file holds only zeros from ``pos`` to its end
-        (:func:`first_data_at`); a checked tail is remembered, so a reader at the end of a
-        preallocated segment checks it once."""
-        with self._file as fd:
-            size = os.fstat(fd).st_size
-            known = self._zero_from
-            if known is not None and known[0] <= pos and known[1] == size:
-                return
-            data_at = first_data_at(fd, pos)
-        if data_at is not None:
-            raise zeroed_range_error(self.log_path, pos, data_at)
-        self._zero_from = (pos, size)
+        return walk_batches(self.source, start_position, end, validate=validate,
+                            strict_end=strict_end, chunk_size=chunk_size, order=order,
+                            zeros=self._zeros)
 
     def translate_offset(self, offset: int, start_position: int = 0, *,
                          limit: int | None = None, skip_damaged: bool = False,
@@ -788,18 +664,11 @@ class LogSegment:
         # (an offset at or below the base: the first batch; no index to open)
         position = 0 if offset <= self.base_offset else self._index_floor(offset)
         # a point lookup scans about index.interval.bytes: read small chunks
-        expected = None
+        order = BatchOrder(self.base_offset, limit, skip=skip_damaged)
         for batch in self.batches(max(position, start_position), chunk_size=TRANSLATE_CHUNK,
-                                  strict_end=strict_end):
-            problem = offset_order_problem(first_offset(batch), batch.last_offset, expected,
-                                           self.base_offset, limit)
-            if problem is not None:
-                if skip_damaged:
-                    continue
-                raise CorruptRecordError(problem, path=self.log_path, position=batch.position)
+                                  strict_end=strict_end, order=order):
             if batch.last_offset >= offset:
                 return batch
-            expected = batch.next_offset
         return None
 
     def _index_floor(self, offset: int) -> int:
@@ -851,11 +720,8 @@ class LogSegment:
         max_ts, offset_of_max_ts = NO_TIMESTAMP, self.base_offset
         last_entry = 0
         position = 0
-        expected = None
         try:
-            for batch in self.batches(0):
-                check_batch_order(batch, expected, self.base_offset, self.log_path)
-                expected = batch.next_offset
+            for batch in self.batches(0, order=BatchOrder(self.base_offset)):
                 if batch.max_timestamp > max_ts:
                     max_ts, offset_of_max_ts = batch.max_timestamp, batch.last_offset
                 if position - last_entry > self.config.index_interval_bytes and \
@@ -948,10 +814,7 @@ class LogSegment:
                 self.rebuild_indexes(f"time index entry ({entry_ts}, {index_offset}): {problem}")
                 _ts, index_offset = self.time_index.lookup(timestamp)
         position = self._index_floor(max(index_offset, start_offset))
-        expected = None
-        for batch in self.batches(position):
-            check_batch_order(batch, expected, self.base_offset, self.log_path, next_base, end)
-            expected = batch.next_offset
+        for batch in self.batches(position, order=BatchOrder(self.base_offset, next_base, end)):
             if batch.max_timestamp < timestamp or batch.last_offset < start_offset:
                 continue
             batch.ensure_valid()

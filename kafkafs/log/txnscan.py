@@ -54,8 +54,9 @@ from . import safeio
 from .errors import LogError, report_damage
 from .producer_replay import replay_producer_state
 from .producer_state import ProducerStateEntry, ProducerStateManager
-from .segment import READ_CHUNK, LogSegment, check_batch_order
+from .segment import READ_CHUNK, LogSegment
 from .txnindex import AbortedTxn, TxnIndexSearchResult
+from .walk import BatchOrder
 
 __all__ = ["TxnScanner", "txn_index_trusted"]
 
@@ -209,14 +210,13 @@ class TxnScanner:
     # -- scanning -------------------------------------------------------------------------
     def _batches(self, scan: _Scanned, size: int, next_base: int | None):
         """The segment's batches from ``scan.pos`` up to ``size``, their order checked as
-        every reader's (:func:`~kafkafs.log.segment.check_batch_order`); ``scan.pos`` and
+        every reader's (the walker's :class:`~kafkafs.log.walk.BatchOrder`); ``scan.pos`` and
         ``scan.expected`` move past each batch as it is yielded. Damage sets
         ``scan.damaged`` and ends the iteration."""
         seg = scan.seg
+        order = BatchOrder(seg.base_offset, next_base, expected=scan.expected)
         try:
-            for batch in seg.batches(scan.pos, size):
-                check_batch_order(batch, scan.expected, seg.base_offset, seg.log_path,
-                                  next_base)
+            for batch in seg.batches(scan.pos, size, order=order):
                 scan.pos, scan.expected = batch.position + batch.size, batch.next_offset
                 yield batch
         except CorruptRecordError as exc:

@@ -48,14 +48,9 @@ import os
 
 from ..log import safeio
 from ..log.isolation import AbortedFilter
-from ..log.segment import (
-    check_batch_order,
-    first_data_at,
-    zeroed_range_error,
-)
 from ..log.txnindex import AbortedTxn
+from ..log.walk import BatchOrder, walk_batches
 from ..record import columnar, fast
-from ..record.batch import LOG_OVERHEAD, iter_batches, min_entry_length
 from ..record.errors import CorruptRecordError
 from .fileio import SegmentFile, is_uri, list_segments
 from .views import scan_aborted
@@ -69,6 +64,7 @@ PROBE = 4096  # bytes read first past the index's end hint (the next batch's hea
 BATCH_ROWS = 8192  # rows per RecordBatch handed to Spark (its Arrow intake is fastest near this)
 BATCH_BYTES = 4 * 1024 * 1024  # bytes of buffers per RecordBatch, at most about
 HEADER_PEEK = 17
+LOG_OVERHEAD = 12
 STATS_ENV = "KAFKAFS_SPARK_READ_STATS"
 
 
@@ -174,6 +170,42 @@ class _Window:
         return self.len
 
 
+class _WindowSource:
+    """The slice's file as the walker's byte source, read through the window (a batch the
+    fast path stopped at is already in it) and ending at the planned size: bytes appended
+    since planning are not the read's (docs/design.md §5.3)."""
+
+    def __init__(self, win: _Window, f: SegmentFile):
+        self.win, self.name = win, f.path
+        self._file = f.source()
+
+    def pread(self, pos: int, n: int) -> bytes:
+        w = self.win
+        got = w.fill(pos, n)
+        i = pos - w.start
+        return bytes(w.buf[i:i + min(n, got)])
+
+    def size(self) -> int:
+        return min(self._file.size(), self.win.limit)
+
+    def first_data_at(self, pos: int) -> int | None:
+        if self.win.f.identity is None:  # a pyarrow file: compare the planned range only
+            return _first_data_below(self, pos, self.win.limit)
+        data_at = self._file.first_data_at(pos)
+        return None if data_at is None or data_at >= self.win.limit else data_at
+
+
+def _first_data_below(src: _WindowSource, pos: int, limit: int) -> int | None:
+    while pos < limit:
+        chunk = src.win.f.read(pos, min(CHUNK, limit - pos))
+        if not chunk:
+            return None
+        if any(chunk):
+            return pos + len(chunk) - len(chunk.lstrip(b"\x00"))
+        pos += len(chunk)
+    return None
+
+
 class _SliceReader:
     """The state of one slice read (see the module)."""
 
@@ -198,6 +230,12 @@ class _SliceReader:
             self.filter = AbortedFilter(AbortedTxn(pid, first, last, -1)
                                         for pid, first, last in sl.aborted)
         self.probe = PROBE
+        self.source = _WindowSource(self.win, f)
+        # the slice reads its segment to the end (the next segment's base offset, or the log
+        # end offset in the last one): a batch past the end offset there is damage, not an
+        # append since planning
+        self.to_segment_end = sl.end_offset >= (sl.next_base if sl.next_base >= 0 else
+                                                sl.log_end if sl.log_end >= 0 else 1 << 63)
 
     def _want(self) -> int:
         if self.pos < self.hint:
@@ -249,19 +287,19 @@ class _SliceReader:
             i = self.pos - self.win.start
             j, status, self.expected = b.add_batches(
                 self.win.buf, i, self.win.len, self.sl.start_offset, self.sl.end_offset,
-                self.expected, self.sl.base_offset, self.sl.next_base,
+                self.expected, self.sl.base_offset,
+                self.sl.next_base if self.sl.next_base >= 0 else self.sl.log_end,
                 self.sl.read_committed and (self.filter is None or bool(self.filter)))
             self.pos = self.win.start + j
             if b.rows >= BATCH_ROWS or b.nbytes >= BATCH_BYTES:
                 yield self._finish()
-            if status == columnar.PAST:
-                break
             try:
-                if status == columnar.OTHER:
+                if status == columnar.PAST:
+                    if self.to_segment_end:
+                        self._rest()  # raises at the batch
+                    break
+                if status in (columnar.OTHER, columnar.PARTIAL):
                     if not self._other():
-                        break
-                elif status == columnar.PARTIAL:
-                    if not self._whole_batch():
                         break
                 elif self.win.stop >= self.limit:  # END at the planned end
                     self.at_end = True
@@ -287,44 +325,39 @@ class _SliceReader:
         return to_record_batch(self.builder.finish(), self.sl.topic, self.sl.partition,
                                self.sl.include_headers)
 
-    def _error(self, reason: str) -> CorruptRecordError:
-        return CorruptRecordError(reason, path=self.f.path, position=self.pos)
+    def _order(self) -> BatchOrder:
+        sl = self.sl
+        return BatchOrder(sl.base_offset, sl.next_base if sl.next_base >= 0 else None,
+                          sl.log_end if sl.log_end >= 0 else None,
+                          self.expected if self.expected >= 0 else None)
 
-    def _whole_batch(self) -> bool:
-        """Get the whole batch at ``pos`` into the window; False when the read is over (the
-        batch starts at or past the end offset and is not all there: an append after
-        planning). Raises CorruptRecordError for an incomplete batch the slice needs."""
-        head = self.win.buf[self.pos - self.win.start:self.pos - self.win.start + 12]
-        base = int.from_bytes(head[:8], "big", signed=True)
-        size = int.from_bytes(head[8:12], "big", signed=True) + LOG_OVERHEAD
-        if self.win.fill(self.pos, size) >= size:
-            return True
-        if base >= self.sl.end_offset:
-            return False
-        raise self._error(f"incomplete batch: {self.win.stop - self.pos} bytes of the {size} "
-                          "its header declares where the segment must hold a whole one")
+    def _walk(self):
+        """The one walker from ``pos`` to the planned end (docs/design.md §5.3): framing,
+        CRC, zero and torn tails (an incomplete batch where a segment that is not the last
+        must end is damage), offset order."""
+        w, chunk = self.win, PROBE
+        if w.start <= self.pos and w.stop - self.pos >= LOG_OVERHEAD:
+            i = self.pos - w.start  # read the batch there exactly (it is in the window)
+            chunk = max(int.from_bytes(w.buf[i + 8:i + 12], "big", signed=True) +
+                        LOG_OVERHEAD, HEADER_PEEK)
+        return walk_batches(self.source, self.pos, self.limit, validate=True,
+                            strict_end=self.sl.next_base >= 0, chunk_size=chunk,
+                            order=self._order())
+
+    def _rest(self) -> None:
+        """Walk what is left of a segment read to its end: its first batch lies at or past
+        the end offset, which the walker's order rules name as damage."""
+        for _batch in self._walk():
+            pass
 
     def _other(self) -> bool:
-        """Take the batch at ``pos`` by the general path; False when the read is over."""
-        w = self.win
-        head = w.buf[self.pos - w.start:self.pos - w.start + HEADER_PEEK]
-        if not any(head[:LOG_OVERHEAD]):
-            self._zero_tail()
+        """Take the batch at ``pos`` through the walker; False when the read is over (the
+        end of the data, or a batch at or past the end offset)."""
+        batch = next(self._walk(), None)
+        if batch is None:  # a zero tail or a torn write at the planned end
             self.at_end = True
             return False
-        length = int.from_bytes(head[8:12], "big", signed=True)
-        if length < min_entry_length(head[16]):
-            raise self._error(f"record size {length} is smaller than the minimum record "
-                              f"overhead ({min_entry_length(head[16])})")
-        if not self._whole_batch():
-            return False
-        i = self.pos - w.start
-        batch = next(iter_batches(w.buf, i, i + length + LOG_OVERHEAD, base_position=w.start,
-                                  validate=True, path=self.f.path))
         sl = self.sl
-        check_batch_order(batch, self.expected if self.expected >= 0 else None,
-                          sl.base_offset, self.f.path, sl.next_base if sl.next_base >= 0
-                          else None)
         if batch.base_offset >= sl.end_offset:  # (a legacy wrapper's first inner offset)
             return False
         if batch.last_offset >= sl.start_offset:
@@ -334,7 +367,7 @@ class _SliceReader:
                     self._aborted_filter().is_aborted(batch):
                 pass
             else:
-                self._gather(batch, i)
+                self._gather(batch, self.pos - self.win.start)
         self.expected = batch.next_offset
         self.pos += batch.size
         return True
@@ -377,24 +410,6 @@ class _SliceReader:
             if status != columnar.END:
                 batch.check_records()  # raises the record layer's located error
                 raise self._error("the batch's records cannot be read")
-
-    def _zero_tail(self) -> None:
-        """Zeros where a batch should start: the end of the data when zeros reach the end of
-        the file (a preallocated segment), else damage."""
-        if self.f.identity is None:  # a pyarrow file: check the planned range
-            pos = self.pos
-            while pos < self.limit:
-                chunk = self.f.read(pos, min(CHUNK, self.limit - pos))
-                if not chunk:
-                    return
-                if any(chunk):
-                    raise zeroed_range_error(self.f.path, self.pos,
-                                             pos + len(chunk) - len(chunk.lstrip(b"\x00")))
-                pos += len(chunk)
-            return
-        data_at = first_data_at(self.f.fileno(), self.pos)
-        if data_at is not None and data_at < self.limit:
-            raise zeroed_range_error(self.f.path, self.pos, data_at)
 
 
 def _relocate(sl):

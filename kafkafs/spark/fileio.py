@@ -240,6 +240,15 @@ class SegmentFile:
         self.bytes_read += got
         return got
 
+    def source(self):
+        """The file as the log layer's walker reads it (a
+        :class:`~kafkafs.log.bytesource.ByteSource`: docs/design.md §5.3)."""
+        from ..log.bytesource import ArrowSource, FdSource
+
+        if self._file is not None:
+            return ArrowSource(self._file, self.path)
+        return FdSource(self._fd, self.path)
+
     def close(self) -> None:
         if self._file is not None:
             self._file.close()

@@ -273,7 +273,9 @@ class SegmentSlice(InputPartition):
     ``.index`` says they end before ``end_hint``; nothing at or past ``end_position`` (the
     segment's size at planning) is read. ``root``/``dir_name``/``file_name`` name the file
     (local path or URI), ``identity`` the local file planned (a cleaner's swap replaces it),
-    ``next_base`` the next segment's base offset (-1: none). ``aborted``: ``(producer_id,
+    ``next_base`` the next segment's base offset (-1: none), ``log_end`` the log end offset
+    at planning for the last segment (-1: not the last): no batch before the last may reach
+    it (docs/design.md §5.1). ``aborted``: ``(producer_id,
     first_offset, last_offset)`` of the aborted transactions overlapping the slice, what a
     read_committed read drops; None: looked up by the reader when it meets a transactional
     batch. ``compacted``: the topic is compacted (offsets may be missing between segments:
@@ -286,11 +288,12 @@ class SegmentSlice(InputPartition):
                  file_name: str, base_offset: int, next_base: int, start_offset: int,
                  end_offset: int, start_position: int, end_hint: int, end_position: int,
                  identity, aborted: tuple | None, read_committed: bool, include_headers: bool,
-                 fail_on_data_loss: bool, compacted: bool = False, task: int = 0):
+                 fail_on_data_loss: bool, compacted: bool = False, task: int = 0,
+                 log_end: int = -1):
         super().__init__(None)
         self.topic, self.partition = topic, partition
         self.root, self.dir_name, self.file_name = root, dir_name, file_name
-        self.base_offset, self.next_base = base_offset, next_base
+        self.base_offset, self.next_base, self.log_end = base_offset, next_base, log_end
         self.start_offset, self.end_offset = start_offset, end_offset
         self.start_position, self.end_hint, self.end_position = \
             start_position, end_hint, end_position
@@ -373,7 +376,8 @@ class ReadTask(InputPartition):
 
 _SHARED_FIELDS = ("topic", "partition", "root", "dir_name", "read_committed", "include_headers",
                   "fail_on_data_loss", "compacted", "task")
-_SLICE_FIELDS = ("base_offset", "next_base", "start_offset", "end_offset", "start_position",
+_SLICE_FIELDS = ("base_offset", "next_base", "log_end", "start_offset", "end_offset",
+                 "start_position",
                  "end_hint", "end_position")
 
 
@@ -618,6 +622,7 @@ def plan_slices(views: dict, ranges: dict, opts: ReadOptions, *,
             dir_name=view.dir_name, file_name=seg.name, base_offset=seg.base_offset,
             next_base=view.segments[p.k + 1].base_offset if p.k + 1 < len(view.segments)
             else -1,
+            log_end=view.log_end_offset if p.k + 1 == len(view.segments) else -1,
             start_offset=p.start, end_offset=p.end, start_position=p.start_position,
             end_hint=min(p.end_hint, seg.size), end_position=seg.size,
             identity=seg.identity,

@@ -68,7 +68,7 @@ from ..log.producer_state import (
 )
 from ..log.segment import LogSegment
 from ..log.txnindex import AbortedTxn
-from ..record.batch import iter_batches
+from ..log.walk import walk_batches
 from ..record.control import ABORT, end_txn_marker
 from ..record.errors import CorruptRecordError
 from .fileio import ArrowDir, SegmentFile, is_uri, join
@@ -358,30 +358,11 @@ def _local_view(root, path, pdir, tp, recovery_point, log_start, clean, limit) -
 # -- pyarrow filesystems ---------------------------------------------------------------------
 
 def _scan(f: SegmentFile, pos: int, end: int):
-    """Yield the batches of ``f`` from ``pos`` (a batch start) to ``end`` (bytes), read in
-    chunks; stops quietly at a zero tail or an incomplete batch at the end. Raises
-    CorruptRecordError (framing)."""
-    while end - pos >= 17:
-        buf = f.read(pos, min(SCAN_CHUNK, end - pos))
-        consumed = 0
-        for batch in iter_batches(buf, 0, len(buf), base_position=pos, path=f.path,
-                                  zero_tail=True):
-            consumed = batch.position - pos + batch.size
-            yield batch
-        if consumed == 0:
-            head = buf[:12]
-            if len(head) < 12 or not any(head):
-                return
-            size = int.from_bytes(head[8:12], "big", signed=True) + 12
-            if pos + size > end:
-                return
-            buf = f.read(pos, size)
-            batch = next(iter_batches(buf, 0, len(buf), base_position=pos, path=f.path), None)
-            if batch is None:
-                return
-            yield batch
-            consumed = batch.size
-        pos += consumed
+    """Yield the batches of ``f`` from ``pos`` (a batch start) to ``end`` (bytes): the one
+    walker (:func:`kafkafs.log.walk.walk_batches`, docs/design.md §5.3) over the file's
+    byte source, CRCs unchecked. Stops quietly at a zero tail or an incomplete batch at the
+    end. Raises CorruptRecordError (framing; zeros followed by data)."""
+    return walk_batches(f.source(), pos, end, chunk_size=SCAN_CHUNK)
 
 
 def _checked_entries(raw: bytes, fmt: str, base: int, size: int) -> list:

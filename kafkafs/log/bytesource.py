@@ -1,0 +1,140 @@
+"""Where the batch walker reads a segment's bytes from: one small protocol, two kinds.
+
+The walker (:mod:`kafkafs.log.walk`, docs/design.md §5.3) holds the damage rules and knows
+nothing of files: it asks a :class:`ByteSource` for
+
+* ``pread(pos, n) -> bytes``: up to ``n`` bytes at byte position ``pos`` (fewer only at the
+  end of the file), raising OSError;
+* ``size() -> int``: the file's size in bytes now (a writer may have grown it);
+* ``first_data_at(pos) -> int | None``: the position of the first byte that is not zero at
+  or after ``pos``, None when zeros reach the end (the unwritten rest of a preallocated
+  segment);
+* ``name``: how to name the file in a :class:`~kafkafs.record.errors.CorruptRecordError`.
+
+:class:`FdSource` reads a local file through a descriptor or a
+:class:`~kafkafs.log.handles.Handle` lease (``pread``; holes skipped with
+``SEEK_DATA``/``SEEK_HOLE``); :class:`ArrowSource` reads a ``pyarrow`` ``RandomAccessFile``
+(``read_at``: an object store, HDFS), comparing bytes in chunks. ``pyarrow`` is never
+imported here: the source only calls the file's methods. Sizes and positions are bytes.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Protocol
+
+__all__ = ["ArrowSource", "ByteSource", "FdSource", "first_data_at"]
+
+ZERO_CHECK_CHUNK = 1024 * 1024  # bytes compared at a time when checking a zero tail
+
+
+class ByteSource(Protocol):
+    """The protocol (see the module)."""
+
+    name: str
+
+    def pread(self, pos: int, n: int) -> bytes: ...
+
+    def size(self) -> int: ...
+
+    def first_data_at(self, pos: int) -> int | None: ...
+
+
+def first_data_at(fd: int, pos: int) -> int | None:
+    """The position of the first byte that is not zero at or after ``pos`` in the file open
+    as ``fd``, or None when zeros reach its end (the unwritten rest of a preallocated
+    segment). Holes are skipped without reading (SEEK_DATA/SEEK_HOLE). Raises OSError."""
+    size = os.fstat(fd).st_size
+    at = pos
+    while at < size:
+        try:
+            data_at = max(os.lseek(fd, at, os.SEEK_DATA), at)
+        except OSError:  # ENXIO: nothing but a hole to the end
+            return None
+        hole_at = min(os.lseek(fd, data_at, os.SEEK_HOLE), size)
+        while data_at < hole_at:
+            chunk = os.pread(fd, min(ZERO_CHECK_CHUNK, hole_at - data_at), data_at)
+            if not chunk:
+                return None
+            if any(chunk):
+                return data_at + len(chunk) - len(chunk.lstrip(b"\x00"))
+            data_at += len(chunk)
+        at = max(hole_at, at + 1)
+    return None
+
+
+class FdSource:
+    """A local file as a :class:`ByteSource`. ``file``: a descriptor (int; the caller keeps
+    it open and closes it) or a :class:`~kafkafs.log.handles.Handle` (leased for each call,
+    never held across the walker's yields); ``name``: the path for errors."""
+
+    __slots__ = ("_file", "name")
+
+    def __init__(self, file, name: str):
+        self._file = file
+        self.name = name
+
+    def _lease(self):
+        f = self._file
+        return _Plain(f) if isinstance(f, int) else f
+
+    def pread(self, pos: int, n: int) -> bytes:
+        with self._lease() as fd:
+            data = os.pread(fd, n, pos)
+            while 0 < len(data) < n:  # pread may return less than asked before the end
+                more = os.pread(fd, n - len(data), pos + len(data))
+                if not more:
+                    break
+                data += more
+            return data
+
+    def size(self) -> int:
+        with self._lease() as fd:
+            return os.fstat(fd).st_size
+
+    def first_data_at(self, pos: int) -> int | None:
+        with self._lease() as fd:
+            return first_data_at(fd, pos)
+
+
+class _Plain:
+    """A bare descriptor used like a Handle lease (``with _Plain(fd) as fd``)."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def __enter__(self) -> int:
+        return self.fd
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+class ArrowSource:
+    """A ``pyarrow`` ``RandomAccessFile`` (``read_at(n, pos)``, ``size()``) as a
+    :class:`ByteSource`; ``name``: how to show it (credentials masked by the caller)."""
+
+    __slots__ = ("_file", "name")
+
+    def __init__(self, file, name: str):
+        self._file = file
+        self.name = name
+
+    def pread(self, pos: int, n: int) -> bytes:
+        return self._file.read_at(n, pos) if n > 0 else b""
+
+    def size(self) -> int:
+        return self._file.size()
+
+    def first_data_at(self, pos: int) -> int | None:
+        size = self.size()
+        while pos < size:
+            chunk = self.pread(pos, min(ZERO_CHECK_CHUNK, size - pos))
+            if not chunk:
+                return None
+            if any(chunk):
+                return pos + len(chunk) - len(chunk.lstrip(b"\x00"))
+            pos += len(chunk)
+        return None

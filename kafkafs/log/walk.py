@@ -1,0 +1,216 @@
+"""The one batch walker: framing, zero tails, torn tails, offset order and damage, over a
+:class:`~kafkafs.log.bytesource.ByteSource` (docs/design.md §5.1, §5.3).
+
+Every reader of segment bytes walks them here: :meth:`LogSegment.batches
+<kafkafs.log.segment.LogSegment.batches>` (and through it ``Log.read``, the views, ``consume``,
+``check``, the key maps, the transaction scan, the producer replay, point reads and
+timestamp lookups), the ``kafkalog`` planner and executors on local and ``pyarrow`` files.
+Kafka's ``FileRecords.batchesFrom`` / ``FileLogInputStream.nextBatch`` frame the same way;
+its ``LogSegment.recover`` and ``ensureOffsetInRange`` give the order rules.
+
+:func:`walk_batches` yields :class:`~kafkafs.record.batch.RecordBatch` es (legacy entries as
+:class:`~kafkafs.record.legacy.LegacyBatch`) from a batch start to an end position, and
+raises :class:`~kafkafs.record.errors.CorruptRecordError` naming the source and the byte
+position, after every batch before it, when
+
+* a size is below the minimum of its magic, or (``validate``) a CRC does not match;
+* zeros stand where a batch should start and data follows them (:func:`zeroed_range_error`;
+  zeros running to the end of the file are a preallocated tail and end the walk quietly);
+* (``strict_end``) the range ends inside a batch: an incomplete batch at the end of a
+  segment that is not the last (:func:`torn_error`). Without it (the last segment) that is
+  a torn write and ends the walk quietly; so does a file that grew past ``end`` since;
+* (``order``, a :class:`BatchOrder`) a batch's offsets are out of place
+  (:func:`offset_order_problem`): last below first, outside the segment's range, not above
+  the batch before it, reaching the next segment's base offset or the log end offset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..record.batch import (
+    HEADER_PEEK,
+    LOG_OVERHEAD,
+    RecordBatch,
+    iter_batches,
+    min_entry_length,
+)
+from ..record.errors import CorruptRecordError
+
+__all__ = ["READ_CHUNK", "BatchOrder", "ZeroTail", "check_batch_order", "first_offset",
+           "offset_order_problem", "size_error", "torn_error", "walk_batches",
+           "zeroed_range_error"]
+
+READ_CHUNK = 1024 * 1024  # bytes read per pread when walking batches
+_INT_MAX = 0x7FFFFFFF
+
+
+def first_offset(batch: RecordBatch) -> int:
+    """The first offset a batch may hold: its base offset (v2), or for a legacy entry its
+    offset field (a compressed wrapper carries its last inner offset there, so this is the
+    only offset known without decompressing)."""
+    return batch.base_offset if batch.magic >= 2 else batch.last_offset
+
+
+def zeroed_range_error(path: str, pos: int, data_at: int) -> CorruptRecordError:
+    """The damage of zeros at ``pos`` where a batch should start, with data at ``data_at``
+    after them (a zero run ends the data only when it reaches the end of the file)."""
+    return CorruptRecordError(
+        f"zeroed bytes where a batch should start, followed by data at byte {data_at} (a "
+        "zero run ends the data only at the end of the file)", path=path, position=pos)
+
+
+def size_error(path: str, pos: int, length: int, magic: int) -> CorruptRecordError:
+    """The damage of a size field ``length`` below the minimum for ``magic``."""
+    minimum = min_entry_length(magic)
+    return CorruptRecordError(f"record size {length} is smaller than the minimum record "
+                              f"overhead ({minimum})", path=path, position=pos)
+
+
+def torn_error(path: str, pos: int, end: int, head: bytes) -> CorruptRecordError:
+    """The damage of an incomplete batch at ``pos`` where a segment ending at ``end`` must
+    end with a whole one (``head``: the bytes read there, up to its 12-byte prefix)."""
+    declared = (f" of the {int.from_bytes(head[8:12], 'big', signed=True) + LOG_OVERHEAD} "
+                "its header declares") if len(head) >= LOG_OVERHEAD else ""
+    return CorruptRecordError(
+        f"incomplete batch: {end - pos} bytes{declared} at the end of a segment that is "
+        "not the last (a torn write, or a truncated file)", path=path, position=pos)
+
+
+def offset_order_problem(first: int, last: int, expected: int | None, segment_base: int | None,
+                         next_base: int | None = None, end: int | None = None) -> str | None:
+    """Why a batch holding offsets ``[first, last]`` cannot stand where it is, or None: its
+    last offset not below its first, its offsets at or above ``segment_base`` and within an
+    int of it (Kafka's ``ensureOffsetInRange``; None: not in a segment, no such bound),
+    below ``next_base`` (the base offset of the next segment, when there is one: segments do
+    not overlap), and ``first`` at or above ``expected``, the offset after the batch before
+    it (None: no batch before it), and its last offset below ``end``, the log end offset
+    (where the last segment's last batch ends; None: not known), which a batch before that
+    last one contradicts. Offsets that go back are damage, not data: a reader that followed
+    them would read records twice or never end."""
+    if last < first:
+        return (f"batch last offset {last} is below its base offset {first} (last offset "
+                f"delta {last - first})")
+    if segment_base is not None and (first < segment_base or last - segment_base > _INT_MAX):
+        return (f"batch offsets [{first}, {last}] are out of range for a segment with base "
+                f"offset {segment_base}")
+    if next_base is not None and last >= next_base:
+        return (f"batch offsets [{first}, {last}] reach into the next segment, which starts "
+                f"at offset {next_base}")
+    if expected is not None and first < expected:
+        return (f"offsets go back: the batch starts at offset {first}, below the offset "
+                f"{expected} that follows the batch before it")
+    if end is not None and last >= end:
+        return (f"batch offsets [{first}, {last}] reach the log end offset {end}, where the "
+                "segment's last batch ends")
+    return None
+
+
+def check_batch_order(batch: RecordBatch, expected: int | None, segment_base: int,
+                      path: str, next_base: int | None = None, end: int | None = None) -> None:
+    """Raise CorruptRecordError (naming ``path`` and the batch's position) when
+    :func:`offset_order_problem` finds the batch's offsets out of place."""
+    reason = offset_order_problem(first_offset(batch), batch.last_offset, expected,
+                                  segment_base, next_base, end)
+    if reason is not None:
+        raise CorruptRecordError(reason, path=path, position=batch.position)
+
+
+class BatchOrder:
+    """The order rules of one walk (:func:`offset_order_problem`): ``segment_base`` (None:
+    no segment range), ``next_base`` (the next segment's base offset, None for the last),
+    ``end`` (the log end offset no batch before the last may reach, None: not known) and
+    ``expected``, the offset after the last batch accepted (None before the first), which
+    :meth:`check` moves on. ``skip``: a batch out of place is stepped over instead of raising
+    (a point read looking for a record of an intact batch after it)."""
+
+    __slots__ = ("end", "expected", "next_base", "segment_base", "skip")
+
+    def __init__(self, segment_base: int | None = None, next_base: int | None = None,
+                 end: int | None = None, expected: int | None = None, skip: bool = False):
+        self.segment_base, self.next_base, self.end = segment_base, next_base, end
+        self.expected, self.skip = expected, skip
+
+    def check(self, batch: RecordBatch, path: str) -> bool:
+        """Whether ``batch`` stands in order (then ``expected`` moves past it); False when
+        it does not and ``skip`` is set; else raises CorruptRecordError."""
+        problem = offset_order_problem(first_offset(batch), batch.last_offset, self.expected,
+                                       self.segment_base, self.next_base, self.end)
+        if problem is not None:
+            if self.skip:
+                return False
+            raise CorruptRecordError(problem, path=path, position=batch.position)
+        self.expected = batch.next_offset
+        return True
+
+
+class ZeroTail:
+    """A checked zero tail of a source, remembered: ``(position, file size)`` from which the
+    file held only zeros, so that a reader at the end of a preallocated segment checks it
+    once (owned by the caller: one per file)."""
+
+    __slots__ = ("known",)
+
+    def __init__(self):
+        self.known: tuple[int, int] | None = None
+
+    def check(self, source, pos: int) -> None:
+        """Raise CorruptRecordError unless ``source`` holds only zeros from ``pos`` on."""
+        size = source.size()
+        known = self.known
+        if known is not None and known[0] <= pos and known[1] == size:
+            return
+        data_at = source.first_data_at(pos)
+        if data_at is not None:
+            raise zeroed_range_error(source.name, pos, data_at)
+        self.known = (pos, size)
+
+
+def walk_batches(source, start: int, end: int, *, validate: bool = False,
+                 strict_end: bool = False, chunk_size: int = READ_CHUNK,
+                 order: BatchOrder | None = None, zeros: ZeroTail | None = None
+                 ) -> Iterator[RecordBatch]:
+    """Yield the batches of ``source`` (a :class:`~kafkafs.log.bytesource.ByteSource`) from
+    ``start`` (a batch start) to ``end`` (bytes), read ``chunk_size`` bytes at a time (a
+    larger batch is read whole); ``RecordBatch.position`` is the position in the file.
+    ``zeros``: where checked zero tails are remembered (default: not remembered). See the
+    module for the rules and the CorruptRecordError raised; OSError propagates."""
+    name = source.name
+    zeros = zeros or ZeroTail()
+    pos = start
+    base_chunk = chunk_size
+    while end - pos >= HEADER_PEEK:
+        buf = source.pread(pos, min(max(chunk_size, 0), end - pos))
+        if len(buf) < HEADER_PEEK:
+            break
+        consumed = 0
+        for batch in iter_batches(buf, 0, len(buf), base_position=pos, validate=validate,
+                                  path=name, zero_tail=True):
+            if order is not None and not order.check(batch, name):
+                consumed = batch.position - pos + batch.size
+                continue
+            consumed = batch.position - pos + batch.size
+            yield batch
+        if consumed == 0:
+            # zeros, or the next batch is larger than the chunk: read exactly it
+            if not any(buf[:LOG_OVERHEAD]):
+                zeros.check(source, pos)
+                return  # a preallocated zero tail: nothing written from here on
+            length = int.from_bytes(buf[8:12], "big", signed=True)
+            if length < min_entry_length(buf[16]):
+                raise size_error(name, pos, length, buf[16])
+            size = length + LOG_OVERHEAD
+            if pos + size > end:
+                break
+            chunk_size = size
+            continue
+        pos += consumed  # (stopped at zeros: the next read checks them)
+        chunk_size = base_chunk
+    if strict_end and pos < end:
+        if source.size() > end:
+            return  # grown since the caller's size was taken (a live writer): not damage
+        head = source.pread(pos, LOG_OVERHEAD)
+        if not any(head):  # zeros, however few: the end of a preallocated file, or damage
+            zeros.check(source, pos)
+            return
+        raise torn_error(name, pos, end, head)
