@@ -74,8 +74,8 @@ class FsOptions:
     stable offset and hides aborted transactions; ``read_uncommitted`` shows every record.
     ``batch_size``: the producer's ``batch.size`` for lines written to ``append`` (bytes;
     None: each topic's ``kafkafs.batch.size``). ``list_all``: readdir lists the entries
-    reached by name only too (a kind's ``listed``, fs.nodes.base: ``offset/``,
-    ``key/``, ``records.jsonl``, ``segments/``), so that recursive tools walk every record.
+    reached by name only too (``offset/``, ``key/``, ``records.jsonl``, ``segments/``: a
+    kind's ``listed``, fs.nodes.base), so that recursive tools walk every record.
     """
 
     parse_key: bool = False
@@ -350,7 +350,6 @@ class KafkaFS(pyfuse3.Operations):
             await ev.wait()
         if tp in self._unfinished:
             raise _err(errno.EIO)
-
 
     @fuse_errors
     async def flush(self, fh):

@@ -12,9 +12,9 @@ turned back into the node on every request. A listing of millions of offsets the
 costs no memory, and the kernel may keep and forget those inodes as it likes. (Offsets of
 2^40 and more, and partitions past 2^22, get kept nodes as the other kinds do.)
 
-``key/<k>`` nodes (fs.keys) are numbered the same way with ``KEY_INODES`` added: one inode
-per version of a key, named by the offset of the record holding it, so that the listing of
-millions of keys keeps no node either. A key created by ``open(O_CREAT)`` and not produced
+``key/<k>`` nodes (fs.nodes.keys) are numbered the same way with ``KEY_INODES`` added: one
+inode per version of a key, named by the offset of the record holding it, so that the
+listing of millions of keys keeps no node either. A key created by ``open(O_CREAT)`` and not produced
 yet is a kept ``NEW_KEY`` node named by the key's bytes.
 """
 
