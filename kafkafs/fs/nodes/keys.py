@@ -59,7 +59,7 @@ MEMO_S = 0.5  # seconds a lookup's answer may be reused while its log is unchang
 MEMO_SIZE = 1024
 
 
-# -- names to records -------------------------------------------------------------------------
+# -- names to records ---------------------------------------------------------------------
 class KeyView:
     """The key view of a :class:`~kafkafs.fs.operations.KafkaFS` (``fs``), shared by the
     key kinds: names resolved to the offsets of their keys' latest records. ``maps``: the
