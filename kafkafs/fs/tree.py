@@ -1,9 +1,10 @@
-"""Inodes of the mounted tree (docs/design.md §8.1).
+"""Inodes of the mounted tree, and the names of its node kinds (docs/design.md §8.1).
 
 Every node is identified by a key ``(kind, topic, partition, name)``; the :class:`InodeTable`
 hands out inode numbers, counts the kernel's lookups and drops dynamic nodes (one per
 timestamp or segment file looked up) when the kernel forgets them, so memory stays
-bounded however many are read.
+bounded however many are read. What a kind's nodes do is the kind's class in fs.nodes;
+the constants here are the kinds' names (``Node.kind``).
 
 ``offset/N`` nodes are not kept at all: their inode number is computed, ``OFFSET_INODES |
 partition number << 40 | N`` (the partition numbered on first use, never reused), and
@@ -11,9 +12,9 @@ turned back into the node on every request. A listing of millions of offsets the
 costs no memory, and the kernel may keep and forget those inodes as it likes. (Offsets of
 2^40 and more, and partitions past 2^22, get kept nodes as the other kinds do.)
 
-``key/<k>`` nodes (fs.keys) are numbered the same way with ``KEY_INODES`` added: one inode
-per version of a key, named by the offset of the record holding it, so that the listing of
-millions of keys keeps no node either. A key created by ``open(O_CREAT)`` and not produced
+``key/<k>`` nodes (fs.nodes.keys) are numbered the same way with ``KEY_INODES`` added: one
+inode per version of a key, named by the offset of the record holding it, so that the
+listing of millions of keys keeps no node either. A key created by ``open(O_CREAT)`` and not produced
 yet is a kept ``NEW_KEY`` node named by the key's bytes.
 """
 
@@ -40,31 +41,11 @@ KEYS = "keys"  # <topic>/key/ (partition None) and <topic>/<p>/key/
 KEY = "key"  # a version of a key: name = the offset of its record
 NEW_KEY = "new_key"  # created, not produced yet: name = the key's bytes
 
-DYNAMIC = frozenset({OFFSET, BYTIME_LINK, SEGFILE, KEY, NEW_KEY})
-
 OFFSET_INODES = 1 << 62  # the computed inode numbers of offset/N (module docstring)
 KEY_INODES = 1 << 63  # added for key/<k> versions
 OFFSET_BITS = 40
 PARTITION_BITS = 62 - OFFSET_BITS
 _OFFSET_MASK = (1 << OFFSET_BITS) - 1
-
-# fixed children of a partition directory: name -> kind
-PARTITION_CHILDREN = {
-    b"append": APPEND,
-    b"offset": OFFSETS,
-    b"by-time": BYTIME,
-    b"messages": MESSAGES,
-    b"records.jsonl": JSONL,
-    b"segments": SEGMENTS,
-    b"key": KEYS,
-}
-
-# children reached by name only: readdir does not list them (unless -o list_all), so that the
-# tools that walk a tree (ls -R, find, du, grep -r, tar, rsync) meet every record once, in
-# ``messages``, instead of once per offset/ and key/ file, again in records.jsonl and again
-# as the bytes of segments/ (with the active segment's 20 MiB of preallocated indexes), as
-# ZFS keeps its .zfs dir out of listings (docs/tree.md "Walking the mount")
-BY_NAME_ONLY = frozenset({b"offset", b"records.jsonl", b"key", b"segments"})
 
 
 class Node:
@@ -91,9 +72,12 @@ class Node:
 
 
 class InodeTable:
-    """Map keys to :class:`Node` objects with stable inode numbers."""
+    """Map keys to :class:`Node` objects with stable inode numbers. ``dynamic``: the kinds
+    whose nodes go when the kernel forgets them (one node per name looked up:
+    :data:`kafkafs.fs.nodes.DYNAMIC`)."""
 
-    def __init__(self):
+    def __init__(self, dynamic: frozenset[str]):
+        self.dynamic = dynamic
         self._next = itertools.count(pyfuse3.ROOT_INODE + 1)
         self.by_inode: dict[int, Node] = {}
         self.by_key: dict[tuple, Node] = {}
@@ -151,7 +135,7 @@ class InodeTable:
         if node is None:
             return
         node.lookups -= n
-        if node.lookups <= 0 and node.kind in DYNAMIC:
+        if node.lookups <= 0 and node.kind in self.dynamic:
             self._drop(node)
 
     def _drop(self, node: Node) -> None:
