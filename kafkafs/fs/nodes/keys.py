@@ -63,12 +63,12 @@ MEMO_SIZE = 1024
 class KeyView:
     """The key view of a :class:`~kafkafs.fs.operations.KafkaFS` (``fs``), shared by the
     key kinds: names resolved to the offsets of their keys' latest records. ``maps``: the
-    :class:`~kafkafs.log.keymap.KeyMaps` (the daemon saves them at shutdown and keeps them
-    current)."""
+    storage core's :class:`~kafkafs.log.keymap.KeyMaps` (the core keeps them current and
+    saves them at shutdown)."""
 
-    def __init__(self, fs, maps: KeyMaps | None = None):
+    def __init__(self, fs, maps: KeyMaps):
         self.fs = fs
-        self.maps = maps or KeyMaps()
+        self.maps = maps
         self._memo: dict[tuple, tuple] = {}  # (parent inode, name) -> lookup (see lookup)
 
     # -- maps ---------------------------------------------------------------------------
