@@ -516,7 +516,7 @@ def test_a_compacted_topic_refuses_records_without_a_key(tmp_path):
         with pytest.raises(InvalidRecordError):
             lg.append(bad, compression=codecs.GZIP)
     with pytest.raises(InvalidRecordError):
-        lg.append_lines([b"a line"])
+        lg.append([(0, None, b"a line", ())])
     assert lg.log_end_offset == end
 
 

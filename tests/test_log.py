@@ -575,10 +575,12 @@ def test_adopt_segment_restores_an_older_segment_and_refuses_overlaps(tmp_path):
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
 @pytest.mark.parametrize("keyed", [False, True], ids=["values", "keyed"])
 def test_encode_payload_is_encode_of_the_same_records(log_dir, codec, keyed):
-    """``Log.encode_payload`` of the records ``encode_text`` encoded (what ``append`` hands
-    it, so a compressed topic's lines are encoded once) is the very batch ``Log.encode``
-    makes of those records: same bytes, CRC included; under LogAppendTime every record reads
-    back with the given time; over max.message.bytes it is RecordTooLargeError."""
+    """``encode_payload`` (kafkafs.fs.append) of the records ``encode_text`` encoded (what
+    ``append`` hands it, so a compressed topic's lines are encoded once) is the very batch
+    ``Log.encode`` makes of those records: same bytes, CRC included; under LogAppendTime
+    every record reads back with the given time; over max.message.bytes the log's append
+    refuses it (RecordTooLargeError, nothing appended)."""
+    from kafkafs.fs.append import encode_payload
     from kafkafs.record import fast
 
     lg = make_log(log_dir, compression_type=codec)
@@ -589,17 +591,18 @@ def test_encode_payload_is_encode_of_the_same_records(log_dir, codec, keyed):
     ts = 1_700_000_000_123
     records = [(ts, *line.partition(b":")[::2], ()) if keyed else (ts, None, line, ())
                for line in lines]
-    assert lg.encode_payload(payload, n, ts) == lg.encode(records)
+    assert encode_payload(lg, payload, n, ts) == lg.encode(records)
     lg.close()
     lat = make_log(os.path.join(log_dir, "lat"), compression_type=codec,
                    message_timestamp_type="LogAppendTime", max_message_bytes=2000)
     few = fast.encode_text(b"".join(x + b"\n" for x in lines[:10]), 0, 1 << 30, 1.0,
                            b":" if keyed else None)[0]
-    (batch,) = iter_batches(lat.encode_payload(few, 10, ts))
+    (batch,) = iter_batches(encode_payload(lat, few, 10, ts))
     assert batch.timestamp_type == 1 and batch.max_timestamp == ts
     got = [(r.timestamp, r.key, r.value) for r in batch.records()]
     assert got == [(ts, *r[1:3]) for r in records[:10]]
     if codec == "none":
         with pytest.raises(RecordTooLargeError):
-            lat.encode_payload(payload, n, ts)
+            lat.append_encoded(encode_payload(lat, payload, n, ts))
+        assert lat.log_end_offset == 0
     lat.close()

@@ -1,7 +1,8 @@
 /*
  * kafkafs/record/_fast.c: the C twins of kafkafs/record/fast.py, the record hot paths:
  * values, render_values, rendered_size and decode read the records section of a v2
- * batch (with the readers of _speedups.h), encode, encode_lines and encode_text write one.
+ * batch (with the readers of _speedups.h), encode, encode_lines and encode_text write one,
+ * encode_text_batches writes the many batches of one write to `append`.
  * Part of the kafkafs.record._speedups extension (added by fast_add_functions).
  *
  * Only the Python C API. kafkafs/record/fast.py holds the pure-Python twin: results and
@@ -955,6 +956,215 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------ */
+/* encode_text_batches: the batches of one write to `append`, in one call                */
+
+static inline void
+put_be16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static inline void
+put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static inline void
+put_be64(uint8_t *p, uint64_t v)
+{
+    put_be32(p, (uint32_t)(v >> 32));
+    put_be32(p + 4, (uint32_t)v);
+}
+
+/* Fill the 61-byte v2 header at b of a batch whose `used` bytes of `count` records follow
+ * it (DefaultRecordBatch.writeHeader): base offset 0, no partition leader epoch, no
+ * producer, one timestamp `ts`, attributes `attrs`; then its CRC-32C. */
+static void
+put_text_batch_header(uint8_t *b, Py_ssize_t used, int32_t count, int64_t ts, int attrs)
+{
+    put_be64(b, 0);                                          /* base offset */
+    put_be32(b + RB_LENGTH_OFFSET, (uint32_t)(RB_OVERHEAD - RB_LOG_OVERHEAD + used));
+    put_be32(b + 12, 0xFFFFFFFFu);                           /* partition leader epoch -1 */
+    b[RB_MAGIC_OFFSET] = 2;
+    put_be16(b + RB_ATTRIBUTES_OFFSET, (uint16_t)attrs);
+    put_be32(b + RB_LAST_OFFSET_DELTA_OFFSET, (uint32_t)(count - 1));
+    put_be64(b + RB_BASE_TIMESTAMP_OFFSET, (uint64_t)ts);
+    put_be64(b + RB_MAX_TIMESTAMP_OFFSET, (uint64_t)ts);
+    put_be64(b + RB_PRODUCER_ID_OFFSET, UINT64_MAX);         /* producer id -1 */
+    put_be16(b + RB_PRODUCER_ID_OFFSET + 8, 0xFFFF);         /* producer epoch -1 */
+    put_be32(b + RB_PRODUCER_ID_OFFSET + 10, 0xFFFFFFFFu);   /* base sequence -1 */
+    put_be32(b + RB_COUNT_OFFSET, (uint32_t)count);
+    put_be32(b + RB_CRC_OFFSET, rb_crc(b, RB_OVERHEAD + used));
+}
+
+/* the most a record of a line adds to the line's bytes with its newline: length varint 5,
+ * attributes, timestamp delta, null key and header count 1 each, offset delta and value
+ * length varints 5 each, less the newline */
+#define TEXT_RECORD_EXTRA 18
+
+/* The loop of encode_text_batches, touching no Python object: the lines of head + text
+ * (text[:end] holds `nlines` newlines, the last at end - 1) into `out` as batches, each
+ * taking lines while its records fit in `budget` bytes (the first always). ends[i] gets
+ * the end in text of batch i's lines. Returns the bytes written, with the batch count in
+ * *nbatches; -1 when a line or offset delta does not fit a record. */
+static Py_ssize_t
+text_batches(const char *head, Py_ssize_t hlen, const char *text, Py_ssize_t end,
+             Py_ssize_t budget, int64_t ts, int attrs, uint8_t *out, Py_ssize_t *ends,
+             Py_ssize_t *nbatches)
+{
+    Py_ssize_t pos = 0, nb = 0;
+    char *o = (char *)out;
+
+    while (pos < end) {
+        uint8_t *batch = (uint8_t *)o;
+        char *p = o + RB_OVERHEAD;
+        Py_ssize_t used = 0, count = 0;
+
+        while (pos < end) {
+            const char *line = text + pos;
+            const char *nl = memchr(line, '\n', (size_t)(end - pos));
+            Py_ssize_t len = nl - line, vlen, body, need;
+            const char *hp = NULL;
+
+            if (pos == 0 && hlen > 0) {
+                hp = head;
+                vlen = hlen + len;
+            }
+            else
+                vlen = len;
+            if (count > INT32_MAX || vlen > INT32_MAX - 16)
+                return -1;
+            /* timestampDelta 0, offsetDelta count, null key, the value, no headers */
+            body = record_body_size(0, count, -1, vlen, 0, 0);
+            need = varint_size(body) + body;
+            if (count > 0 && used + need > budget)
+                break;
+            p = put_record_start(p, body, 0, count);
+            *p++ = 1;  /* null key */
+            p = put_varint(p, vlen);
+            if (hp != NULL) {
+                memcpy(p, hp, (size_t)hlen);
+                p += hlen;
+            }
+            memcpy(p, line, (size_t)len);
+            p += len;
+            *p++ = 0;  /* no headers */
+            used += need;
+            count++;
+            pos += len + 1;
+        }
+        put_text_batch_header(batch, used, (int32_t)count, ts, attrs);
+        ends[nb++] = pos;
+        o = p;
+    }
+    *nbatches = nb;
+    return (uint8_t *)o - out;
+}
+
+PyDoc_STRVAR(encode_text_batches_doc,
+"encode_text_batches(text, timestamp, budget, timestamp_type=0, head=b'')\n"
+"    -> (batches, ends)\n\n"
+"The '\\n'-terminated lines of head + text (bytes-like; `head`, the start of the first\n"
+"line, holds no newline) as consecutive v2 batches in one bytearray: each batch what\n"
+"encode_text(rest, timestamp, budget) takes of the lines left -- at least one line,\n"
+"then lines while its records fit in `budget` bytes -- with base offset 0, null keys,\n"
+"every timestamp `timestamp` (ms), no producer, uncompressed, `timestamp_type` 0\n"
+"(CreateTime) or 1 (LogAppendTime), and its CRC-32C. `ends` lists, per batch, the end\n"
+"in `text` of its lines (newline included). Bytes after the last newline are never\n"
+"taken; without a newline in `text` the result is (bytearray(), []). Raises ValueError\n"
+"for a newline in `head`, a timestamp_type other than 0 or 1, or a line or offset delta\n"
+"too large for a record.");
+
+static PyObject *
+sp_encode_text_batches(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"text", "timestamp", "budget", "timestamp_type", "head", NULL};
+    PyObject *text, *head_obj = NULL, *out = NULL, *ends_list = NULL, *result = NULL;
+    long long ts;
+    int ts_type = 0;
+    Py_ssize_t budget, end, nlines = 0, bound, written = -1, nbatches = 0, i;
+    Py_ssize_t *ends = NULL;
+    bview tv, hv = {NULL, 0, 0};
+    const char *at;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OLn|iO:encode_text_batches", kwlist,
+                                     &text, &ts, &budget, &ts_type, &head_obj))
+        return NULL;
+    if (ts_type != 0 && ts_type != 1) {
+        PyErr_SetString(PyExc_ValueError, "timestamp_type must be 0 (CreateTime) or 1 "
+                        "(LogAppendTime)");
+        return NULL;
+    }
+    if (bv_get_or(head_obj, &hv, "", 0) < 0)
+        return NULL;
+    if (bv_get(text, &tv, 0) < 0) {
+        bv_release(&hv);
+        return NULL;
+    }
+    if (hv.len > 0 && memchr(hv.p, '\n', (size_t)hv.len) != NULL) {
+        PyErr_SetString(PyExc_ValueError, "head holds a newline");
+        goto done;
+    }
+    /* the lines: up to the last newline */
+    end = 0;
+    for (at = tv.p; (at = memchr(at, '\n', (size_t)(tv.p + tv.len - at))) != NULL; at++) {
+        nlines++;
+        end = at - tv.p + 1;
+    }
+    if (nlines == 0) {
+        out = PyByteArray_FromStringAndSize(NULL, 0);
+        ends_list = PyList_New(0);
+        if (out != NULL && ends_list != NULL)
+            result = PyTuple_Pack(2, out, ends_list);
+        goto done;
+    }
+    if (nlines > (PY_SSIZE_T_MAX - hv.len - end) / (TEXT_RECORD_EXTRA + RB_OVERHEAD)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    bound = hv.len + end + nlines * (TEXT_RECORD_EXTRA + RB_OVERHEAD);
+    out = PyByteArray_FromStringAndSize(NULL, bound);
+    ends = PyMem_Malloc((size_t)nlines * sizeof(Py_ssize_t));
+    if (out == NULL || ends == NULL) {
+        if (ends == NULL)
+            PyErr_NoMemory();
+        goto done;
+    }
+    NOGIL_IF(end > NOGIL_THRESHOLD,
+             written = text_batches(hv.p, hv.len, tv.p, end, budget, (int64_t)ts,
+                                    ts_type ? RB_TIMESTAMP_TYPE_MASK : 0,
+                                    (uint8_t *)PyByteArray_AS_STRING(out), ends, &nbatches));
+    if (written < 0) {
+        PyErr_SetString(PyExc_ValueError, "line or offset delta too large for a record");
+        goto done;
+    }
+    if (PyByteArray_Resize(out, written) < 0)
+        goto done;
+    ends_list = PyList_New(nbatches);
+    if (ends_list == NULL)
+        goto done;
+    for (i = 0; i < nbatches; i++) {
+        PyObject *n = PyLong_FromSsize_t(ends[i]);
+        if (n == NULL)
+            goto done;
+        PyList_SET_ITEM(ends_list, i, n);
+    }
+    result = PyTuple_Pack(2, out, ends_list);
+done:
+    Py_XDECREF(out);
+    Py_XDECREF(ends_list);
+    PyMem_Free(ends);
+    bv_release(&tv);
+    bv_release(&hv);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------ */
 
 static PyMethodDef fast_methods[] = {
     {"values", (PyCFunction)(void (*)(void))sp_values, METH_VARARGS | METH_KEYWORDS,
@@ -971,6 +1181,8 @@ static PyMethodDef fast_methods[] = {
      METH_VARARGS | METH_KEYWORDS, encode_lines_doc},
     {"encode_text", (PyCFunction)(void (*)(void))sp_encode_text,
      METH_VARARGS | METH_KEYWORDS, encode_text_doc},
+    {"encode_text_batches", (PyCFunction)(void (*)(void))sp_encode_text_batches,
+     METH_VARARGS | METH_KEYWORDS, encode_text_batches_doc},
     {NULL, NULL, 0, NULL}
 };
 
