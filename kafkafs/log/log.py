@@ -437,7 +437,8 @@ class Log:
                 segment = self._maybe_roll(size, max_ts, last)
                 # should_roll of each later batch, as limits found once for the run
                 room, latest, last_offset = segment.roll_limits(
-                    now_ms(), self.config.segment_jitter_ms)
+                    now_ms(), self.config.segment_jitter_ms,
+                    max_ts if segment.size == 0 else None)
                 index_room = segment.index_room()
             elif pending + size > room or max_ts > latest or last > last_offset or \
                     len(entries) >= index_room:

@@ -567,19 +567,22 @@ class LogSegment:
         return incoming_bytes > room or max_timestamp > latest or \
             not self.base_offset <= max_offset <= last
 
-    def roll_limits(self, now_ms: int, roll_jitter_ms: int = 0) -> tuple[int, float, int]:
+    def roll_limits(self, now_ms: int, roll_jitter_ms: int = 0,
+                    first_timestamp: int | None = None) -> tuple[int, float, int]:
         """:meth:`should_roll` as limits, found once for a run of appends: ``(bytes,
         timestamp, offset)``, an append of more bytes, a later max timestamp (ms) or a
         larger offset than these needs a new segment (``bytes`` is -1 when an index is
         full; ``timestamp`` is ``-inf`` when the segment is old by its creation time,
-        ``inf`` when it is empty or never old)."""
+        ``inf`` when it is empty or never old). ``first_timestamp``: the max timestamp of
+        the run's first batch, for the batches after it when the segment is empty (that
+        batch starts its age)."""
         cfg = self.config
         room = -1 if self.index.is_full() or self.time_index.is_full() else \
             cfg.segment_bytes - self.size
         latest: float = math.inf
-        if self.size > 0:  # LogSegment.timeWaitedForRoll
+        if self.size > 0 or first_timestamp is not None:  # LogSegment.timeWaitedForRoll
             allowed = cfg.segment_ms - roll_jitter_ms
-            t = self.rolling_based_timestamp()
+            t = self.rolling_based_timestamp() if self.size > 0 else first_timestamp
             if t is not None and t >= 0:
                 latest = t + allowed
             elif now_ms - self.created_ms > allowed:
