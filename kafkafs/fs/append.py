@@ -5,10 +5,13 @@ What one descriptor has written is kept by a :class:`LineWriter`. Lines of one `
 request go into record batches cut as a Kafka producer cuts them at its ``batch.size``
 (kafkafs.record.producer_batch: the mount's ``-o batch.size``, else the topic's
 ``kafkafs.batch.size``, default 16384 bytes; never past ``max.message.bytes``), the C
-encoder taking them straight from the request's buffer; a line split across requests is
-joined; a last line without ``\\n`` is produced when the descriptor is closed. Like a
-producer with ``linger.ms=0``, a request's last batch is written with the request, full
-or not: what a ``write`` returned for is in the log.
+encoder taking them straight from the request's buffer -- on an uncompressed topic all
+the batches of a request in one call, appended as one buffer (one ``pwrite``, one index
+pass: docs/design.md §4.1, §4.2); a line split across requests is joined; a last line
+without ``\\n`` is produced when the descriptor is closed. Like a producer with
+``linger.ms=0``, a request's last batch is written with the request, full or not: what a
+``write`` returned for is in the log. The log knows nothing of lines: this module makes
+them encoded batches.
 
 A refused line (longer than one batch of ``max.message.bytes`` may hold, without
 ``key.separator`` under ``parse.key``, or not stored because the disk is full) must reach
