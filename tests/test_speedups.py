@@ -909,3 +909,14 @@ def test_encode_text_batches_refuses_bad_arguments(impl):
     assert impl.encode_text_batches(b"no newline", TS, 100, 0, b"head") == (bytearray(), [])
     assert impl.encode_text_batches(memoryview(b"a\nb\n"), TS, 1 << 20) == \
         impl.encode_text_batches(b"a\nb\n", TS, 1 << 20)
+
+
+@pytest.mark.parametrize("budget", [0, 100, 1 << 20])
+def test_encode_text_batches_of_empty_and_tiny_lines(budget):
+    """Lines much shorter than their records (the output outgrows the text many times over:
+    the C encoder grows its buffer) encode as batch by batch, C and Python alike."""
+    text = b"\n" * 5000 + b"x\n" * 3000 + b"yz"
+    want = _batch_by_batch(b"h", text, TS, budget, 0)
+    assert [(bytes(r[0]), r[1]) for r in (impl.encode_text_batches(text, TS, budget, 0, b"h")
+                                          for impl in BOTH)] == [want] * len(BOTH)
+    assert len(want[1]) == (8000 if budget == 0 else len(want[1]))

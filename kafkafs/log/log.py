@@ -30,8 +30,11 @@ from collections.abc import Callable, Iterator, Sequence
 
 from ..record import compression as codecs
 from ..record.batch import (
+    BATCH_OVERHEAD,
     CREATE_TIME,
+    HEADER,
     LOG_APPEND_TIME,
+    LOG_OVERHEAD,
     RecordBatch,
     encode_batch,
     set_base_offset,
@@ -79,6 +82,30 @@ MAX_TIMESTAMP = -3  # ListOffsets sentinel (KIP-734): the record with the larges
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+# fields of a v2 batch header as record.batch.HEADER unpacks it
+_PRODUCER_ID, _LAST_OFFSET_DELTA, _MAX_TIMESTAMP, _RECORDS_COUNT = 9, 6, 8, 12
+
+
+def _run_headers(buf: memoryview) -> list[tuple[int, int, tuple]]:
+    """``(position, size, header fields)`` of each v2 batch of ``buf``, which holds whole
+    batches back to back (the header unpacked, nothing else read: an append's cost per
+    batch). Raises CorruptRecordError (RecordBatch.from_buffer's) for anything else."""
+    out = []
+    pos, end = 0, len(buf)
+    unpack = HEADER.unpack_from
+    while pos < end:
+        if end - pos >= BATCH_OVERHEAD:
+            h = unpack(buf, pos)
+            size = h[1] + LOG_OVERHEAD
+            if h[3] == 2 and BATCH_OVERHEAD <= size <= end - pos:
+                out.append((pos, size, h))
+                pos += size
+                continue
+        RecordBatch.from_buffer(buf, pos)  # raises what is wrong with it
+        raise CorruptRecordError("not a v2 record batch", position=pos)
+    return out
 
 
 class Log:
@@ -385,12 +412,7 @@ class Log:
             buf = memoryview(batches[0])
         else:
             buf = memoryview(bytearray().join(batches))
-        headers = []
-        pos = 0
-        while pos < len(buf):
-            header = RecordBatch.from_buffer(buf, pos)
-            headers.append(header)
-            pos += header.size
+        headers = _run_headers(buf)
         done = 0
         with self.lock:
             try:
@@ -404,35 +426,33 @@ class Log:
                     self._notify()
         return done
 
-    def _append_run(self, buf: memoryview, headers: Sequence[RecordBatch], first: int) -> int:
-        """Write the batches ``headers[first:]`` of ``buf`` up to the next roll into the
-        active segment (after rolling it when the first one needs that), with one write.
-        Returns the count written."""
+    def _append_run(self, buf: memoryview, headers: Sequence[tuple], first: int) -> int:
+        """Write the batches ``headers[first:]`` (:func:`_run_headers`) of ``buf`` up to the
+        next roll into the active segment (after rolling it when the first one needs
+        that), with one write. Returns the count written."""
         if self.closed:
             raise ReadOnlyLogError(f"{self.name} is closed")
         base = self._log_end_offset
         max_bytes = self.config.max_message_bytes
         compact = self.config.compact
-        entries = []
-        pending = records = 0
+        count = pending = records = 0
         segment = None
         room = latest = last_offset = index_room = 0
-        for header in headers[first:]:
-            if header.producer_id >= 0:
-                if entries:
+        for pos, size, h in headers[first:]:
+            if h[_PRODUCER_ID] >= 0:
+                if count:
                     break
-                self.append_encoded(header.buffer)
+                self.append_encoded(buf[pos:pos + size])
                 return 1
-            size = header.size
             if size > max_bytes or compact:
                 try:
-                    self._check_batch(header)
+                    self._check_batch(RecordBatch.from_buffer(buf, pos))
                 except (RecordTooLargeError, InvalidRecordError):
-                    if entries:
+                    if count:
                         break  # those before it go in; the next call meets the error
                     raise
-            last = base + header.last_offset_delta
-            max_ts = header.max_timestamp
+            last = base + h[_LAST_OFFSET_DELTA]
+            max_ts = h[_MAX_TIMESTAMP]
             if segment is None:
                 segment = self._maybe_roll(size, max_ts, last)
                 # should_roll of each later batch, as limits found once for the run
@@ -441,20 +461,19 @@ class Log:
                     max_ts if segment.size == 0 else None)
                 index_room = segment.index_room()
             elif pending + size > room or max_ts > latest or last > last_offset or \
-                    len(entries) >= index_room:
+                    count >= index_room:
                 break
-            set_base_offset(header.buffer, base)
-            # Kafka 3.x: the shallow offset of a batch's max timestamp is its last offset
-            entries.append((last, max_ts, last, size))
+            set_base_offset(buf[pos:pos + 8], base)
+            count += 1
             pending += size
-            records += header.records_count
+            records += h[_RECORDS_COUNT]
             base = last + 1
-        start = headers[first].position
-        segment.append_run(buf[start:start + pending], entries)
+        start = headers[first][0]
+        segment.append(buf[start:start + pending])
         self._log_end_offset = base
         self.unflushed_messages += records
         self.producer_state.update_map_end_offset(base)
-        return len(entries)
+        return count
 
     def append_encoded(self, batch: bytearray) -> tuple[int, int]:
         """Append one encoded v2 batch (any base offset; it is re-stamped with the log end
@@ -483,8 +502,7 @@ class Log:
             set_base_offset(batch, base)
             max_ts = header.max_timestamp
             segment = self._maybe_roll(header.size, max_ts, last)
-            # Kafka 3.x: the shallow offset of a batch's max timestamp is its last offset
-            segment.append(last, max_ts, last, header.buffer)
+            segment.append(header.buffer)
             self._log_end_offset = last + 1
             self.unflushed_messages += header.records_count
             try:

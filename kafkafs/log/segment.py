@@ -56,6 +56,7 @@ from ..record.batch import (
     min_entry_length,
     peek_offset_and_size,
 )
+from ..record.compaction import index_entries
 from ..record.errors import CorruptRecordError
 from ..record.types import Record
 from . import handles, safeio
@@ -590,34 +591,28 @@ class LogSegment:
         return room, latest, self.base_offset + 0x7FFFFFFF
 
     # -- writing ---------------------------------------------------------------------
-    def append(self, largest_offset: int, largest_timestamp: int, offset_of_largest_timestamp: int,
-               data: bytes) -> None:
-        """Append encoded batch bytes ``data`` at the end (``LogSegment.append``).
-
-        ``largest_offset``: last offset in ``data``; ``largest_timestamp`` its max timestamp
-        (ms) and ``offset_of_largest_timestamp`` the offset holding it. Raises OSError
-        (ENOSPC, ...) with the file unchanged in size as far as the OS allows.
-        """
-        self.append_run(data, ((largest_offset, largest_timestamp,
-                                offset_of_largest_timestamp, len(data)),))
-
-    def append_run(self, data, batches: Sequence[tuple[int, int, int, int]]) -> None:
-        """Append a run of batches with one write: ``data`` (bytes-like) holds them back to
-        back, ``batches`` has per batch ``(largest_offset, largest_timestamp,
-        offset_of_largest_timestamp, size in bytes)`` as :meth:`append` takes them, in
-        offset order. The index entries are those :meth:`append` of each batch in turn
-        would add -- one after every ``index.interval.bytes`` (Kafka
-        ``LogSegment.append``) -- found in one pass and written with one update of each
-        index. Raises OSError with none of them appended (as far as the OS allows)."""
+    def append(self, data) -> None:
+        """Append encoded v2 batches, whole and back to back in ``data`` (bytes-like; one
+        batch or a run of them), at the end with one write (``LogSegment.append``). Their
+        index entries are those of Kafka's rule applied batch by batch -- an offset index
+        entry (the batch's last offset, its position), and a time index entry when the
+        largest timestamp so far grew past the time index's last, before a batch once more
+        than ``index.interval.bytes`` were appended since the last entry -- found in one
+        native pass over the bytes (:func:`kafkafs.record.compaction.index_entries`, the
+        cleaner's too) and written with one update of each index. Raises OSError (ENOSPC,
+        ...) with the file unchanged in size as far as the OS allows, CorruptRecordError
+        when ``data`` is not whole batches (nothing written)."""
         if not self.writable:
             raise ReadOnlyLogError(f"{self.log_path} is read-only")
         if not len(data):
             return
         self._load_max_timestamp()  # before the write: it may read the batches on disk
         position = self.size
-        if self.size == 0:
-            self._rolling_based_timestamp = batches[0][1]
-            self._rolling_ts_loaded = True
+        last_time = self.time_index.last_entry[0]
+        state = (self.bytes_since_last_index_entry, self.max_timestamp_so_far,
+                 self._offset_of_max_timestamp_so_far, last_time)
+        offsets, times, state = index_entries(data, position,
+                                              self.config.index_interval_bytes, state)
         written = 0
         with self._file as fd:
             try:
@@ -631,33 +626,15 @@ class LogSegment:
                 except OSError:
                     pass
                 raise
+        if self.size == 0:  # the first batch's max timestamp starts segment.ms
+            self._rolling_based_timestamp = RecordBatch.from_buffer(data).max_timestamp
+            self._rolling_ts_loaded = True
         self.size = position + len(data)
-        self._index_pass(batches, position)
-
-    def _index_pass(self, batches, position: int) -> None:
-        """Add the index entries of ``batches`` (:meth:`append_run`), written at
-        ``position``: an offset index entry (and a time index entry when the largest
-        timestamp so far grew past the time index's last) before a batch once more than
-        ``index.interval.bytes`` were appended since the last one."""
-        interval = self.config.index_interval_bytes
-        since = self.bytes_since_last_index_entry
-        max_ts = self.max_timestamp_so_far
-        max_ts_offset = self._offset_of_max_timestamp_so_far
-        offsets, times = [], []
-        for largest_offset, largest_timestamp, offset_of_largest, size in batches:
-            if largest_timestamp > max_ts:
-                max_ts, max_ts_offset = largest_timestamp, offset_of_largest
-            if since > interval:
-                offsets.append((largest_offset, position))
-                times.append((max_ts, max_ts_offset))
-                since = 0
-            since += size
-            position += size
-        self._max_timestamp_so_far = max_ts
-        self._offset_of_max_timestamp_so_far = max_ts_offset
-        self.bytes_since_last_index_entry = since
+        (self.bytes_since_last_index_entry, self._max_timestamp_so_far,
+         self._offset_of_max_timestamp_so_far, _last) = state
         if offsets:
             self.index.append_entries(offsets)
+        if times:
             self.time_index.maybe_append_entries(times)
 
     def resume_after_close(self) -> None:

@@ -1002,68 +1002,30 @@ put_text_batch_header(uint8_t *b, Py_ssize_t used, int32_t count, int64_t ts, in
     put_be32(b + RB_CRC_OFFSET, rb_crc(b, RB_OVERHEAD + used));
 }
 
-/* the most a record of a line adds to the line's bytes with its newline: length varint 5,
- * attributes, timestamp delta, null key and header count 1 each, offset delta and value
- * length varints 5 each, less the newline */
-#define TEXT_RECORD_EXTRA 18
+/* The output of encode_text_batches: a bytearray grown as records are written. */
+typedef struct {
+    PyObject *ba;
+    Py_ssize_t cap;
+} tbuf;
 
-/* The loop of encode_text_batches, touching no Python object: the lines of head + text
- * (text[:end] holds `nlines` newlines, the last at end - 1) into `out` as batches, each
- * taking lines while its records fit in `budget` bytes (the first always). ends[i] gets
- * the end in text of batch i's lines. Returns the bytes written, with the batch count in
- * *nbatches; -1 when a line or offset delta does not fit a record. */
-static Py_ssize_t
-text_batches(const char *head, Py_ssize_t hlen, const char *text, Py_ssize_t end,
-             Py_ssize_t budget, int64_t ts, int attrs, uint8_t *out, Py_ssize_t *ends,
-             Py_ssize_t *nbatches)
+/* Make room for `need` bytes at `used`; the bytes, or NULL with an exception set. */
+static char *
+tb_room(tbuf *t, Py_ssize_t used, Py_ssize_t need)
 {
-    Py_ssize_t pos = 0, nb = 0;
-    char *o = (char *)out;
-
-    while (pos < end) {
-        uint8_t *batch = (uint8_t *)o;
-        char *p = o + RB_OVERHEAD;
-        Py_ssize_t used = 0, count = 0;
-
-        while (pos < end) {
-            const char *line = text + pos;
-            const char *nl = memchr(line, '\n', (size_t)(end - pos));
-            Py_ssize_t len = nl - line, vlen, body, need;
-            const char *hp = NULL;
-
-            if (pos == 0 && hlen > 0) {
-                hp = head;
-                vlen = hlen + len;
+    if (t->cap - used < need) {
+        Py_ssize_t nc = t->cap;
+        while (nc - used < need) {
+            if (nc > PY_SSIZE_T_MAX / 2) {
+                PyErr_NoMemory();
+                return NULL;
             }
-            else
-                vlen = len;
-            if (count > INT32_MAX || vlen > INT32_MAX - 16)
-                return -1;
-            /* timestampDelta 0, offsetDelta count, null key, the value, no headers */
-            body = record_body_size(0, count, -1, vlen, 0, 0);
-            need = varint_size(body) + body;
-            if (count > 0 && used + need > budget)
-                break;
-            p = put_record_start(p, body, 0, count);
-            *p++ = 1;  /* null key */
-            p = put_varint(p, vlen);
-            if (hp != NULL) {
-                memcpy(p, hp, (size_t)hlen);
-                p += hlen;
-            }
-            memcpy(p, line, (size_t)len);
-            p += len;
-            *p++ = 0;  /* no headers */
-            used += need;
-            count++;
-            pos += len + 1;
+            nc *= 2;
         }
-        put_text_batch_header(batch, used, (int32_t)count, ts, attrs);
-        ends[nb++] = pos;
-        o = p;
+        if (PyByteArray_Resize(t->ba, nc) < 0)
+            return NULL;
+        t->cap = nc;
     }
-    *nbatches = nb;
-    return (uint8_t *)o - out;
+    return PyByteArray_AS_STRING(t->ba) + used;
 }
 
 PyDoc_STRVAR(encode_text_batches_doc,
@@ -1084,13 +1046,12 @@ static PyObject *
 sp_encode_text_batches(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"text", "timestamp", "budget", "timestamp_type", "head", NULL};
-    PyObject *text, *head_obj = NULL, *out = NULL, *ends_list = NULL, *result = NULL;
+    PyObject *text, *head_obj = NULL, *ends = NULL, *result = NULL;
     long long ts;
-    int ts_type = 0;
-    Py_ssize_t budget, end, nlines = 0, bound, written = -1, nbatches = 0, i;
-    Py_ssize_t *ends = NULL;
+    int ts_type = 0, attrs;
+    Py_ssize_t budget, end, pos = 0, used = 0;
     bview tv, hv = {NULL, 0, 0};
-    const char *at;
+    tbuf t = {NULL, 0};
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OLn|iO:encode_text_batches", kwlist,
                                      &text, &ts, &budget, &ts_type, &head_obj))
@@ -1100,6 +1061,7 @@ sp_encode_text_batches(PyObject *self, PyObject *args, PyObject *kwds)
                         "(LogAppendTime)");
         return NULL;
     }
+    attrs = ts_type ? RB_TIMESTAMP_TYPE_MASK : 0;
     if (bv_get_or(head_obj, &hv, "", 0) < 0)
         return NULL;
     if (bv_get(text, &tv, 0) < 0) {
@@ -1110,55 +1072,69 @@ sp_encode_text_batches(PyObject *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_ValueError, "head holds a newline");
         goto done;
     }
-    /* the lines: up to the last newline */
-    end = 0;
-    for (at = tv.p; (at = memchr(at, '\n', (size_t)(tv.p + tv.len - at))) != NULL; at++) {
-        nlines++;
-        end = at - tv.p + 1;
-    }
-    if (nlines == 0) {
-        out = PyByteArray_FromStringAndSize(NULL, 0);
-        ends_list = PyList_New(0);
-        if (out != NULL && ends_list != NULL)
-            result = PyTuple_Pack(2, out, ends_list);
+    for (end = tv.len; end > 0 && tv.p[end - 1] != '\n'; end--)
+        ;  /* the lines: up to the last newline */
+    ends = PyList_New(0);
+    /* room for the lines, their records' few bytes each and a header per batch; grown
+     * when short lines need more */
+    t.cap = hv.len + end + end / 8 + (end / (budget > 4096 ? budget : 4096) + 2) * RB_OVERHEAD;
+    t.ba = ends == NULL ? NULL : PyByteArray_FromStringAndSize(NULL, t.cap);
+    if (t.ba == NULL)
         goto done;
-    }
-    if (nlines > (PY_SSIZE_T_MAX - hv.len - end) / (TEXT_RECORD_EXTRA + RB_OVERHEAD)) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    bound = hv.len + end + nlines * (TEXT_RECORD_EXTRA + RB_OVERHEAD);
-    out = PyByteArray_FromStringAndSize(NULL, bound);
-    ends = PyMem_Malloc((size_t)nlines * sizeof(Py_ssize_t));
-    if (out == NULL || ends == NULL) {
-        if (ends == NULL)
-            PyErr_NoMemory();
-        goto done;
-    }
-    NOGIL_IF(end > NOGIL_THRESHOLD,
-             written = text_batches(hv.p, hv.len, tv.p, end, budget, (int64_t)ts,
-                                    ts_type ? RB_TIMESTAMP_TYPE_MASK : 0,
-                                    (uint8_t *)PyByteArray_AS_STRING(out), ends, &nbatches));
-    if (written < 0) {
-        PyErr_SetString(PyExc_ValueError, "line or offset delta too large for a record");
-        goto done;
-    }
-    if (PyByteArray_Resize(out, written) < 0)
-        goto done;
-    ends_list = PyList_New(nbatches);
-    if (ends_list == NULL)
-        goto done;
-    for (i = 0; i < nbatches; i++) {
-        PyObject *n = PyLong_FromSsize_t(ends[i]);
-        if (n == NULL)
+    while (pos < end) {
+        Py_ssize_t batch = used, rec = used + RB_OVERHEAD, payload = 0, count = 0;
+        PyObject *n;
+
+        while (pos < end) {
+            const char *line = tv.p + pos;
+            const char *nl = memchr(line, '\n', (size_t)(end - pos));
+            Py_ssize_t len = nl - line, hlen = pos == 0 ? hv.len : 0, vlen = hlen + len;
+            Py_ssize_t body, need;
+            char *p;
+
+            if (count > INT32_MAX || vlen > INT32_MAX - 16) {
+                PyErr_SetString(PyExc_ValueError, "line or offset delta too large for a "
+                                "record");
+                goto done;
+            }
+            /* timestampDelta 0, offsetDelta count, null key, the value, no headers */
+            body = record_body_size(0, count, -1, vlen, 0, 0);
+            need = varint_size(body) + body;
+            if (count > 0 && payload + need > budget)
+                break;
+            p = tb_room(&t, rec, need + RB_OVERHEAD);  /* and the next batch's header */
+            if (p == NULL)
+                goto done;
+            p = put_record_start(p, body, 0, count);
+            *p++ = 1;  /* null key */
+            p = put_varint(p, vlen);
+            if (hlen > 0) {
+                memcpy(p, hv.p, (size_t)hlen);
+                p += hlen;
+            }
+            memcpy(p, line, (size_t)len);
+            p[len] = 0;  /* no headers */
+            rec += need;
+            payload += need;
+            count++;
+            pos += len + 1;
+        }
+        put_text_batch_header((uint8_t *)PyByteArray_AS_STRING(t.ba) + batch, payload,
+                              (int32_t)count, (int64_t)ts, attrs);
+        used = rec;
+        n = PyLong_FromSsize_t(pos);
+        if (n == NULL || PyList_Append(ends, n) < 0) {
+            Py_XDECREF(n);
             goto done;
-        PyList_SET_ITEM(ends_list, i, n);
+        }
+        Py_DECREF(n);
     }
-    result = PyTuple_Pack(2, out, ends_list);
+    if (PyByteArray_Resize(t.ba, used) < 0)
+        goto done;
+    result = PyTuple_Pack(2, t.ba, ends);
 done:
-    Py_XDECREF(out);
-    Py_XDECREF(ends_list);
-    PyMem_Free(ends);
+    Py_XDECREF(t.ba);
+    Py_XDECREF(ends);
     bv_release(&tv);
     bv_release(&hv);
     return result;
