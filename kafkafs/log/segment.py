@@ -552,13 +552,6 @@ class LogSegment:
             self._rolling_ts_loaded = True
         return self._rolling_based_timestamp
 
-    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
-        """ms this segment has been open by Kafka's rule (``LogSegment.timeWaitedForRoll``)."""
-        t = self.rolling_based_timestamp()
-        if t is not None and t >= 0:
-            return message_timestamp - t
-        return now_ms - self.created_ms
-
     def should_roll(self, incoming_bytes: int, max_timestamp: int, max_offset: int,
                     now_ms: int, roll_jitter_ms: int = 0) -> bool:
         """Whether an append of ``incoming_bytes`` must go to a new segment
@@ -581,7 +574,9 @@ class LogSegment:
         room = -1 if self.index.is_full() or self.time_index.is_full() else \
             cfg.segment_bytes - self.size
         latest: float = math.inf
-        if self.size > 0 or first_timestamp is not None:  # LogSegment.timeWaitedForRoll
+        if self.size > 0 or first_timestamp is not None:
+            # LogSegment.timeWaitedForRoll: the max timestamp less the first batch's, or
+            # (no timestamps) the time since the segment was created
             allowed = cfg.segment_ms - roll_jitter_ms
             t = self.rolling_based_timestamp() if self.size > 0 else first_timestamp
             if t is not None and t >= 0:
