@@ -2,9 +2,11 @@
 the same run:
 
 * append: ``dd ... of=topic/0/append oflag=append conv=notrunc,fsync bs=1M`` of 100-200 byte
-  lines vs the same dd into a plain file on the same disk (``conv=fsync``); with
-  ``--compression lz4`` (or gzip, snappy, zstd) the topics appended to have that
-  ``compression.type`` (written to ``topic/config`` before the dd);
+  lines vs the same dd into a plain file on the same disk (``conv=fsync``), in alternating
+  rounds, best of ``--repeat``; the lines go into producer-sized batches (``batch.size``:
+  16384 bytes unless ``--batch-size`` sets the mount's ``-o batch.size``), the line says
+  which; with ``--compression lz4`` (or gzip, snappy, zstd) the topics appended to have
+  that ``compression.type`` (written to ``topic/config`` before the dd);
 * read cold: ``cat messages`` right after a remount vs ``cat`` of a trivial pyfuse3
   filesystem serving as many bytes from memory; read warm: a second ``cat messages`` vs
   ``cat`` of a plain file in the page cache;
@@ -18,7 +20,8 @@ the same run:
 * listing: ``ls -f offset | wc -l`` of a partition of ``--list-records`` records vs ``ls -f``
   of a directory of as many names served by the trivial filesystem, each on a fresh mount.
 
-Run as root (FUSE): ``python bench/bench_fs.py [--mb 200] [--big-records 10000000]``.
+Run as root (FUSE): ``python bench/bench_fs.py [--mb 200] [--big-records 10000000]``;
+``--only append`` (repeatable) runs only the figures named.
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
+
+
+FIGURES = ("append", "ddpoint", "read", "point", "memory", "list")
+DEFAULT_BATCH_SIZE = 16384  # the topic config kafkafs.batch.size's default
 
 
 def drop_caches() -> bool:
@@ -280,7 +287,14 @@ def main():
                     help="append, ddpoint, read, point, memory, list (repeatable)")
     ap.add_argument("--compression", default=None,
                     help="compression.type of the topics the append figure writes")
+    ap.add_argument("--batch-size", type=int, default=None,
+                    help="the mount's -o batch.size for the append figure (bytes; default: "
+                         "the topic's kafkafs.batch.size, 16384)")
+    ap.add_argument("--only", action="append", default=[],
+                    help="run only these figures (repeatable; the names of --skip)")
     args = ap.parse_args()
+    if args.only:
+        args.skip = [f for f in FIGURES if f not in args.only]
     work = tempfile.mkdtemp(prefix="kafkafs-bench-", dir=os.path.join(ROOT, "var")
                             if os.path.isdir(os.path.join(ROOT, "var")) else None)
     mnt, logs = os.path.join(work, "mnt"), os.path.join(work, "logs")
@@ -292,7 +306,8 @@ def main():
     print(f"# {size} bytes, {n_lines} lines of 100-199 bytes; work dir {work}", flush=True)
     results = {}
     try:
-        d = Daemon(mnt, logs).start()
+        mount_opts = [] if args.batch_size is None else ["-o", f"batch.size={args.batch_size}"]
+        d = Daemon(mnt, logs, mount_opts).start()
         os.mkdir(os.path.join(mnt, "bench"))
         if "append" not in args.skip:
             t_ref = t = float("inf")
@@ -311,7 +326,11 @@ def main():
                                   "oflag=append", "conv=notrunc,fsync", "bs=1M"],
                                  stderr=subprocess.DEVNULL))
             codec = f", compression.type={args.compression}" if args.compression else ""
-            results["append"] = line(f"append, durable (dd conv=fsync){codec}", mbps(size, t),
+            batch = DEFAULT_BATCH_SIZE if args.batch_size is None else args.batch_size
+            label = "16 KiB" if batch == 16384 else \
+                "1 MiB" if batch == 1 << 20 else f"{batch} B"
+            results["append"] = line(f"append {label} batches (dd conv=fsync){codec}",
+                                     mbps(size, t),
                                      mbps(size, t_ref), "MB/s",
                                      None if args.compression else 0.5)
             print(f"#   daemon peak RSS while appending: {d.hwm_kb() / 1024:.0f} MB", flush=True)
@@ -428,7 +447,7 @@ def main():
     finally:
         for p in (mnt,):
             if os.path.ismount(p):
-                subprocess.run(["fusermount3", "-uz", p])
+                subprocess.run(["fusermount3", "-uz", p], check=False)
         shutil.rmtree(work, ignore_errors=True)
 
 

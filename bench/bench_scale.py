@@ -74,11 +74,12 @@ def generate(logs: str, topics: int, partitions: int, segments: int, segment_byt
     m.startup()
     try:
         lines = [(b"record-%06d-" % i).ljust(record_bytes, b"x") for i in range(batch_records)]
+        ts = int(time.time() * 1000)
         for n in range(topics):
             for lg in m.create_topic(topic_name(n), partitions,
                                      {"segment.bytes": str(segment_bytes)}):
                 while len(lg.segments()) < segments:
-                    lg.append_lines(lines)
+                    lg.append([(ts, None, line, ()) for line in lines])
     finally:
         m.shutdown()
     return time.perf_counter() - t
@@ -100,9 +101,10 @@ def build_partition(logs: str, topic: str, records: int, record_bytes: int = 150
     try:
         overrides = {} if segment_bytes is None else {"segment.bytes": str(segment_bytes)}
         lg = m.create_topic(topic, 1, overrides)[0]
+        ts = int(time.time() * 1000)
         for start in range(0, records, batch_records):
-            lg.append_lines([(b"value-%d-" % i).ljust(record_bytes, b"x")
-                             for i in range(start, min(records, start + batch_records))])
+            lg.append([(ts, None, (b"value-%d-" % i).ljust(record_bytes, b"x"), ())
+                       for i in range(start, min(records, start + batch_records))])
     finally:
         m.shutdown()
 

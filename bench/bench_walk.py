@@ -43,9 +43,10 @@ def build_topic(logs: str, topic: str, n: int, batch: int = 100) -> None:
     m = LogManager(BrokerConfig().with_log_dirs([logs]))
     m.startup()
     lg = m.create_topic(topic)[0]
+    ts = int(time.time() * 1000)
     for start in range(0, n, batch):
-        lg.append_lines([(b"value-%d-" % i).ljust(150, b"x")
-                         for i in range(start, min(n, start + batch))])
+        lg.append([(ts, None, (b"value-%d-" % i).ljust(150, b"x"), ())
+                   for i in range(start, min(n, start + batch))])
     m.shutdown()
 
 

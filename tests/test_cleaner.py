@@ -35,6 +35,7 @@ from kafkafs.log.cleaner import (
 from kafkafs.log.config import BrokerConfig, LogConfig
 from kafkafs.log.errors import InvalidRecordError
 from kafkafs.log.loader import load_log
+from kafkafs.log.log import now_ms
 from kafkafs.log.throttler import Throttler
 from kafkafs.record import compaction
 from kafkafs.record import compression as codecs
@@ -516,7 +517,7 @@ def test_a_compacted_topic_refuses_records_without_a_key(tmp_path):
         with pytest.raises(InvalidRecordError):
             lg.append(bad, compression=codecs.GZIP)
     with pytest.raises(InvalidRecordError):
-        lg.append_lines([b"a line"])
+        lg.append([(now_ms(), None, b"a line", ())])
     assert lg.log_end_offset == end
 
 

@@ -14,6 +14,8 @@ import time
 import pytest
 from conftest import ROOT
 
+from kafkafs.log.log import now_ms
+
 
 def _broker_script() -> str:
     # a broker of kafkafs's own log engine, in its own process, holding the log dir lock
@@ -36,13 +38,14 @@ def _broker_script() -> str:
             os.replace(state + ".tmp", state)
 
         i = 0
-        lg.append_lines([b"line-%05d" % i for i in range(50)]); i = 50
+        now = lambda: int(time.time() * 1000)
+        lg.append([(now(), None, b"line-%05d" % i, ()) for i in range(50)]); i = 50
         lg.flush()
         say("started")
         while not os.path.exists(state + ".go"):
             time.sleep(0.02)
         while i < total:
-            lg.append_lines([b"line-%05d" % j for j in range(i, i + 25)])
+            lg.append([(now(), None, b"line-%05d" % j, ()) for j in range(i, i + 25)])
             i += 25
             lg.flush()
             if i % 500 == 0:
@@ -151,7 +154,7 @@ def test_a_poll_refreshes_only_the_logs_that_changed(manager_factory, tmp_path):
     writer = manager_factory()
     for t in ("a", "b"):
         writer.create_topic(t, 1)
-        writer.get_log(t, 0).append_lines([b"x"])
+        writer.get_log(t, 0).append([(now_ms(), None, b"x", ())])
     reader = manager_factory(read_only=True)
     calls = []
     for lg in reader.logs.values():
@@ -164,7 +167,7 @@ def test_a_poll_refreshes_only_the_logs_that_changed(manager_factory, tmp_path):
     refresh_logs(reader, None, seen)
     assert calls == []  # nothing changed: two stats each, no refresh
     time.sleep(0.01)
-    writer.get_log("b", 0).append_lines([b"y"])
+    writer.get_log("b", 0).append([(now_ms(), None, b"y", ())])
     assert refresh_logs(reader, None, seen) == 1
     assert calls == ["b"]
     assert reader.get_log("b", 0).log_end_offset == 2
@@ -181,7 +184,8 @@ def test_a_topic_the_broker_deletes_leaves_the_mount(manager_factory, mount_fact
     broker = manager_factory()
     for t in ("keep", "doomed"):
         broker.create_topic(t, 1)
-        broker.get_log(t, 0).append_lines([b"%s old %d" % (t.encode(), i) for i in range(3)])
+        broker.get_log(t, 0).append([(now_ms(), None, b"%s old %d" % (t.encode(), i), ())
+                                     for i in range(3)])
         broker.get_log(t, 0).flush()
     m = mount_factory(extra_args=["--read-only"])
     assert sorted(os.listdir(m.path())) == ["doomed", "keep"]
@@ -200,7 +204,8 @@ def test_a_topic_the_broker_deletes_leaves_the_mount(manager_factory, mount_fact
     assert stale.value.errno == errno.ESTALE
     held.close()
     broker.create_topic("doomed", 1)
-    broker.get_log("doomed", 0).append_lines([b"new %d" % i for i in range(5)])
+    broker.get_log("doomed", 0).append([(now_ms(), None, b"new %d" % i, ())
+                                        for i in range(5)])
     broker.get_log("doomed", 0).flush()
     deadline = time.monotonic() + 15
     while True:

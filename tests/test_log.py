@@ -394,6 +394,61 @@ def test_index_entries_match_kafkas_rule_property(tmp_path_factory, appends, int
         [(t, o - seg.base_offset) for t, o in time_entries]
 
 
+def _partition_files(lg) -> dict[str, bytes]:
+    """Every file of ``lg``'s partition dir by name (after ``lg.close()``)."""
+    out = {}
+    for name in sorted(os.listdir(lg.dir)):
+        with open(os.path.join(lg.dir, name), "rb") as f:
+            out[name] = f.read()
+    return out
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(runs=st.lists(st.lists(st.tuples(st.integers(1, 4), st.integers(0, 400),
+                                        st.integers(0, 5_000)), min_size=1, max_size=12),
+                     min_size=1, max_size=8),
+       interval=st.sampled_from([0, 64, 500, 4096]),
+       segment_bytes=st.sampled_from([1000, 3000, 100_000]),
+       segment_ms=st.sampled_from([500, 10**9]),
+       form=st.sampled_from(["buffer", "list"]))
+def test_a_run_appends_as_its_batches_one_by_one(tmp_path_factory, runs, interval,
+                                                 segment_bytes, segment_ms, form):
+    """``append_encoded_run`` of runs of batches (one buffer, as the mount's ``append``
+    hands them; or a list, as staged runs) leaves the very files that ``append_encoded``
+    of each batch in turn leaves: segment bytes and offsets, rolls (by size, by
+    ``segment.ms`` from record timestamps, mid-run), and offset and time index entries
+    (``index.interval.bytes``) written in one pass per run."""
+    one = make_log(str(tmp_path_factory.mktemp("one")), index_interval_bytes=interval,
+                   segment_bytes=segment_bytes, segment_ms=segment_ms)
+    many = make_log(str(tmp_path_factory.mktemp("run")), index_interval_bytes=interval,
+                    segment_bytes=segment_bytes, segment_ms=segment_ms)
+    for run in runs:
+        batches = [encode_batch([(ts + i * 3 % 7, None, b"x" * size, ()) for i in range(n)])
+                   for n, size, ts in run]
+        for b in batches:
+            one.append_encoded(bytearray(b))
+        arg = bytearray(b"".join(batches)) if form == "buffer" else \
+            [bytearray(b) for b in batches]
+        assert many.append_encoded_run(arg) == len(batches)
+        assert many.log_end_offset == one.log_end_offset
+    assert [s.base_offset for s in many.segments()] == [s.base_offset for s in one.segments()]
+    one.close()
+    many.close()
+    files = _partition_files(many)
+    assert files == _partition_files(one)
+    for seg in many.segments():  # and those entries are Kafka's rule's
+        name = os.path.basename(seg.log_path)
+        entries, time_entries, last = expected_index(iter_batches(files[name]), interval)
+        if last[0] > (time_entries[-1][0] if time_entries else -1):
+            time_entries.append(last)  # the final entry written at roll and close
+        idx, tidx = files[name[:-4] + ".index"], files[name[:-4] + ".timeindex"]
+        assert [struct.unpack_from(">ii", idx, i) for i in range(0, len(idx), 8)] == \
+            [(o - seg.base_offset, p) for o, p in entries]
+        assert [struct.unpack_from(">qi", tidx, i) for i in range(0, len(tidx), 12)] == \
+            [(t, o - seg.base_offset) for t, o in time_entries]
+
+
 def test_roll_on_segment_ms_by_record_timestamps(log_dir):
     # Kafka's rule: the incoming batch's max timestamp minus the first batch's (segment.ms)
     lg = make_log(log_dir, segment_ms=1000)
@@ -575,10 +630,12 @@ def test_adopt_segment_restores_an_older_segment_and_refuses_overlaps(tmp_path):
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
 @pytest.mark.parametrize("keyed", [False, True], ids=["values", "keyed"])
 def test_encode_payload_is_encode_of_the_same_records(log_dir, codec, keyed):
-    """``Log.encode_payload`` of the records ``encode_text`` encoded (what ``append`` hands
-    it, so a compressed topic's lines are encoded once) is the very batch ``Log.encode``
-    makes of those records: same bytes, CRC included; under LogAppendTime every record reads
-    back with the given time; over max.message.bytes it is RecordTooLargeError."""
+    """``encode_payload`` (kafkafs.fs.append) of the records ``encode_text`` encoded (what
+    ``append`` hands it, so a compressed topic's lines are encoded once) is the very batch
+    ``Log.encode`` makes of those records: same bytes, CRC included; under LogAppendTime
+    every record reads back with the given time; over max.message.bytes the log's append
+    refuses it (RecordTooLargeError, nothing appended)."""
+    from kafkafs.fs.append import encode_payload
     from kafkafs.record import fast
 
     lg = make_log(log_dir, compression_type=codec)
@@ -589,17 +646,18 @@ def test_encode_payload_is_encode_of_the_same_records(log_dir, codec, keyed):
     ts = 1_700_000_000_123
     records = [(ts, *line.partition(b":")[::2], ()) if keyed else (ts, None, line, ())
                for line in lines]
-    assert lg.encode_payload(payload, n, ts) == lg.encode(records)
+    assert encode_payload(lg, payload, n, ts) == lg.encode(records)
     lg.close()
     lat = make_log(os.path.join(log_dir, "lat"), compression_type=codec,
                    message_timestamp_type="LogAppendTime", max_message_bytes=2000)
     few = fast.encode_text(b"".join(x + b"\n" for x in lines[:10]), 0, 1 << 30, 1.0,
                            b":" if keyed else None)[0]
-    (batch,) = iter_batches(lat.encode_payload(few, 10, ts))
+    (batch,) = iter_batches(encode_payload(lat, few, 10, ts))
     assert batch.timestamp_type == 1 and batch.max_timestamp == ts
     got = [(r.timestamp, r.key, r.value) for r in batch.records()]
     assert got == [(ts, *r[1:3]) for r in records[:10]]
     if codec == "none":
         with pytest.raises(RecordTooLargeError):
-            lat.encode_payload(payload, n, ts)
+            lat.append_encoded(encode_payload(lat, payload, n, ts))
+        assert lat.log_end_offset == 0
     lat.close()

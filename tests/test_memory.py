@@ -9,6 +9,8 @@ import os
 import pytest
 from conftest import fuse_available, sh
 
+from kafkafs.log.log import now_ms
+
 pytestmark = pytest.mark.skipif(not fuse_available(), reason="FUSE is not available")
 
 
@@ -32,8 +34,8 @@ def test_reading_every_view_of_many_partitions_keeps_memory_bounded(manager_fact
         for p in range(10):
             lg = m.get_log(f"t{t}", p)
             for start in range(0, 8000, 500):
-                lg.append_lines([b"value-%d-%d-%s" % (p, n, b"y" * 100)
-                                 for n in range(start, start + 500)])
+                lg.append([(now_ms(), None, b"value-%d-%d-%s" % (p, n, b"y" * 100), ())
+                           for n in range(start, start + 500)])
     log_dir = m.log_dirs[0]
     m.shutdown()
     mount = mount_factory(log_dirs=[log_dir],

@@ -842,3 +842,81 @@ def test_encode_text_refuses_a_line_without_the_separator(impl):
         impl.encode_text(b"a:1\nb\n", 7, 10000, separator=b":")
     assert impl.encode_text(b"a:1\n", 7, 10000, separator=b"") == \
         impl.encode_text(b"a:1\n", 7, 10000)
+
+
+# -- encode_text_batches --------------------------------------------------------------------
+
+def _batch_by_batch(head: bytes, text: bytes, timestamp: int, budget: int,
+                    timestamp_type: int) -> tuple[bytes, list[int]]:
+    """What ``encode_text_batches`` must equal: ``encode_text`` of the lines left, again
+    and again, each payload made a batch by ``finish_batch``."""
+    from kafkafs.record.batch import finish_batch
+
+    end = text.rfind(b"\n") + 1
+    data = head + text[:end] if end else b""
+    out, ends, pos = b"", [], 0
+    while pos < len(data):
+        payload, n, consumed = fast.PYTHON.encode_text(data[pos:], timestamp, budget)
+        out += finish_batch(payload, n, base_offset=0, compression=0,
+                            timestamp_type=timestamp_type, last_offset_delta=n - 1,
+                            base_ts=timestamp, max_ts=timestamp)
+        pos += consumed
+        ends.append(pos - len(head))
+    return out, ends
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(st.one_of(st.binary(max_size=300), st.binary(min_size=2000, max_size=20000))
+                .map(lambda b: b.replace(b"\n", b"")), max_size=60),
+       st.binary(max_size=20).map(lambda b: b.replace(b"\n", b"")),
+       st.binary(max_size=200).map(lambda b: b.replace(b"\n", b"")),
+       st.integers(-100, 40000), st.sampled_from([0, 1]),
+       st.integers(I64_MIN, I64_MAX))
+def test_encode_text_batches_is_encode_text_batch_by_batch(lines, tail, head, budget,
+                                                           timestamp_type, timestamp):
+    """One call encodes every batch of a write (the lines of ``head + text``) byte for byte
+    as ``encode_text`` of the lines left, batch after batch, each made a v2 batch (header,
+    CRC) by ``finish_batch`` -- C and Python twins alike; ``ends`` are the batches' ends in
+    ``text``; every batch reads back as a valid batch of those lines."""
+    text = b"".join(line + b"\n" for line in lines) + tail
+    want = _batch_by_batch(head, text, timestamp, budget, timestamp_type)
+    for impl in BOTH:
+        got = impl.encode_text_batches(text, timestamp, budget, timestamp_type, head)
+        assert type(got[0]) is bytearray
+        assert (bytes(got[0]), got[1]) == want, impl.name
+    values, pos = [], 0
+    while pos < len(want[0]):
+        b = RecordBatch.from_buffer(want[0], pos)
+        b.ensure_valid()
+        assert b.timestamp_type == timestamp_type and b.max_timestamp == timestamp
+        values += [r.value for r in b.records()]
+        pos += b.size
+    if lines:
+        assert values == [head + lines[0]] + lines[1:]
+        assert want[1][-1] == len(text) - len(tail)
+    else:
+        assert want == (b"", [])
+
+
+def test_encode_text_batches_refuses_bad_arguments(impl):
+    with pytest.raises(ValueError, match="head holds a newline"):
+        impl.encode_text_batches(b"a\n", TS, 100, 0, b"x\ny")
+    with pytest.raises(ValueError, match="timestamp_type must be 0"):
+        impl.encode_text_batches(b"a\n", TS, 100, 2)
+    with pytest.raises(TypeError):
+        impl.encode_text_batches("a\n", TS, 100)
+    assert impl.encode_text_batches(b"no newline", TS, 100, 0, b"head") == (bytearray(), [])
+    assert impl.encode_text_batches(memoryview(b"a\nb\n"), TS, 1 << 20) == \
+        impl.encode_text_batches(b"a\nb\n", TS, 1 << 20)
+
+
+@pytest.mark.parametrize("budget", [0, 100, 1 << 20])
+def test_encode_text_batches_of_empty_and_tiny_lines(budget):
+    """Lines much shorter than their records (the output outgrows the text many times over:
+    the C encoder grows its buffer) encode as batch by batch, C and Python alike."""
+    text = b"\n" * 5000 + b"x\n" * 3000 + b"yz"
+    want = _batch_by_batch(b"h", text, TS, budget, 0)
+    assert [(bytes(r[0]), r[1]) for r in (impl.encode_text_batches(text, TS, budget, 0, b"h")
+                                          for impl in BOTH)] == [want] * len(BOTH)
+    assert len(want[1]) == (8000 if budget == 0 else len(want[1]))

@@ -20,7 +20,7 @@ _speedups = pytest.importorskip("kafkafs.record._speedups",
                                 reason="C extension not built")
 
 FAST = {"values", "render_values", "rendered_size", "decode", "encode", "encode_lines",
-        "encode_text"}
+        "encode_text", "encode_text_batches"}
 COMPACTION = {"cl_key_hash", "cl_map_get", "cl_map_put", "cl_map_clear", "cl_map_records",
               "cl_map_batches", "cl_filter_records", "cl_filter_batches", "cl_index_entries",
               "cl_null_key_index"}

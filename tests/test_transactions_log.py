@@ -20,6 +20,7 @@ from kafkafs.log.isolation import (
     AbortedFilter,
 )
 from kafkafs.log.loader import load_log, plan_load
+from kafkafs.log.log import now_ms
 from kafkafs.log.manager import CLEAN_SHUTDOWN_FILE, LogManager
 from kafkafs.log.producer_state import (
     InvalidTxnStateError,
@@ -256,7 +257,7 @@ def test_append_refuses_what_the_producer_state_refuses(tmp_path):
 
 def test_plain_appends_carry_no_producer_state(tmp_path):
     lg = make_log(tmp_path)
-    lg.append_lines([b"x", b"y"])
+    lg.append([(now_ms(), None, b"x", ()), (now_ms(), None, b"y", ())])
     lg.append([(1, None, b"z", ())])
     assert lg.producer_state.is_empty()
     assert lg.producer_state.map_end_offset == 3 == lg.last_stable_offset

@@ -16,6 +16,8 @@ import time
 import pytest
 from conftest import fuse_available, sh
 
+from kafkafs.log.log import now_ms
+
 pytestmark = pytest.mark.skipif(not fuse_available(), reason="FUSE is not available")
 
 C = dict(os.environ, LC_ALL="C")
@@ -31,8 +33,8 @@ def _fill(manager_factory, topic: str, records: int, *, value_bytes: int = 40,
     for p in range(partitions):
         lg = m.get_log(topic, p)
         for start in range(0, records, per_batch):
-            lg.append_lines([(b"value-%d-" % n).ljust(value_bytes, b"x")
-                             for n in range(start, min(records, start + per_batch))])
+            lg.append([(now_ms(), None, (b"value-%d-" % n).ljust(value_bytes, b"x"), ())
+                       for n in range(start, min(records, start + per_batch))])
     log_dir = m.log_dirs[0]
     m.shutdown()
     return log_dir

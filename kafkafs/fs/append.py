@@ -5,10 +5,13 @@ What one descriptor has written is kept by a :class:`LineWriter`. Lines of one `
 request go into record batches cut as a Kafka producer cuts them at its ``batch.size``
 (kafkafs.record.producer_batch: the mount's ``-o batch.size``, else the topic's
 ``kafkafs.batch.size``, default 16384 bytes; never past ``max.message.bytes``), the C
-encoder taking them straight from the request's buffer; a line split across requests is
-joined; a last line without ``\\n`` is produced when the descriptor is closed. Like a
-producer with ``linger.ms=0``, a request's last batch is written with the request, full
-or not: what a ``write`` returned for is in the log.
+encoder taking them straight from the request's buffer -- on an uncompressed topic all
+the batches of a request in one call, appended as one buffer (one ``pwrite``, one index
+pass: docs/design.md §4.1, §4.2); a line split across requests is joined; a last line
+without ``\\n`` is produced when the descriptor is closed. Like a producer with
+``linger.ms=0``, a request's last batch is written with the request, full or not: what a
+``write`` returned for is in the log. The log knows nothing of lines: this module makes
+them encoded batches.
 
 A refused line (longer than one batch of ``max.message.bytes`` may hold, without
 ``key.separator`` under ``parse.key``, or not stored because the disk is full) must reach
@@ -47,6 +50,7 @@ from ..record import compression as codecs
 from ..record import fast
 from ..record.batch import (
     BATCH_OVERHEAD,
+    finish_batch,
     max_single_value_size,
     single_record_batch_size,
 )
@@ -75,6 +79,32 @@ def _too_long(limit: int) -> RecordTooLargeError:
 
 def _no_separator() -> pyfuse3.FUSEError:
     return pyfuse3.FUSEError(errno.EINVAL)
+
+
+def _append_text(lg: Log, text: memoryview, budget: int, head=b"") -> int:
+    """Append the ``\\n``-terminated lines of ``head + text`` (``text`` ends with one) to
+    the uncompressed ``lg`` as batches of records of at most ``budget`` bytes each (at
+    least one line), null keys, timestamped now: all of them encoded in one native call
+    (:func:`~kafkafs.record.fast.encode_text_batches`) and handed to
+    :meth:`Log.append_encoded_run` as one buffer (one write, one index pass). Returns the
+    bytes of ``text`` of the batches that went in; raises the log's errors
+    (RecordTooLargeError, OSError, ...) when the first did not."""
+    _codec, ts_type = lg.encoding()
+    run, ends = fast.encode_text_batches(text, now_ms(), budget, ts_type, head)
+    return ends[lg.append_encoded_run(run) - 1]
+
+
+def encode_payload(lg: Log, payload, count: int, timestamp: int) -> bytearray:
+    """One batch as :meth:`Log.encode` makes it (:meth:`Log.encoding`), of ``count``
+    records already encoded as ``payload`` (bytes-like: their bodies, every timestamp
+    delta 0, as :func:`~kafkafs.record.fast.encode_text` returns them), all timestamped
+    ``timestamp`` (ms; under LogAppendTime the append time): compressed with
+    ``compression.type`` here, not encoded again. ``max.message.bytes`` is the append's
+    to check (Log.append_encoded: RecordTooLargeError)."""
+    codec, ts_type = lg.encoding()
+    return bytearray(finish_batch(payload, count, base_offset=0, compression=codec,
+                                  timestamp_type=ts_type, last_offset_delta=count - 1,
+                                  base_ts=timestamp, max_ts=timestamp))
 
 
 class _Short(Exception):
@@ -167,7 +197,14 @@ class LineWriter:
         if self.buf:  # the line begun by earlier requests ends here
             nl = data.find(b"\n")
             try:
-                pos = self._end_line(lg, data, nl, last_nl)
+                if self._heads_run(lg, nl):  # it heads the first batch of the request's run
+                    self._write_plain(lg, mv, 0, last_nl, self.buf)
+                    pos = last_nl + 1
+                else:
+                    pos = self._end_line(lg, data, nl)
+            except _Short:  # the line went in, then a later one failed
+                self.buf.clear()
+                raise
             except (LogError, pyfuse3.FUSEError) as exc:  # the line is refused for good
                 self.buf.clear()
                 self.repeat = (bytes(mv[:nl + 1]), exc)
@@ -185,20 +222,20 @@ class LineWriter:
             raise _Short(last_nl + 1, exc) from None
         return len(data)
 
-    def _end_line(self, lg: Log, data: bytes, nl: int, last_nl: int) -> int:
-        """Append the line begun by earlier requests, which ``data[:nl + 1]`` ends; returns
-        the bytes of ``data`` that went in. Plain lines of an uncompressed topic: the line
-        heads a batch that the next lines of ``data`` fill, as a producer would batch them
-        (its fit within ``max.message.bytes`` is known before); otherwise it is appended
-        alone. Raises like :meth:`_append_lines`."""
-        line_len = len(self.buf) + nl
-        if self.parse_key or not _uncompressed(lg) or \
-                single_record_batch_size(-1, line_len) > lg.config.max_message_bytes:
-            self._append_lines(lg, [bytes(self.buf) + bytes(data[:nl])])
-            return nl + 1
-        budget = self._limits(lg)[0]
-        end = data.rfind(b"\n", nl, min(nl + 1 + max(budget, 0), last_nl + 1)) + 1
-        return lg.append_text(bytes(self.buf) + data[:end], budget) - len(self.buf)
+    def _heads_run(self, lg: Log, nl: int) -> bool:
+        """Whether the line begun by earlier requests, which the request's byte ``nl``
+        ends, heads the request's run of batches (:meth:`_write_plain`), as a producer
+        would batch it with the lines after it: plain lines of an uncompressed topic, the
+        line within ``max.message.bytes`` alone (known before)."""
+        return not self.parse_key and _uncompressed(lg) and \
+            single_record_batch_size(-1, len(self.buf) + nl) <= lg.config.max_message_bytes
+
+    def _end_line(self, lg: Log, data: bytes, nl: int) -> int:
+        """Append alone the line begun by earlier requests, which ``data[:nl + 1]`` ends
+        (keyed, compressed, or too large: :meth:`_heads_run` is false); returns the bytes
+        of ``data`` that went in. Raises like :meth:`_append_lines`."""
+        self._append_lines(lg, [bytes(self.buf) + bytes(data[:nl])])
+        return nl + 1
 
     def _limits(self, lg: Log) -> tuple[int, float, int]:
         """``(budget, ratio, codec)`` of the next batch written to ``lg``
@@ -211,17 +248,20 @@ class LineWriter:
             budget = min(budget, lg.config.max_message_bytes - BATCH_OVERHEAD)
         return budget, ratio, codec
 
-    def _write_plain(self, lg: Log, mv: memoryview, pos: int, last_nl: int) -> None:
+    def _write_plain(self, lg: Log, mv: memoryview, pos: int, last_nl: int,
+                     head=b"") -> None:
         """Append the lines of ``mv[pos:last_nl + 1]`` in batches of ``batch.size``,
-        straight from the buffer (C encoder). Raises _Short when lines of this request went
-        in before one failed, else the error."""
+        straight from the buffer (C encoder); ``head``: the start of the first line, begun
+        by earlier requests (uncompressed topics). Raises _Short when lines of this request
+        went in before one failed, else the error."""
         budget, ratio, codec = self._limits(lg)
         while pos <= last_nl:
             if codec != codecs.NONE:  # the ratio follows the batches written
                 budget, ratio, codec = self._limits(lg)
             try:
                 if codec == codecs.NONE:
-                    pos += lg.append_text(mv[pos:last_nl + 1], budget)
+                    pos += _append_text(lg, mv[pos:last_nl + 1], budget, head)
+                    head = b""
                 else:
                     pos += self._append_compressed(lg, mv[pos:last_nl + 1], budget, ratio)
             except _Short as r:
@@ -362,11 +402,11 @@ class LineWriter:
     @staticmethod
     def _append_payload(lg: Log, payload, count: int) -> None:
         """Append ``count`` records already encoded as ``payload`` (``encode_text``) as one
-        batch, compressed as they are rather than encoded again (Log.encode_payload); the
+        batch, compressed as they are rather than encoded again (:func:`encode_payload`); the
         batch's size then feeds the topic's compression ratio estimate. Raises
         RecordTooLargeError (nothing appended) and the log's errors."""
-        data = lg.encode_payload(payload, count, now_ms())
-        lg.append_encoded(bytearray(data))
+        data = encode_payload(lg, payload, count, now_ms())
+        lg.append_encoded(data)
         ESTIMATOR.observe(lg.topic, effective_codec(lg.config.compression_type), len(data),
                           len(payload))
 

@@ -798,23 +798,38 @@ class OffsetIndex(_Index):
         ``offset - base_offset`` does not fit an i32; ValueError for a position outside
         ``[0, 2**31 - 1]``; ReadOnlyLogError.
         """
+        self.append_entries(((offset, position),))
+
+    def append_entries(self, entries: Sequence[tuple[int, int]]) -> None:
+        """Add ``entries`` (``(offset, position)`` pairs, in order) as :meth:`append` of each
+        would, in one pass: one lease, one write into the mapping (an append of many
+        batches, ``LogSegment.append``'s index pass). Raises as :meth:`append` does, with
+        none of them added."""
+        if not entries:
+            return
         with self._lock, self._using:
             self._check_writable()
             n = self._entries
-            if n >= self.max_entries:
+            if n + len(entries) > self.max_entries:
                 raise IndexFullError(f"Attempt to append to a full index (size = {n}).")
-            if n == 0 or offset > self._offset_at(n - 1):
+            prev = self._offset_at(n - 1) if n else None
+            words = []
+            for offset, position in entries:
+                if prev is not None and offset <= prev:
+                    raise InvalidOffsetError(
+                        f"Attempt to append an offset {offset} to position {n} no larger "
+                        f"than the last offset appended ({prev}) to "
+                        f"{os.path.abspath(self._path)}")
                 rel = self._relative_offset(offset)
                 if not 0 <= position <= _INT_MAX:
                     raise ValueError(f"Index position {position} does not fit an int "
                                      f"({os.path.abspath(self._path)})")
-                self._ENTRY.pack_into(self._buf, n * 8, rel, position)
-                self._entries = n + 1
-            else:
-                raise InvalidOffsetError(
-                    f"Attempt to append an offset {offset} to position {n} no larger than the "
-                    f"last offset appended ({self._offset_at(n - 1)}) to "
-                    f"{os.path.abspath(self._path)}")
+                words += (rel, position)
+                prev = offset
+                n += 1
+            start = self._entries * 8
+            self._buf[start:n * 8] = struct.pack(f">{len(words)}i", *words)
+            self._entries = n
 
     def _columns(self) -> tuple[list[int], list[int]]:
         words = array("i")
@@ -931,26 +946,45 @@ class TimeIndex(_Index):
         IllegalStateException), or when ``offset - base_offset`` does not fit an i32;
         ReadOnlyLogError.
         """
+        self.maybe_append_entries(((timestamp, offset),), skip_full_check)
+
+    def maybe_append_entries(self, entries: Sequence[tuple[int, int]],
+                             skip_full_check: bool = False) -> None:
+        """:meth:`maybe_append` of each of ``entries`` (``(timestamp, offset)`` pairs, in
+        order) in one pass: one lease, one write into the mapping (an append of many
+        batches, ``LogSegment.append``'s index pass). Raises as :meth:`maybe_append` does,
+        with none of them added."""
         with self._lock, self._using:
             self._check_writable()
             n = self._entries
-            if not skip_full_check and self.is_full():
-                raise IndexFullError(f"Attempt to append to a full time index (size = {n}).")
             last_ts, last_off = self.last_entry
-            if n != 0 and offset < last_off:
-                raise InvalidOffsetError(
-                    f"Attempt to append an offset ({offset}) to slot {n} no larger than the last "
-                    f"offset appended ({last_off}) to {os.path.abspath(self._path)}")
-            if n != 0 and timestamp < last_ts:
-                raise InvalidOffsetError(
-                    f"Attempt to append a timestamp ({timestamp}) to slot {n} no larger than the "
-                    f"last timestamp appended ({last_ts}) to {os.path.abspath(self._path)}")
-            if timestamp > last_ts:
-                rel = self._relative_offset(offset)
-                if n >= self.max_entries:
-                    raise IndexFullError(f"Attempt to append to a full time index (size = {n}).")
-                self._ENTRY.pack_into(self._buf, n * 12, timestamp, rel)
-                self._entries = n + 1
+            words = []
+            for timestamp, offset in entries:
+                if not skip_full_check and n >= self.max_entries - 1:
+                    raise IndexFullError(
+                        f"Attempt to append to a full time index (size = {n}).")
+                if n != 0 and offset < last_off:
+                    raise InvalidOffsetError(
+                        f"Attempt to append an offset ({offset}) to slot {n} no larger than "
+                        f"the last offset appended ({last_off}) to "
+                        f"{os.path.abspath(self._path)}")
+                if n != 0 and timestamp < last_ts:
+                    raise InvalidOffsetError(
+                        f"Attempt to append a timestamp ({timestamp}) to slot {n} no larger "
+                        f"than the last timestamp appended ({last_ts}) to "
+                        f"{os.path.abspath(self._path)}")
+                if timestamp > last_ts:
+                    rel = self._relative_offset(offset)
+                    if n >= self.max_entries:
+                        raise IndexFullError(
+                            f"Attempt to append to a full time index (size = {n}).")
+                    words += (timestamp, rel)
+                    last_ts, last_off = timestamp, offset
+                    n += 1
+            if words:
+                start = self._entries * 12
+                self._buf[start:n * 12] = struct.pack(f">{'qi' * (len(words) // 2)}", *words)
+                self._entries = n
 
     def _columns(self) -> tuple[list[int], list[int]]:
         data = bytes(self._buf[:self._entries * 12]) if self._buf else b""

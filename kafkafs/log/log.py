@@ -35,13 +35,13 @@ from collections.abc import Callable, Iterator, Sequence
 
 from ..record import compression as codecs
 from ..record.batch import (
+    BATCH_OVERHEAD,
     CREATE_TIME,
+    HEADER,
     LOG_APPEND_TIME,
+    LOG_OVERHEAD,
     RecordBatch,
     encode_batch,
-    encode_lines_batch,
-    encode_text_batch,
-    finish_batch,
     set_base_offset,
 )
 from ..record.compaction import null_key_index
@@ -92,6 +92,30 @@ MAX_TIMESTAMP = -3  # ListOffsets sentinel (KIP-734): the record with the larges
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+# fields of a v2 batch header as record.batch.HEADER unpacks it
+_PRODUCER_ID, _LAST_OFFSET_DELTA, _MAX_TIMESTAMP, _RECORDS_COUNT = 9, 6, 8, 12
+
+
+def _run_headers(buf: memoryview) -> list[tuple[int, int, tuple]]:
+    """``(position, size, header fields)`` of each v2 batch of ``buf``, which holds whole
+    batches back to back (the header unpacked, nothing else read: an append's cost per
+    batch). Raises CorruptRecordError (RecordBatch.from_buffer's) for anything else."""
+    out = []
+    pos, end = 0, len(buf)
+    unpack = HEADER.unpack_from
+    while pos < end:
+        if end - pos >= BATCH_OVERHEAD:
+            h = unpack(buf, pos)
+            size = h[1] + LOG_OVERHEAD
+            if h[3] == 2 and BATCH_OVERHEAD <= size <= end - pos:
+                out.append((pos, size, h))
+                pos += size
+                continue
+        RecordBatch.from_buffer(buf, pos)  # raises what is wrong with it
+        raise CorruptRecordError("not a v2 record batch", position=pos)
+    return out
 
 
 class Log:
@@ -344,150 +368,36 @@ class Log:
             return self._segments[bases[i]], bases[i + 1] if i + 1 < len(bases) else None
 
     # -- appending -------------------------------------------------------------------
-    def _codec(self, compression: int | None) -> int:
-        if compression is not None:
-            return compression
-        ct = self.config.compression_type
-        return codecs.NONE if ct in ("producer", "none") else codecs.codec_id(ct)
+    # Kafka's append surface (UnifiedLog.appendAsLeader): encoded batches in, offsets
+    # assigned from the log end offset. What the batches hold (lines, keys, how a producer
+    # cuts them) is the caller's: the mount's append file (kafkafs.fs.append), produce,
+    # Spark's staged runs (kafkafs.log.staging). docs/design.md §4.1, §4.2.
+    def encoding(self, compression: int | None = None) -> tuple[int, int]:
+        """``(codec, timestamp_type)`` of the batches this log encodes (:meth:`encode`):
+        the codec id of ``compression.type`` (none for ``producer``) unless ``compression``
+        names one, and LOG_APPEND_TIME or CREATE_TIME by ``message.timestamp.type``."""
+        if compression is None:
+            ct = self.config.compression_type
+            compression = codecs.NONE if ct in ("producer", "none") else codecs.codec_id(ct)
+        ts_type = LOG_APPEND_TIME if self.config.message_timestamp_type == "LogAppendTime" \
+            else CREATE_TIME
+        return compression, ts_type
 
     def encode(self, records: Sequence[tuple], *, compression: int | None = None) -> bytes:
         """Encode ``records`` ((timestamp_ms, key, value, headers) tuples) as one batch the
-        way this log stores it (``compression.type``, ``message.timestamp.type``), with base
-        offset 0 (stamped at append). Raises RecordTooLargeError over ``max.message.bytes``."""
-        if self.config.message_timestamp_type == "LogAppendTime":
-            data = encode_batch(records, compression=self._codec(compression),
-                                timestamp_type=LOG_APPEND_TIME, log_append_time=now_ms())
+        way this log stores it (:meth:`encoding`), with base offset 0 (stamped at append).
+        Raises RecordTooLargeError over ``max.message.bytes``."""
+        codec, ts_type = self.encoding(compression)
+        if ts_type == LOG_APPEND_TIME:
+            data = encode_batch(records, compression=codec, timestamp_type=ts_type,
+                                log_append_time=now_ms())
         else:
-            data = encode_batch(records, compression=self._codec(compression),
-                                timestamp_type=CREATE_TIME)
-        return self._within_max_message_bytes(data)
-
-    def encode_payload(self, payload, count: int, timestamp: int) -> bytes:
-        """One batch as :meth:`encode` makes it, of ``count`` records already encoded as
-        ``payload`` (bytes-like: their bodies, every timestamp delta 0, as
-        ``record.fast.encode_text`` returns them) and all timestamped ``timestamp`` (ms;
-        under LogAppendTime it is the append time): compressed with ``compression.type``
-        here, not encoded again. Raises RecordTooLargeError over ``max.message.bytes``."""
-        ts_type = LOG_APPEND_TIME if self.config.message_timestamp_type == "LogAppendTime" \
-            else CREATE_TIME
-        return self._within_max_message_bytes(finish_batch(
-            payload, count, base_offset=0, compression=self._codec(None),
-            timestamp_type=ts_type, last_offset_delta=count - 1, base_ts=timestamp,
-            max_ts=timestamp))
-
-    def _within_max_message_bytes(self, data: bytes) -> bytes:
-        """``data``, or RecordTooLargeError when it is over ``max.message.bytes``."""
+            data = encode_batch(records, compression=codec, timestamp_type=ts_type)
         if len(data) > self.config.max_message_bytes:
             raise RecordTooLargeError(
                 f"The record batch size {len(data)} bytes is larger than max.message.bytes "
                 f"({self.config.max_message_bytes}) of {self.name}")
         return data
-
-    def append_lines(self, lines: Sequence[bytes]) -> tuple[int, int]:
-        """Append ``lines`` as one batch of records with null keys and the lines as values,
-        timestamped now (the append file's hot path). Returns ``(first_offset,
-        last_offset)``; raises like :meth:`append`."""
-        if self.config.message_timestamp_type == "LogAppendTime":
-            data = encode_lines_batch(lines, now_ms(), compression=self._codec(None),
-                                      timestamp_type=LOG_APPEND_TIME)
-        else:
-            data = encode_lines_batch(lines, now_ms(), compression=self._codec(None))
-        return self.append_encoded(bytearray(data))
-
-    def append_text(self, text, budget: int) -> int:
-        """Append the ``\n``-terminated lines of ``text`` (bytes-like; a trailing partial
-        line is left) as consecutive batches of at most about ``budget`` bytes of records
-        each (always at least one line per batch): null keys, the lines as values,
-        timestamped now. The batches of one call are written with one ``pwrite`` per
-        segment they go to (:meth:`append_encoded_run`). Returns the bytes of ``text``
-        consumed. Raises like :meth:`append` (a single line over ``max.message.bytes``:
-        RecordTooLargeError) when nothing was appended; an error after some batches went
-        in returns what they consumed (the next call meets the error again)."""
-        ts_type = LOG_APPEND_TIME if self.config.message_timestamp_type == "LogAppendTime" \
-            else CREATE_TIME
-        mv = memoryview(text)
-        # (callers hand over whole lines: no copy of the request to find the last newline)
-        end = len(mv) if mv[-1:] == b"\n" else bytes(mv).rfind(b"\n") + 1
-        ts = now_ms()
-        codec = self._codec(None)
-        batches, ends, consumed = [], [], 0
-        while consumed < end or not batches:
-            data, n = encode_text_batch(mv[consumed:end or len(mv)], ts, budget,
-                                        compression=codec, timestamp_type=ts_type)
-            batches.append(data)
-            consumed += n
-            ends.append(consumed)
-            if n <= 0:
-                break
-        stored = self.append_encoded_run(batches)
-        if stored < len(batches):
-            return ends[stored - 1]
-        return consumed
-
-    def append_encoded_run(self, batches: Sequence[bytearray]) -> int:
-        """Append encoded v2 batches without a producer id (re-stamped with consecutive
-        offsets from the log end offset), as :meth:`append_encoded` would one by one --
-        same rolls, index entries and checks -- but with one write per segment. Returns how
-        many were appended: all of them, or, when an error (OSError such as ENOSPC,
-        RecordTooLargeError) meets a later one, those before it; the error is raised when it
-        meets the first. A batch with a producer id goes through :meth:`append_encoded`."""
-        if not self.writable:
-            raise ReadOnlyLogError(f"{self.name} is read-only")
-        done = 0
-        with self.lock:
-            try:
-                while done < len(batches):
-                    done += self._append_run(batches, done)
-            except (LogError, OSError):
-                if done == 0:
-                    raise
-            finally:
-                if done:
-                    self._notify()
-        return done
-
-    def _append_run(self, batches: Sequence[bytearray], first: int) -> int:
-        """Write batches ``first..`` up to the next roll into the active segment (after
-        rolling it when the first one needs that). Returns the count written."""
-        if self.closed:
-            raise ReadOnlyLogError(f"{self.name} is closed")
-        base = self._log_end_offset
-        entries = []
-        pending = 0
-        records = 0
-        segment = None
-        for batch in batches[first:]:
-            header = RecordBatch.from_buffer(batch)
-            if header.producer_id >= 0:
-                if entries:
-                    break
-                self.append_encoded(batch)
-                return 1
-            try:
-                self._check_batch(header)
-            except (RecordTooLargeError, InvalidRecordError):
-                if entries:
-                    break  # those before it go in; the next call meets the error
-                raise
-            last = base + header.last_offset_delta
-            if segment is None:
-                segment = self._maybe_roll(header.size, header.max_timestamp, last)
-            elif segment.should_roll(pending + header.size, header.max_timestamp, last,
-                                     now_ms(), self.config.segment_jitter_ms) or \
-                    not segment.has_index_room(len(entries) + 1):
-                break
-            set_base_offset(batch, base)
-            offset_of_max = last if header.timestamp_type == LOG_APPEND_TIME else \
-                self._offset_of_max_timestamp(header, base)
-            entries.append((last, header.max_timestamp, offset_of_max, batch))
-            pending += header.size
-            records += header.records_count
-            base = last + 1
-        segment.append_batches(entries)
-        self._log_end_offset = base
-        self.unflushed_messages += records
-        self.producer_state.update_map_end_offset(base)
-        return len(entries)
 
     def append(self, records: Sequence[tuple], *, compression: int | None = None) -> tuple[int, int]:
         """Append ``records`` ((timestamp_ms, key, value, headers) tuples) as one batch.
@@ -498,6 +408,89 @@ class Log:
         if not records:
             raise ValueError("nothing to append")
         return self.append_encoded(bytearray(self.encode(records, compression=compression)))
+
+    def append_encoded_run(self, batches) -> int:
+        """Append encoded v2 batches without a producer id (re-stamped with consecutive
+        offsets from the log end offset), as :meth:`append_encoded` would one by one --
+        same rolls, index entries and checks -- but with one write per segment and one
+        index update pass. ``batches``: a sequence of batches (bytes-like, writable), or
+        one bytearray holding them back to back (Kafka's ``MemoryRecords``; what
+        :func:`kafkafs.record.fast.encode_text_batches` returns). Returns how many were
+        appended: all of them, or, when an error (OSError such as ENOSPC,
+        RecordTooLargeError, InvalidRecordError) meets a later one, those before it; the
+        error is raised when it meets the first. A batch with a producer id goes through
+        :meth:`append_encoded`. Raises CorruptRecordError for bytes that are not whole v2
+        batches (nothing appended), ReadOnlyLogError."""
+        if not self.writable:
+            raise ReadOnlyLogError(f"{self.name} is read-only")
+        if isinstance(batches, (bytearray, memoryview)):
+            buf = memoryview(batches)
+        elif len(batches) == 1:
+            buf = memoryview(batches[0])
+        else:
+            buf = memoryview(bytearray().join(batches))
+        headers = _run_headers(buf)
+        done = 0
+        with self.lock:
+            try:
+                while done < len(headers):
+                    done += self._append_run(buf, headers, done)
+            except (LogError, OSError):
+                if done == 0:
+                    raise
+            finally:
+                if done:
+                    self._notify()
+        return done
+
+    def _append_run(self, buf: memoryview, headers: Sequence[tuple], first: int) -> int:
+        """Write the batches ``headers[first:]`` (:func:`_run_headers`) of ``buf`` up to the
+        next roll into the active segment (after rolling it when the first one needs
+        that), with one write. Returns the count written."""
+        if self.closed:
+            raise ReadOnlyLogError(f"{self.name} is closed")
+        base = self._log_end_offset
+        max_bytes = self.config.max_message_bytes
+        compact = self.config.compact
+        count = pending = records = 0
+        segment = None
+        room = latest = last_offset = index_room = 0
+        for pos, size, h in headers[first:]:
+            if h[_PRODUCER_ID] >= 0:
+                if count:
+                    break
+                self.append_encoded(buf[pos:pos + size])
+                return 1
+            if size > max_bytes or compact:
+                try:
+                    self._check_batch(RecordBatch.from_buffer(buf, pos))
+                except (RecordTooLargeError, InvalidRecordError):
+                    if count:
+                        break  # those before it go in; the next call meets the error
+                    raise
+            last = base + h[_LAST_OFFSET_DELTA]
+            max_ts = h[_MAX_TIMESTAMP]
+            if segment is None:
+                segment = self._maybe_roll(size, max_ts, last)
+                # should_roll of each later batch, as limits found once for the run
+                room, latest, last_offset = segment.roll_limits(
+                    now_ms(), self.config.segment_jitter_ms,
+                    max_ts if segment.size == 0 else None)
+                index_room = segment.index_room()
+            elif pending + size > room or max_ts > latest or last > last_offset or \
+                    count >= index_room:
+                break
+            set_base_offset(buf[pos:pos + 8], base)
+            count += 1
+            pending += size
+            records += h[_RECORDS_COUNT]
+            base = last + 1
+        start = headers[first][0]
+        segment.append(buf[start:start + pending])
+        self._log_end_offset = base
+        self.unflushed_messages += records
+        self.producer_state.update_map_end_offset(base)
+        return count
 
     def append_encoded(self, batch: bytearray) -> tuple[int, int]:
         """Append one encoded v2 batch (any base offset; it is re-stamped with the log end
@@ -526,9 +519,7 @@ class Log:
             set_base_offset(batch, base)
             max_ts = header.max_timestamp
             segment = self._maybe_roll(header.size, max_ts, last)
-            offset_of_max = last if header.timestamp_type == LOG_APPEND_TIME else \
-                self._offset_of_max_timestamp(header, base)
-            segment.append(last, max_ts, offset_of_max, batch)
+            segment.append(header.buffer)
             self._log_end_offset = last + 1
             self.unflushed_messages += header.records_count
             try:
@@ -583,11 +574,6 @@ class Log:
                 f"Expected transactional write from producer {header.producer_id} in "
                 f"{self.name}: its transaction started at offset "
                 f"{entry.current_txn_first_offset} is still ongoing")
-
-    @staticmethod
-    def _offset_of_max_timestamp(header: RecordBatch, base: int) -> int:
-        # Kafka 3.x records the batch's last offset as the shallow offset of its max timestamp
-        return base + header.last_offset_delta
 
     def _maybe_roll(self, incoming: int, max_timestamp: int, max_offset: int) -> LogSegment:
         seg = self.active_segment

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import math
 import os
 import stat
 import time
@@ -54,6 +55,7 @@ from ..record.batch import (
     min_entry_length,
     peek_offset_and_size,
 )
+from ..record.compaction import index_entries
 from ..record.errors import CorruptRecordError
 from ..record.types import Record
 from . import handles, safeio
@@ -487,53 +489,62 @@ class LogSegment:
             self._rolling_ts_loaded = True
         return self._rolling_based_timestamp
 
-    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
-        """ms this segment has been open by Kafka's rule (``LogSegment.timeWaitedForRoll``)."""
-        t = self.rolling_based_timestamp()
-        if t is not None and t >= 0:
-            return message_timestamp - t
-        return now_ms - self.created_ms
-
     def should_roll(self, incoming_bytes: int, max_timestamp: int, max_offset: int,
                     now_ms: int, roll_jitter_ms: int = 0) -> bool:
         """Whether an append of ``incoming_bytes`` must go to a new segment
         (``LogSegment.shouldRoll``): size, age (``segment.ms``), full index, or an offset
         that does not fit in an int relative to the base offset."""
+        room, latest, last = self.roll_limits(now_ms, roll_jitter_ms)
+        return incoming_bytes > room or max_timestamp > latest or \
+            not self.base_offset <= max_offset <= last
+
+    def roll_limits(self, now_ms: int, roll_jitter_ms: int = 0,
+                    first_timestamp: int | None = None) -> tuple[int, float, int]:
+        """:meth:`should_roll` as limits, found once for a run of appends: ``(bytes,
+        timestamp, offset)``, an append of more bytes, a later max timestamp (ms) or a
+        larger offset than these needs a new segment (``bytes`` is -1 when an index is
+        full; ``timestamp`` is ``-inf`` when the segment is old by its creation time,
+        ``inf`` when it is empty or never old). ``first_timestamp``: the max timestamp of
+        the run's first batch, for the batches after it when the segment is empty (that
+        batch starts its age)."""
         cfg = self.config
-        reached_roll_ms = self.time_waited_for_roll(now_ms, max_timestamp) > cfg.segment_ms - roll_jitter_ms
-        return (self.size > cfg.segment_bytes - incoming_bytes
-                or (self.size > 0 and reached_roll_ms)
-                or self.index.is_full() or self.time_index.is_full()
-                or not 0 <= max_offset - self.base_offset <= 0x7FFFFFFF)
+        room = -1 if self.index.is_full() or self.time_index.is_full() else \
+            cfg.segment_bytes - self.size
+        latest: float = math.inf
+        if self.size > 0 or first_timestamp is not None:
+            # LogSegment.timeWaitedForRoll: the max timestamp less the first batch's, or
+            # (no timestamps) the time since the segment was created
+            allowed = cfg.segment_ms - roll_jitter_ms
+            t = self.rolling_based_timestamp() if self.size > 0 else first_timestamp
+            if t is not None and t >= 0:
+                latest = t + allowed
+            elif now_ms - self.created_ms > allowed:
+                latest = -math.inf
+        return room, latest, self.base_offset + 0x7FFFFFFF
 
     # -- writing ---------------------------------------------------------------------
-    def append(self, largest_offset: int, largest_timestamp: int, offset_of_largest_timestamp: int,
-               data: bytes) -> None:
-        """Append encoded batch bytes ``data`` at the end (``LogSegment.append``).
-
-        ``largest_offset``: last offset in ``data``; ``largest_timestamp`` its max timestamp
-        (ms) and ``offset_of_largest_timestamp`` the offset holding it. Raises OSError
-        (ENOSPC, ...) with the file unchanged in size as far as the OS allows.
-        """
-        self.append_batches([(largest_offset, largest_timestamp, offset_of_largest_timestamp,
-                              data)])
-
-    def append_batches(self, entries: Sequence[tuple[int, int, int, bytes]]) -> None:
-        """Append several batches with one write: ``entries`` of ``(largest_offset,
-        largest_timestamp, offset_of_largest_timestamp, data)`` as :meth:`append` takes
-        them, in offset order; index entries as if each were appended alone. Raises
-        OSError with none of them appended (as far as the OS allows)."""
+    def append(self, data) -> None:
+        """Append encoded v2 batches, whole and back to back in ``data`` (bytes-like; one
+        batch or a run of them), at the end with one write (``LogSegment.append``). Their
+        index entries are those of Kafka's rule applied batch by batch -- an offset index
+        entry (the batch's last offset, its position), and a time index entry when the
+        largest timestamp so far grew past the time index's last, before a batch once more
+        than ``index.interval.bytes`` were appended since the last entry -- found in one
+        native pass over the bytes (:func:`kafkafs.record.compaction.index_entries`, the
+        cleaner's too) and written with one update of each index. Raises OSError (ENOSPC,
+        ...) with the file unchanged in size as far as the OS allows, CorruptRecordError
+        when ``data`` is not whole batches (nothing written)."""
         if not self.writable:
             raise ReadOnlyLogError(f"{self.log_path} is read-only")
-        entries = [e for e in entries if e[3]]
-        if not entries:
+        if not len(data):
             return
         self._load_max_timestamp()  # before the write: it may read the batches on disk
         position = self.size
-        data = entries[0][3] if len(entries) == 1 else b"".join(e[3] for e in entries)
-        if self.size == 0:
-            self._rolling_based_timestamp = entries[0][1]
-            self._rolling_ts_loaded = True
+        last_time = self.time_index.last_entry[0]
+        state = (self.bytes_since_last_index_entry, self.max_timestamp_so_far,
+                 self._offset_of_max_timestamp_so_far, last_time)
+        offsets, times, state = index_entries(data, position,
+                                              self.config.index_interval_bytes, state)
         written = 0
         with self._file as fd:
             try:
@@ -547,28 +558,16 @@ class LogSegment:
                 except OSError:
                     pass
                 raise
+        if self.size == 0:  # the first batch's max timestamp starts segment.ms
+            self._rolling_based_timestamp = RecordBatch.from_buffer(data).max_timestamp
+            self._rolling_ts_loaded = True
         self.size = position + len(data)
-        interval = self.config.index_interval_bytes
-        if len(entries) > 1:  # one lease of each index for the run, not one per entry
-            with self.index.held(), self.time_index.held():
-                self._index_entries(entries, position, interval)
-        else:
-            self._index_entries(entries, position, interval)
-
-    def _index_entries(self, entries, position: int, interval: int) -> None:
-        """Add the index entries of ``entries`` (:meth:`append_batches`), written at
-        ``position``: one after every ``interval`` bytes (``index.interval.bytes``)."""
-        for largest_offset, largest_timestamp, offset_of_largest, batch in entries:
-            if largest_timestamp > self.max_timestamp_so_far:
-                self._max_timestamp_so_far = largest_timestamp
-                self._offset_of_max_timestamp_so_far = offset_of_largest
-            if self.bytes_since_last_index_entry > interval:
-                self.index.append(largest_offset, position)
-                self.time_index.maybe_append(self._max_timestamp_so_far,
-                                             self._offset_of_max_timestamp_so_far)
-                self.bytes_since_last_index_entry = 0
-            self.bytes_since_last_index_entry += len(batch)
-            position += len(batch)
+        (self.bytes_since_last_index_entry, self._max_timestamp_so_far,
+         self._offset_of_max_timestamp_so_far, _last) = state
+        if offsets:
+            self.index.append_entries(offsets)
+        if times:
+            self.time_index.maybe_append_entries(times)
 
     def resume_after_close(self) -> None:
         """Make a segment reopened after a clean close take appends as if it had never been
@@ -595,11 +594,11 @@ class LogSegment:
                 self._max_ts_loaded = True
                 time_index.truncate_to(offset)
 
-    def has_index_room(self, entries: int) -> bool:
-        """Whether the offset and time indexes can take ``entries`` more entries."""
+    def index_room(self) -> int:
+        """How many more entries both the offset and the time index can take."""
         # (either index is full with one slot left: is_full's rule)
-        return (self.index.max_entries - 1 - self.index.entries >= entries and
-                self.time_index.max_entries - 1 - self.time_index.entries >= entries)
+        return min(self.index.max_entries - 1 - self.index.entries,
+                   self.time_index.max_entries - 1 - self.time_index.entries)
 
     def flush(self) -> None:
         """fsync the ``.log`` and the three indexes (``LogSegment.flush``)."""

@@ -1,7 +1,8 @@
 /*
  * kafkafs/record/_fast.c: the C twins of kafkafs/record/fast.py, the record hot paths:
  * values, render_values, rendered_size and decode read the records section of a v2
- * batch (with the readers of _speedups.h), encode, encode_lines and encode_text write one.
+ * batch (with the readers of _speedups.h), encode, encode_lines and encode_text write one,
+ * encode_text_batches writes the many batches of one write to `append`.
  * Part of the kafkafs.record._speedups extension (added by fast_add_functions).
  *
  * Only the Python C API. kafkafs/record/fast.py holds the pure-Python twin: results and
@@ -955,6 +956,191 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------ */
+/* encode_text_batches: the batches of one write to `append`, in one call                */
+
+static inline void
+put_be16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static inline void
+put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static inline void
+put_be64(uint8_t *p, uint64_t v)
+{
+    put_be32(p, (uint32_t)(v >> 32));
+    put_be32(p + 4, (uint32_t)v);
+}
+
+/* Fill the 61-byte v2 header at b of a batch whose `used` bytes of `count` records follow
+ * it (DefaultRecordBatch.writeHeader): base offset 0, no partition leader epoch, no
+ * producer, one timestamp `ts`, attributes `attrs`; then its CRC-32C. */
+static void
+put_text_batch_header(uint8_t *b, Py_ssize_t used, int32_t count, int64_t ts, int attrs)
+{
+    put_be64(b, 0);                                          /* base offset */
+    put_be32(b + RB_LENGTH_OFFSET, (uint32_t)(RB_OVERHEAD - RB_LOG_OVERHEAD + used));
+    put_be32(b + 12, 0xFFFFFFFFu);                           /* partition leader epoch -1 */
+    b[RB_MAGIC_OFFSET] = 2;
+    put_be16(b + RB_ATTRIBUTES_OFFSET, (uint16_t)attrs);
+    put_be32(b + RB_LAST_OFFSET_DELTA_OFFSET, (uint32_t)(count - 1));
+    put_be64(b + RB_BASE_TIMESTAMP_OFFSET, (uint64_t)ts);
+    put_be64(b + RB_MAX_TIMESTAMP_OFFSET, (uint64_t)ts);
+    put_be64(b + RB_PRODUCER_ID_OFFSET, UINT64_MAX);         /* producer id -1 */
+    put_be16(b + RB_PRODUCER_ID_OFFSET + 8, 0xFFFF);         /* producer epoch -1 */
+    put_be32(b + RB_PRODUCER_ID_OFFSET + 10, 0xFFFFFFFFu);   /* base sequence -1 */
+    put_be32(b + RB_COUNT_OFFSET, (uint32_t)count);
+    put_be32(b + RB_CRC_OFFSET, rb_crc(b, RB_OVERHEAD + used));
+}
+
+/* The output of encode_text_batches: a bytearray grown as records are written. */
+typedef struct {
+    PyObject *ba;
+    Py_ssize_t cap;
+} tbuf;
+
+/* Make room for `need` bytes at `used`; the bytes, or NULL with an exception set. */
+static char *
+tb_room(tbuf *t, Py_ssize_t used, Py_ssize_t need)
+{
+    if (t->cap - used < need) {
+        Py_ssize_t nc = t->cap;
+        while (nc - used < need) {
+            if (nc > PY_SSIZE_T_MAX / 2) {
+                PyErr_NoMemory();
+                return NULL;
+            }
+            nc *= 2;
+        }
+        if (PyByteArray_Resize(t->ba, nc) < 0)
+            return NULL;
+        t->cap = nc;
+    }
+    return PyByteArray_AS_STRING(t->ba) + used;
+}
+
+PyDoc_STRVAR(encode_text_batches_doc,
+"encode_text_batches(text, timestamp, budget, timestamp_type=0, head=b'')\n"
+"    -> (batches, ends)\n\n"
+"The '\\n'-terminated lines of head + text (bytes-like; `head`, the start of the first\n"
+"line, holds no newline) as consecutive v2 batches in one bytearray: each batch what\n"
+"encode_text(rest, timestamp, budget) takes of the lines left -- at least one line,\n"
+"then lines while its records fit in `budget` bytes -- with base offset 0, null keys,\n"
+"every timestamp `timestamp` (ms), no producer, uncompressed, `timestamp_type` 0\n"
+"(CreateTime) or 1 (LogAppendTime), and its CRC-32C. `ends` lists, per batch, the end\n"
+"in `text` of its lines (newline included). Bytes after the last newline are never\n"
+"taken; without a newline in `text` the result is (bytearray(), []). Raises ValueError\n"
+"for a newline in `head`, a timestamp_type other than 0 or 1, or a line or offset delta\n"
+"too large for a record.");
+
+static PyObject *
+sp_encode_text_batches(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"text", "timestamp", "budget", "timestamp_type", "head", NULL};
+    PyObject *text, *head_obj = NULL, *ends = NULL, *result = NULL;
+    long long ts;
+    int ts_type = 0, attrs;
+    Py_ssize_t budget, end, pos = 0, used = 0;
+    bview tv, hv = {NULL, 0, 0};
+    tbuf t = {NULL, 0};
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OLn|iO:encode_text_batches", kwlist,
+                                     &text, &ts, &budget, &ts_type, &head_obj))
+        return NULL;
+    if (ts_type != 0 && ts_type != 1) {
+        PyErr_SetString(PyExc_ValueError, "timestamp_type must be 0 (CreateTime) or 1 "
+                        "(LogAppendTime)");
+        return NULL;
+    }
+    attrs = ts_type ? RB_TIMESTAMP_TYPE_MASK : 0;
+    if (bv_get_or(head_obj, &hv, "", 0) < 0)
+        return NULL;
+    if (bv_get(text, &tv, 0) < 0) {
+        bv_release(&hv);
+        return NULL;
+    }
+    if (hv.len > 0 && memchr(hv.p, '\n', (size_t)hv.len) != NULL) {
+        PyErr_SetString(PyExc_ValueError, "head holds a newline");
+        goto done;
+    }
+    for (end = tv.len; end > 0 && tv.p[end - 1] != '\n'; end--)
+        ;  /* the lines: up to the last newline */
+    ends = PyList_New(0);
+    /* room for the lines, their records' few bytes each and a header per batch; grown
+     * when short lines need more */
+    t.cap = hv.len + end + end / 8 + (end / (budget > 4096 ? budget : 4096) + 2) * RB_OVERHEAD;
+    t.ba = ends == NULL ? NULL : PyByteArray_FromStringAndSize(NULL, t.cap);
+    if (t.ba == NULL)
+        goto done;
+    while (pos < end) {
+        Py_ssize_t batch = used, rec = used + RB_OVERHEAD, payload = 0, count = 0;
+        PyObject *n;
+
+        while (pos < end) {
+            const char *line = tv.p + pos;
+            const char *nl = memchr(line, '\n', (size_t)(end - pos));
+            Py_ssize_t len = nl - line, hlen = pos == 0 ? hv.len : 0, vlen = hlen + len;
+            Py_ssize_t body, need;
+            char *p;
+
+            if (count > INT32_MAX || vlen > INT32_MAX - 16) {
+                PyErr_SetString(PyExc_ValueError, "line or offset delta too large for a "
+                                "record");
+                goto done;
+            }
+            /* timestampDelta 0, offsetDelta count, null key, the value, no headers */
+            body = record_body_size(0, count, -1, vlen, 0, 0);
+            need = varint_size(body) + body;
+            if (count > 0 && payload + need > budget)
+                break;
+            p = tb_room(&t, rec, need + RB_OVERHEAD);  /* and the next batch's header */
+            if (p == NULL)
+                goto done;
+            p = put_record_start(p, body, 0, count);
+            *p++ = 1;  /* null key */
+            p = put_varint(p, vlen);
+            if (hlen > 0) {
+                memcpy(p, hv.p, (size_t)hlen);
+                p += hlen;
+            }
+            memcpy(p, line, (size_t)len);
+            p[len] = 0;  /* no headers */
+            rec += need;
+            payload += need;
+            count++;
+            pos += len + 1;
+        }
+        put_text_batch_header((uint8_t *)PyByteArray_AS_STRING(t.ba) + batch, payload,
+                              (int32_t)count, (int64_t)ts, attrs);
+        used = rec;
+        n = PyLong_FromSsize_t(pos);
+        if (n == NULL || PyList_Append(ends, n) < 0) {
+            Py_XDECREF(n);
+            goto done;
+        }
+        Py_DECREF(n);
+    }
+    if (PyByteArray_Resize(t.ba, used) < 0)
+        goto done;
+    result = PyTuple_Pack(2, t.ba, ends);
+done:
+    Py_XDECREF(t.ba);
+    Py_XDECREF(ends);
+    bv_release(&tv);
+    bv_release(&hv);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------ */
 
 static PyMethodDef fast_methods[] = {
     {"values", (PyCFunction)(void (*)(void))sp_values, METH_VARARGS | METH_KEYWORDS,
@@ -971,6 +1157,8 @@ static PyMethodDef fast_methods[] = {
      METH_VARARGS | METH_KEYWORDS, encode_lines_doc},
     {"encode_text", (PyCFunction)(void (*)(void))sp_encode_text,
      METH_VARARGS | METH_KEYWORDS, encode_text_doc},
+    {"encode_text_batches", (PyCFunction)(void (*)(void))sp_encode_text_batches,
+     METH_VARARGS | METH_KEYWORDS, encode_text_batches_doc},
     {NULL, NULL, 0, NULL}
 };
 

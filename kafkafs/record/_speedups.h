@@ -6,7 +6,7 @@
  *   _speedups.c    the module: PyInit__speedups, CorruptRecordError, the record errors
  *   _crc32c.c      CRC-32C (Kafka's Crc32C): the one routine every batch check uses
  *   _fast.c        kafkafs/record/fast.py: values, render_values, rendered_size, decode,
- *                  encode, encode_lines, encode_text
+ *                  encode, encode_lines, encode_text, encode_text_batches
  *   _plain.c       kafkafs/record/plain.py: the framing of a run of plain batches read from
  *                  a segment file (_jsonl.c's too) and render_file_values (with ISA-L)
  *   _compaction.c  kafkafs/record/compaction.py: the log cleaner's cl_* functions

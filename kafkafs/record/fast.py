@@ -28,9 +28,12 @@ in Java.
 from __future__ import annotations
 
 import os
+import struct
 import sys
 import types
 from operator import index as _index
+
+from crc32c import crc32c as _crc32c
 
 from .errors import CorruptRecordError
 from .varint import encode_varint
@@ -43,6 +46,8 @@ __all__ = [
     "encode",
     "encode_headers",
     "encode_lines",
+    "encode_text",
+    "encode_text_batches",
     "render_values",
     "rendered_size",
     "values",
@@ -555,12 +560,62 @@ def _py_encode_text(text, timestamp, budget, ratio=1.0, separator=None):
     return payload, taken, sum(len(x) for x in lines[:taken]) + taken
 
 
+_TEXT_BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")  # the v2 batch header (record.batch)
+_CRC_AT = 17  # the header's CRC, of the bytes from the attributes (21) on
+_TEXT_BATCH_HEADER_CRC = struct.Struct(">I")
+
+
+def _py_encode_text_batches(text, timestamp, budget, timestamp_type=0, head=b""):
+    """``(batches, ends)``: the ``\\n``-terminated lines of ``head + text`` (``head``, the
+    start of the first line, holds no newline) as consecutive v2 batches in one bytearray,
+    each what :func:`encode_text` ``(rest, timestamp, budget)`` takes of the lines left
+    (at least one line, then lines while its records fit in ``budget`` bytes: the
+    producer's ``batch.size`` rule), with base offset 0, null keys, every timestamp
+    ``timestamp`` (ms), no producer, uncompressed, ``timestamp_type`` 0 (CreateTime) or 1
+    (LogAppendTime) and its CRC-32C; ``ends``: per batch, the end in ``text`` of its lines
+    (newline included). Bytes after the last newline are never taken; ``(bytearray(), [])``
+    when ``text`` holds no newline. Raises ValueError for a newline in ``head``, another
+    ``timestamp_type``, or a line or offset delta too large for a record."""
+    timestamp = _i64(timestamp, "timestamp")
+    budget = _index(budget)
+    timestamp_type = _index(timestamp_type)
+    if timestamp_type not in (0, 1):
+        raise ValueError("timestamp_type must be 0 (CreateTime) or 1 (LogAppendTime)")
+    head = _as_bytes(head)
+    text = _as_bytes(text)
+    if b"\n" in head:
+        raise ValueError("head holds a newline")
+    end = text.rfind(b"\n") + 1
+    out, ends = bytearray(), []
+    if not end:
+        return out, ends
+    if max(len(head) + text.find(b"\n"), *map(len, text[:end].split(b"\n"))) \
+            > _I32_MAX - 16:
+        raise ValueError("line or offset delta too large for a record")
+    data = head + text[:end] if head else text[:end]
+    attributes = 8 if timestamp_type else 0
+    pos = 0
+    while pos < len(data):
+        payload, n, consumed = _py_encode_text(data[pos:], timestamp, budget)
+        header = bytearray(_TEXT_BATCH_HEADER.pack(
+            0, _TEXT_BATCH_HEADER.size - 12 + len(payload), -1, 2, 0, attributes, n - 1,
+            timestamp, timestamp, -1, -1, -1, n))
+        crc = _crc32c(payload, _crc32c(memoryview(header)[21:]))
+        _TEXT_BATCH_HEADER_CRC.pack_into(header, _CRC_AT, crc)
+        out += header
+        out += payload
+        pos += consumed
+        ends.append(pos - len(head))
+    return out, ends
+
+
 # -- selection ----------------------------------------------------------------------------
 
 PYTHON = types.SimpleNamespace(
     name="python", values=_py_values, render_values=_py_render_values,
     rendered_size=_py_rendered_size, decode=_py_decode, encode=_py_encode,
-    encode_lines=_py_encode_lines, encode_text=_py_encode_text)
+    encode_lines=_py_encode_lines, encode_text=_py_encode_text,
+    encode_text_batches=_py_encode_text_batches)
 
 try:
     from . import _speedups
@@ -585,7 +640,7 @@ def twins(python: types.SimpleNamespace, c_names: dict[str, str]
 
 C, HAVE_C, _impl = twins(PYTHON, {n: n for n in (
     "values", "render_values", "rendered_size", "decode", "encode", "encode_lines",
-    "encode_text")})
+    "encode_text", "encode_text_batches")})
 
 values = _impl.values
 render_values = _impl.render_values
@@ -594,3 +649,4 @@ decode = _impl.decode
 encode = _impl.encode
 encode_lines = _impl.encode_lines
 encode_text = _impl.encode_text
+encode_text_batches = _impl.encode_text_batches
