@@ -41,8 +41,8 @@ from ..record.batch import (
 from ..record.errors import CorruptRecordError
 
 __all__ = ["READ_CHUNK", "BatchOrder", "ZeroTail", "check_batch_order", "first_offset",
-           "offset_order_problem", "size_error", "torn_error", "walk_batches",
-           "zeroed_range_error"]
+           "last_framed_batch", "next_offset_after", "offset_order_problem", "size_error",
+           "torn_error", "walk_batches", "zeroed_range_error"]
 
 READ_CHUNK = 1024 * 1024  # bytes read per pread when walking batches
 _INT_MAX = 0x7FFFFFFF
@@ -221,3 +221,38 @@ def walk_batches(source, start: int, end: int, *, validate: bool = False,
             zeros.check(source, pos)
             return
         raise torn_error(name, pos, end, head)
+
+
+def last_framed_batch(source, start: int, end: int, segment_base: int,
+                      zeros: ZeroTail | None = None) -> RecordBatch | None:
+    """The last batch :func:`walk_batches` frames in ``source`` from ``start`` to ``end``
+    (CRCs unchecked; up to one that cannot be framed) whose offsets can lie in a segment
+    based at ``segment_base`` (not a negative last offset delta, not outside the segment's
+    range: such a batch is stepped over); None when there is none. Never raises
+    CorruptRecordError; OSError propagates."""
+    last = None
+    try:
+        for batch in walk_batches(source, start, end, zeros=zeros):
+            if offset_order_problem(first_offset(batch), batch.last_offset, None,
+                                    segment_base) is not None:
+                continue
+            last = batch
+    except CorruptRecordError:
+        pass
+    return last
+
+
+def next_offset_after(source, segment_base: int, start: int, end: int,
+                      zeros: ZeroTail | None = None) -> int:
+    """The offset after a segment's last batch, or ``segment_base`` when it holds none
+    (Kafka's ``LogSegment.readNextOffset``): the log end offset when the segment is the
+    last. The last batch framed from ``start`` (the position of the segment's last index
+    entry), else from position 0 (nothing readable from there), up to ``end`` (its size):
+    :func:`last_framed_batch`. The one computation of the log end offset, for a
+    :class:`~kafkafs.log.segment.LogSegment` and for the ``kafkalog`` planner's
+    ``pyarrow`` files alike (docs/design.md §5.3). Never raises CorruptRecordError."""
+    for position in dict.fromkeys((start, 0)):
+        last = last_framed_batch(source, position, end, segment_base, zeros)
+        if last is not None:
+            return last.next_offset
+    return segment_base
