@@ -400,17 +400,7 @@ def test_every_reader_reaches_one_verdict(name, mutations, tmp_path):
     got = verdicts_of(case_dir, isolation, fuse_available(), str(tmp_path / "m"))
     assert F.tree_stamp(case_dir) == before, "a reader changed the log dir"
     problems = disagreements(case_dir, got)
-    known = [pr for pr in problems if KNOWN_DISAGREEMENT.search(pr)]
-    assert len(known) == len(problems), "\n".join([*map(F.describe, mutations), *problems])
-    if known:
-        pytest.xfail("; ".join(known))
-
-
-#: the one disagreement left (fs/, issue 21): the mount's ``messages`` view ends with EIO at
-#: a batch whose records do not decode (a forged record count under a valid CRC), but the
-#: renderer's error names no file and position, so the daemon's damage line does not say
-#: where (``records.jsonl`` and every other reader name the place)
-KNOWN_DISAGREEMENT = re.compile(r"^partition \d+: messages stops at \('EIO', -1\)")
+    assert not problems, "\n".join([*map(F.describe, mutations), *problems])
 
 
 @pytest.mark.slow

@@ -77,9 +77,12 @@ as Kafka prints it (``isvalid: false`` for a bad CRC), never its records, then o
 FILE: position N: REASON`` line, and the dump goes on with the next file. Kafka prints every batch
 and exits 0; here a bad CRC, an inner message that fails its own CRC, offsets that go back,
 zeros followed by data, a size below the minimum and an unknown magic are errors, and so are
-offsets a reader of the partition would refuse (:func:`segment_bounds`: at or past the next
+offsets a reader of the partition would refuse (:func:`segment_order`: at or past the next
 segment's base offset, or in the last segment past where its last batch ends), so that dump
-names the same first damage as consume, get-offsets and check. A run of
+names the same first damage as consume, get-offsets and check: the framing, zero and
+order rules are the log layer's one walker's (:mod:`kafkafs.log.walk`, docs/design.md §5.3),
+which dump walks without CRCs and order so that it can print a damaged batch's line
+first (:func:`_entry_damage` then applies them). A run of
 zeros that reaches the end of the file is a preallocated segment's unwritten rest: the dump
 ends there quietly (Kafka reports a record of size 0).
 Unlike Kafka, a corrupt snapshot (bad CRC, version or length) is an error naming the file
@@ -99,21 +102,19 @@ import zlib
 from dataclasses import dataclass
 
 from ..log import safeio
+from ..log.bytesource import FdSource
 from ..log.config import LogConfig
 from ..log.errors import CorruptIndexError, LogError
 from ..log.index import OffsetIndex, TimeIndex
 from ..log.names import parse_segment_filename
 from ..log.producer_state import CorruptSnapshotError, read_snapshot
-from ..log.segment import (
-    LogSegment,
-    first_data_at,
-    offset_order_problem,
-    zeroed_range_error,
-)
+from ..log.segment import LogSegment
 from ..log.txnindex import TransactionIndex
+from ..log.walk import BatchOrder, ZeroTail, walk_batches
 from ..record import LOG_APPEND_TIME, RecordBatch, compression, control, legacy
-from ..record.batch import TIMESTAMP_TYPE_NAMES, min_entry_length
+from ..record.batch import HEADER_PEEK, TIMESTAMP_TYPE_NAMES
 from ..record.errors import CorruptRecordError
+from ..record.legacy import LegacyBatch
 from .common import add_log_dir_args, broker_config
 
 INT_MAX = 0x7FFFFFFF
@@ -122,7 +123,6 @@ STRING_DECODERS = ("org.apache.kafka.tools.api.StringDecoder", "kafka.serializer
 
 # framing shared by every message format (offset i64, size i32, ..., magic at byte 16)
 LOG_OVERHEAD = 12
-HEADER_SIZE_UP_TO_MAGIC = 17
 RECORD_OVERHEAD_V0 = 14  # smallest legal entry size (LegacyRecord.RECORD_OVERHEAD_V0)
 _OFFSET_SIZE = struct.Struct(">qi")
 
@@ -265,39 +265,21 @@ def resolve_files(names: list[str], args) -> list[str]:
 
 
 # -- reading a .log ---------------------------------------------------------------------
-class _Entry:
-    """One batch (magic 2) or legacy message-set entry (magic 0/1) of a ``.log``.
-
-    ``offset``: the first 8 bytes (a v2 batch's base offset; a legacy entry's offset, which
-    for a compressed wrapper is its last inner offset); ``batch``: the decoded RecordBatch
-    header for magic 2, else None; ``data``: a legacy entry's bytes (all ``size`` of them,
-    offset and size included), else None.
-    """
-
-    __slots__ = ("batch", "data", "magic", "offset", "position", "size")
-
-    def __init__(self, position, offset, size, magic, batch, data=None):
-        self.position = position
-        self.offset = offset
-        self.size = size
-        self.magic = magic
-        self.batch = batch
-        self.data = data
-
-    @property
-    def last_offset(self) -> int:
-        return self.batch.last_offset if self.batch is not None else self.offset
-
-
 class SegmentFile:
-    """A ``.log`` file opened read-only, read through a window of ``READ_CHUNK`` bytes.
+    """A ``.log`` file opened read-only, its batches walked by the log layer's one walker
+    (:func:`kafkafs.log.walk.walk_batches` over an
+    :class:`~kafkafs.log.bytesource.FdSource`, docs/design.md §5.3): record batches (magic 2)
+    as :class:`~kafkafs.record.batch.RecordBatch`, legacy message-set entries (magic 0/1) as
+    :class:`~kafkafs.record.legacy.LegacyBatch`.
 
-    Iterates entries like Kafka's ``FileLogInputStream``: stops when fewer than 17 bytes are
-    left or an entry runs past the end (a torn tail), and -- unlike Kafka, which calls it a
-    record of size 0 -- at a run of zeros that reaches the end of the file (a preallocated
-    segment's unwritten rest: :attr:`zero_tail` is then True); raises CorruptRecordError
-    naming the file and position for a size below the minimum entry overhead, zeros followed
-    by data, an unknown magic or a malformed v2 header.
+    The walk stops quietly, like Kafka's ``FileLogInputStream``, when fewer than 17 bytes are
+    left or an entry runs past the end (a torn tail: the dump reports "invalid bytes", in a
+    segment that is not the last too), and -- unlike Kafka, which calls it a record of size
+    0 -- at a run of zeros that reaches the end of the file (a preallocated segment's
+    unwritten rest: :attr:`zeros` then knows it); it raises CorruptRecordError naming the
+    file and position for a size below the minimum entry overhead, zeros followed by data,
+    an unknown magic or a malformed v2 header. CRCs and offsets are the dump's to judge
+    (:func:`_entry_damage`): it prints a damaged batch's line before it stops.
     """
 
     def __init__(self, path: str, *, beside: bool = False):
@@ -308,9 +290,8 @@ class SegmentFile:
         else:
             self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         self.size = os.fstat(self._fd).st_size
-        self._win = b""
-        self._win_start = 0
-        self.zero_tail = False
+        self.source = FdSource(self._fd, path)
+        self.zeros = ZeroTail()
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -323,68 +304,25 @@ class SegmentFile:
     def __exit__(self, *exc):
         self.close()
 
-    def _read(self, pos: int, n: int):
-        """Bytes ``[pos, pos + n)`` (short at EOF), served from the window when possible."""
-        start = pos - self._win_start
-        if 0 <= start and start + n <= len(self._win):
-            return memoryview(self._win)[start:start + n]
-        want = max(n, READ_CHUNK)
-        parts, got = [], 0
-        while got < want:
-            part = os.pread(self._fd, want - got, pos + got)
-            if not part:
-                break
-            parts.append(part)
-            got += len(part)
-        self._win = b"".join(parts)
-        self._win_start = pos
-        return memoryview(self._win)[:n]
+    @property
+    def zero_tail(self) -> bool:
+        """Whether a walk ended at a zero run reaching the end of the file."""
+        return self.zeros.known is not None
 
-    def entry_at(self, pos: int, end: int) -> _Entry | None:
-        """The entry starting at ``pos``; None when it does not fit before ``end``."""
-        if end - pos < HEADER_SIZE_UP_TO_MAGIC:
-            return None
-        head = self._read(pos, HEADER_SIZE_UP_TO_MAGIC)
-        if len(head) < HEADER_SIZE_UP_TO_MAGIC:
-            return None
-        offset, length = _OFFSET_SIZE.unpack_from(head)
-        magic = head[16]
-        if offset == 0 and length == 0:
-            data_at = first_data_at(self._fd, pos)
-            if data_at is None:
-                self.zero_tail = True
-                return None
-            raise zeroed_range_error(self.path, pos, data_at)
-        minimum = min_entry_length(magic)
-        if length < minimum:  # in the readers' words (record.batch.iter_batches)
-            raise CorruptRecordError(
-                f"record size {length} is smaller than the minimum record overhead "
-                f"({minimum})", path=self.path, position=pos)
-        size = length + LOG_OVERHEAD
-        if pos > end - size:
-            return None
-        data = self._read(pos, size)
-        if len(data) < size:
-            return None
-        if magic in (0, 1):
-            return _Entry(pos, offset, size, magic, None, data)
-        try:  # magic 2, or an unknown one refused as the readers refuse it
-            batch = RecordBatch.from_buffer(data, 0, position=pos)
-        except CorruptRecordError as exc:
-            raise exc.located(path=self.path) from None
-        batch.path = self.path
-        return _Entry(pos, offset, size, magic, batch)
-
-    def entries(self, start: int = 0, end: int | None = None):
-        """Yield the entries from ``start`` (an entry boundary) up to ``end`` (default EOF)."""
+    def entries(self, start: int = 0, end: int | None = None, chunk_size: int = READ_CHUNK):
+        """Yield the batches from ``start`` (an entry boundary) up to ``end`` (default EOF),
+        read ``chunk_size`` bytes at a time (a point lookup asks for little: a larger batch
+        is read whole)."""
         end = self.size if end is None else min(end, self.size)
-        pos = start
-        while True:
-            entry = self.entry_at(pos, end)
-            if entry is None:
-                return
-            yield entry
-            pos += entry.size
+        return walk_batches(self.source, start, end, chunk_size=chunk_size, zeros=self.zeros)
+
+    def entry_at(self, pos: int, end: int):
+        """The batch starting at ``pos``; None when it does not fit before ``end``."""
+        walk = self.entries(pos, end, chunk_size=HEADER_PEEK)
+        try:
+            return next(walk, None)
+        finally:
+            walk.close()
 
 
 # -- output objects: one dict per line, rendered as Kafka's text or as JSON ---------------
@@ -612,8 +550,7 @@ def _control_fields(key, value) -> dict:
     return fields
 
 
-def _v2_batch(entry: _Entry, position: int) -> dict:
-    b = entry.batch
+def _v2_batch(b: RecordBatch, position: int) -> dict:
     last_seq = -1 if b.base_sequence == -1 else _increment_sequence(b.base_sequence,
                                                                      b.last_offset_delta)
     return {
@@ -630,9 +567,8 @@ def _v2_batch(entry: _Entry, position: int) -> dict:
     }
 
 
-def _v2_records(dumper: LogDumper, entry: _Entry, file_key: str):
+def _v2_records(dumper: LogDumper, b: RecordBatch, file_key: str):
     """Yield a ``record`` object per record of a v2 batch."""
-    b = entry.batch
     opts = dumper.options
     metadata = not opts.skip_record_metadata
     data = opts.print_data_log and not b.is_control
@@ -736,7 +672,7 @@ def _legacy_record(buf, start: int, end: int, offset: int, timestamp: int) -> _L
     return _LegacyRecord(offset, timestamp, key_size, value_size, key, value, crc, valid)
 
 
-def _legacy_records(entry: _Entry):
+def _legacy_records(entry: LegacyBatch):
     """Yield the records of a legacy entry as Kafka iterates them (``AbstractLegacyRecordBatch
     .iterator``): the entry itself when uncompressed, else the inner messages of the wrapper
     (``DeepRecordsIterator``) with absolute offsets and their timestamps.
@@ -744,7 +680,7 @@ def _legacy_records(entry: _Entry):
     Raises CorruptRecordError where Kafka throws: before the first record of a wrapper that
     cannot be decompressed or holds no message or a bad offset; at the record for an inner
     message that is compressed or whose key/value sizes are out of bounds."""
-    data = entry.data
+    data = entry.buffer
     start, end = LOG_OVERHEAD, entry.size
     try:
         _crc, magic, attributes, timestamp = _legacy_head(data, start)
@@ -805,18 +741,20 @@ def _legacy_records(entry: _Entry):
         raise exc.located(position=entry.position) from None
 
 
-def segment_bounds(path: str) -> tuple[int | None, int | None]:
-    """``(next_base, end)``: what a reader of the partition holds this ``.log``'s batches
-    to, besides the order of their offsets (:meth:`kafkafs.log.log.Log.segment_batches`), so
-    that dump names the same first damage as consume, get-offsets and check: below
-    ``next_base``, the base offset of the next segment beside it; in the last segment (no
-    later one beside it), below ``end``, the log end offset a reader takes from the
-    segment's tail (:meth:`~kafkafs.log.segment.LogSegment.read_next_offset`). ``(None,
-    None)`` for a file not named as a segment, or one that cannot be opened as one (a
+def segment_order(path: str) -> BatchOrder:
+    """The order rules (:class:`~kafkafs.log.walk.BatchOrder`) a reader of the partition
+    holds this file's batches to (:meth:`kafkafs.log.log.Log.segment_batches`), so that dump
+    names the same first damage as consume, get-offsets and check: offsets that increase,
+    from the segment's base offset (taken from the file name when it names a ``.log``: not a
+    snapshot's) on, below ``next_base``, the base offset of the next segment beside it, and
+    in the last segment (no later one beside it) below ``end``, the log end offset a reader
+    takes from the segment's tail (:meth:`~kafkafs.log.segment.LogSegment.read_next_offset`).
+    No bounds for a file not named as a segment, or one that cannot be opened as one (a
     link the user named: readers never follow one)."""
     parsed = parse_segment_filename(os.path.basename(path))
+    segment_base = parsed[0] if parsed and parsed[1] == ".log" else None
     if not parsed or parsed[1] != ".log" or parsed[2]:
-        return None, None
+        return BatchOrder(segment_base)
     base = parsed[0]
     try:
         with safeio.Dir.open(os.path.dirname(os.path.abspath(path)), follow=True) as pdir:
@@ -825,42 +763,36 @@ def segment_bounds(path: str) -> tuple[int | None, int | None]:
                          for p in [parse_segment_filename(e.name)]
                          if p and p[1] == ".log" and not p[2] and p[0] > base]
             if later:
-                return min(later), None
+                return BatchOrder(base, next_base=min(later))
             segment = LogSegment(pdir, base, LogConfig(), writable=False, check_indexes=False)
             try:
-                return None, segment.read_next_offset()
+                return BatchOrder(base, end=segment.read_next_offset())
             finally:
                 segment.close()
     except (OSError, LogError):
-        return None, None
+        return BatchOrder(base)
 
 
-def _entry_damage(entry: _Entry, obj: dict, expected: int | None, path: str,
-                  bounds: tuple[int | None, int | None] = (None, None)
+def _entry_damage(batch, obj: dict, order: BatchOrder, path: str
                   ) -> CorruptRecordError | None:
-    """What is wrong with an entry that frames well (the CRC its line shows as ``isvalid``,
-    offsets out of place: :func:`~kafkafs.log.segment.offset_order_problem`, the segment's
-    base offset taken from the file name when it carries one, ``bounds`` from
-    :func:`segment_bounds`), as the error the dump ends with; None when nothing is."""
+    """What is wrong with a batch the walker framed, as the error the dump ends with (None
+    when nothing is): the CRC its line shows as ``isvalid``, then its offsets out of place
+    under ``order`` (:func:`segment_order`; :meth:`~kafkafs.log.walk.BatchOrder.check`, which
+    moves on past a batch in order)."""
     if not obj["isvalid"]:
-        computed = entry.batch.compute_crc() if entry.batch is not None else \
-            zlib.crc32(entry.data[LOG_OVERHEAD + 4:])
+        computed = batch.compute_crc() if batch.magic >= 2 else \
+            zlib.crc32(batch.buffer[LOG_OVERHEAD + 4:])
         return CorruptRecordError(
             f"record batch is corrupt (stored crc = {obj['crc']}, computed crc = {computed})",
-            path=path, position=entry.position)
-    if entry.batch is not None:
-        first, last = entry.batch.base_offset, entry.batch.last_offset
-    else:
-        first = last = entry.offset
-    parsed = parse_segment_filename(os.path.basename(path))
-    segment_base = parsed[0] if parsed and parsed[1] == ".log" else None  # not a snapshot's
-    reason = offset_order_problem(first, last, expected, segment_base, *bounds)
-    if reason is None:
-        return None
-    return CorruptRecordError(reason, path=path, position=entry.position)
+            path=path, position=batch.position)
+    try:
+        order.check(batch, path)
+    except CorruptRecordError as exc:
+        return exc
+    return None
 
 
-def _records_damage(entry: _Entry, objs: list[dict], path: str) -> CorruptRecordError | None:
+def _records_damage(entry, objs: list[dict], path: str) -> CorruptRecordError | None:
     """A legacy wrapper whose inner message fails its own CRC (its record lines say
     ``isValid: false``) as the error the dump ends with, or None."""
     for obj in objs:
@@ -871,10 +803,10 @@ def _records_damage(entry: _Entry, objs: list[dict], path: str) -> CorruptRecord
     return None
 
 
-def _legacy_entry(entry: _Entry, position: int) -> dict:
+def _legacy_entry(entry: LegacyBatch, position: int) -> dict:
     """``printBatchLevel`` for magic < 2: ``offset: <lastOffset>`` then the fields every
     entry has. The CRC check covers the whole message, the rest is its header."""
-    data = entry.data
+    data = entry.buffer
     crc, magic, attributes, timestamp = _legacy_head(data, LOG_OVERHEAD)
     codec = attributes & legacy.COMPRESSION_MASK
     return {
@@ -886,12 +818,12 @@ def _legacy_entry(entry: _Entry, position: int) -> dict:
     }
 
 
-def _legacy_record_objects(dumper: LogDumper, entry: _Entry, file_key: str):
+def _legacy_record_objects(dumper: LogDumper, entry: LegacyBatch, file_key: str):
     """A ``record`` object per legacy record: the metadata Kafka prints for every record
     (the entry's timestamp type) then ``is_valid`` and ``crc`` (text: `` isValid: B crc:
     C}``)."""
     opts = dumper.options
-    _crc, magic, attributes, _ts = _legacy_head(entry.data, LOG_OVERHEAD)
+    _crc, magic, attributes, _ts = _legacy_head(entry.buffer, LOG_OVERHEAD)
     ts_name = TIMESTAMP_TYPE_NAMES[_legacy_timestamp_type(magic, attributes)]
     for r in _legacy_records(entry):
         dumper.track_offset(file_key, r.offset)
@@ -1075,19 +1007,17 @@ class LogDumper:
         opts = self.options
         file_key = os.path.abspath(path)
         damage = None  # the first damaged entry ends the file's dump
-        bounds = segment_bounds(path) if name.endswith(".log") else (None, None)
+        order = segment_order(path) if name.endswith(".log") else BatchOrder()
         with SegmentFile(path) as log:
             end = min(log.size, opts.max_bytes)
             valid_bytes = 0
-            expected = None
             for entry in log.entries(0, end):
                 batch_object, record_objects = BATCH_OBJECTS[entry.magic]
                 obj = batch_object(entry, valid_bytes)
                 emit(obj)  # a damaged batch's line too, isvalid: false, as Kafka prints it
-                damage = _entry_damage(entry, obj, expected, path, bounds)
+                damage = _entry_damage(entry, obj, order, path)
                 if damage is not None:
                     break
-                expected = entry.last_offset + 1
                 if opts.deep_iteration:
                     objs = list(record_objects(self, entry, file_key))
                     damage = _records_damage(entry, objs, path)
@@ -1176,7 +1106,7 @@ class LogDumper:
                         return
                     _off, position = index.lookup(offset)
                     found = None
-                    for entry in log.entries(position):
+                    for entry in log.entries(position, chunk_size=HEADER_PEEK):
                         if entry.last_offset >= offset:
                             found = entry
                             break
@@ -1186,7 +1116,7 @@ class LogDumper:
                         self.time_not_found.setdefault(key, []).append(
                             (offset, found.last_offset))
                     else:
-                        records = (found.batch.records() if found.batch is not None
+                        records = (found.records() if found.magic >= 2
                                    else _legacy_records(found))
                         max_ts = -1  # RecordBatch.NO_TIMESTAMP, Kafka's starting value
                         for r in records:

@@ -117,7 +117,7 @@ def render_messages(batch: RecordBatch, start: int | None = None) -> bytes:
         payload, exact = batch.payload()
         return fast.render_values(payload, batch.records_count, exact=exact)
     except CorruptRecordError as exc:
-        raise exc.located(path=batch.path, position=batch.position) from None
+        raise _located(exc, batch) from None
 
 
 def measure_messages(batch: RecordBatch) -> int:
@@ -130,7 +130,7 @@ def measure_messages(batch: RecordBatch) -> int:
         payload, exact = batch.payload()
         return fast.rendered_size(payload, batch.records_count, exact=exact)
     except CorruptRecordError as exc:
-        raise exc.located(position=batch.position) from None
+        raise _located(exc, batch) from None
 
 
 def _control_json(batch: RecordBatch, ts_type: str, start: int | None = None) -> list[str]:
@@ -168,7 +168,7 @@ def render_jsonl(batch: RecordBatch, start: int | None = None) -> bytes:
         return jsonl.render(payload, batch.records_count, batch.base_offset,
                             batch.base_timestamp, _fixed_timestamp(batch), start, exact=exact)
     except CorruptRecordError as exc:
-        raise exc.located(path=batch.path, position=batch.position) from None
+        raise _located(exc, batch) from None
 
 
 def measure_jsonl(batch: RecordBatch) -> int:
@@ -180,7 +180,7 @@ def measure_jsonl(batch: RecordBatch) -> int:
         return jsonl.rendered_size(payload, batch.records_count, batch.base_offset,
                                    batch.base_timestamp, _fixed_timestamp(batch), exact=exact)
     except CorruptRecordError as exc:
-        raise exc.located(path=batch.path, position=batch.position) from None
+        raise _located(exc, batch) from None
 
 
 def _fixed_timestamp(batch: RecordBatch) -> int | None:
@@ -191,6 +191,14 @@ def _fixed_timestamp(batch: RecordBatch) -> int | None:
 #: ``render_run`` of the ``records.jsonl`` view: the lines of a run of plain batches
 #: rendered straight from the segment file in one native pass (``render_jsonl``'s bytes)
 render_jsonl_run = jsonl.render_file
+
+
+def _located(exc: CorruptRecordError, batch: RecordBatch) -> CorruptRecordError:
+    """``exc`` naming the file and position of ``batch`` (the walker set them) where it
+    names none: the damage line and the EIO must say where (docs/design.md §5.1)."""
+    if exc.path is not None and exc.position is not None:
+        return exc
+    return exc.located(path=batch.path, position=batch.position)
 
 
 def _is_plain(batch) -> bool:
@@ -283,20 +291,28 @@ class LineView:
 
     def render(self, batch: RecordBatch) -> bytes:
         """The batch's lines as this view shows them (nothing for an aborted batch, no
-        record below the log start offset)."""
+        record below the log start offset). Raises CorruptRecordError naming the batch's
+        segment file and position, whatever the renderer named."""
         if self._hidden(batch):
             return b""
-        if self._straddles_start(batch):
-            return self._render(batch, self.start_offset)
-        return self._render(batch)
+        try:
+            if self._straddles_start(batch):
+                return self._render(batch, self.start_offset)
+            return self._render(batch)
+        except CorruptRecordError as exc:
+            raise _located(exc, batch) from None
 
     def measure(self, batch: RecordBatch) -> int:
-        """``len(self.render(batch))``, without building it when the renderer can."""
+        """``len(self.render(batch))``, without building it when the renderer can; raises
+        as :meth:`render`."""
         if self._hidden(batch):
             return 0
         if self._straddles_start(batch):
             return len(self.render(batch))
-        return self._measure(batch)
+        try:
+            return self._measure(batch)
+        except CorruptRecordError as exc:
+            raise _located(exc, batch) from None
 
     def _learn_aborted(self, start: int, end: int) -> None:
         """Add the aborted transactions overlapping [start, end) to the view's filter."""

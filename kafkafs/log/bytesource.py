@@ -14,8 +14,10 @@ nothing of files: it asks a :class:`ByteSource` for
 :class:`FdSource` reads a local file through a descriptor or a
 :class:`~kafkafs.log.handles.Handle` lease (``pread``; holes skipped with
 ``SEEK_DATA``/``SEEK_HOLE``); :class:`ArrowSource` reads a ``pyarrow`` ``RandomAccessFile``
-(``read_at``: an object store, HDFS), comparing bytes in chunks. ``pyarrow`` is never
-imported here: the source only calls the file's methods. Sizes and positions are bytes.
+(``read_at``: an object store, HDFS), comparing bytes in chunks; :class:`BufferSource`
+serves bytes a reader already holds (the cleaner's chunk a C loop stopped in) before it asks
+the file. ``pyarrow`` is never imported here: the source only calls the file's methods.
+Sizes and positions are bytes.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 import os
 from typing import Protocol
 
-__all__ = ["ArrowSource", "ByteSource", "FdSource", "first_data_at"]
+__all__ = ["ArrowSource", "BufferSource", "ByteSource", "FdSource", "first_data_at"]
 
 ZERO_CHECK_CHUNK = 1024 * 1024  # bytes compared at a time when checking a zero tail
 
@@ -66,20 +68,25 @@ def first_data_at(fd: int, pos: int) -> int | None:
 class FdSource:
     """A local file as a :class:`ByteSource`. ``file``: a descriptor (int; the caller keeps
     it open and closes it) or a :class:`~kafkafs.log.handles.Handle` (leased for each call,
-    never held across the walker's yields); ``name``: the path for errors."""
+    never held across the walker's yields); ``name``: the path for errors. ``writable``:
+    reads are ``bytearray`` s, so the batches walked are writable views (a staged run's
+    base offsets are stamped in place when a log appends them)."""
 
-    __slots__ = ("_file", "name")
+    __slots__ = ("_file", "name", "writable")
 
-    def __init__(self, file, name: str):
+    def __init__(self, file, name: str, writable: bool = False):
         self._file = file
         self.name = name
+        self.writable = writable
 
     def _lease(self):
         f = self._file
         return _Plain(f) if isinstance(f, int) else f
 
-    def pread(self, pos: int, n: int) -> bytes:
+    def pread(self, pos: int, n: int) -> bytes | bytearray:
         with self._lease() as fd:
+            if self.writable:
+                return _pread_into(fd, n, pos)
             data = os.pread(fd, n, pos)
             while 0 < len(data) < n:  # pread may return less than asked before the end
                 more = os.pread(fd, n - len(data), pos + len(data))
@@ -95,6 +102,19 @@ class FdSource:
     def first_data_at(self, pos: int) -> int | None:
         with self._lease() as fd:
             return first_data_at(fd, pos)
+
+
+def _pread_into(fd: int, n: int, pos: int) -> bytearray:
+    """Up to ``n`` bytes at ``pos`` of ``fd`` in a new bytearray (short only at the end)."""
+    buf = bytearray(n)
+    got = 0
+    while got < n:
+        k = os.preadv(fd, [memoryview(buf)[got:]], pos + got)
+        if not k:
+            break
+        got += k
+    del buf[got:]
+    return buf
 
 
 class _Plain:
@@ -138,3 +158,27 @@ class ArrowSource:
                 return pos + len(chunk) - len(chunk.lstrip(b"\x00"))
             pos += len(chunk)
         return None
+
+
+class BufferSource:
+    """Bytes already read from a file as a :class:`ByteSource`: ``buf`` holds the file's bytes
+    ``[at, at + len(buf))``; a read inside them is a ``memoryview`` of ``buf`` (no copy), any
+    other read, the size and the zero check go to ``file`` (a :class:`ByteSource`)."""
+
+    __slots__ = ("_at", "_buf", "_file", "name")
+
+    def __init__(self, buf, at: int, file):
+        self._buf, self._at, self._file = memoryview(buf), at, file
+        self.name = file.name
+
+    def pread(self, pos: int, n: int):
+        i = pos - self._at
+        if 0 <= i and i + n <= len(self._buf):
+            return self._buf[i:i + n]
+        return self._file.pread(pos, n)
+
+    def size(self) -> int:
+        return self._file.size()
+
+    def first_data_at(self, pos: int) -> int | None:
+        return self._file.first_data_at(pos)

@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import logging
 import queue
-import struct
 import threading
 import time
 from array import array
@@ -70,9 +69,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..record import compaction as _rc
-from ..record.batch import HEADER_PEEK, LOG_APPEND_TIME, iter_batches
+from ..record.batch import HEADER_PEEK, LOG_APPEND_TIME
 from ..record.errors import CorruptRecordError
 from ..record.legacy import encode_entry as encode_legacy_entry
+from .bytesource import BufferSource
 from .cleaned_segment import CleanedSegmentWriter
 from .cleaner_manager import (
     CleanResult,
@@ -86,12 +86,12 @@ from .config import DOUBLE_MAX, INT_MAX, BrokerConfig
 from .errors import LogCleaningAbortedError, ReadOnlyLogError
 from .log import Log
 from .offset_map import SkimpyOffsetMap
-from .segment import LogSegment, zeroed_range_error
+from .segment import LogSegment
 from .throttler import Throttler
+from .walk import walk_batches
 
 log = logging.getLogger(__name__)
 
-_OFFSET_LEN = struct.Struct(">qi")
 _RETAIN_EMPTY, _DELETE, _DELETE_EMPTY = range(3)
 
 
@@ -300,61 +300,40 @@ class Cleaner:
     # -- reading ----------------------------------------------------------------------------
     def _chunks(self, ctx: _Pass, seg: LogSegment, pos: int, on_chunk) -> None:
         """Read ``seg`` from ``pos`` in chunks of the I/O buffer and call
-        ``on_chunk(chunk, file_position) -> (bytes consumed, stop)``; a chunk in which not
-        even one batch is whole is read again as large as that batch. Stops at the end of
-        the segment (its size when the loop starts), at ``stop``, or at the end of the
-        data of a preallocated file. Raises CorruptRecordError for an incomplete batch at
-        the end (a segment that is not the last must end with a whole batch)."""
+        ``on_chunk(chunk, file_position, end) -> (bytes consumed, stop)`` (``end``: the
+        segment's size when the loop starts; bytes consumed may pass the chunk's end, when
+        the walker read a batch larger than it). Stops at ``end`` or at ``stop``."""
         end = seg.size
-        want = self.io_buffer_size
         while pos < end:
             self.check_done(ctx.log)
-            chunk = seg.read_at(pos, min(want, end - pos))
+            chunk = seg.read_at(pos, min(self.io_buffer_size, end - pos))
             if not chunk:
                 break
             self.throttler.maybe_throttle(len(chunk))
-            consumed, stop = on_chunk(chunk, pos)
+            consumed, stop = on_chunk(chunk, pos, end)
+            if consumed > len(chunk):  # (a batch larger than the chunk, read whole)
+                self.throttler.maybe_throttle(consumed - len(chunk))
             pos += consumed
             ctx.advance(consumed)
             if stop:
                 return
-            if consumed == 0:
-                if not any(chunk[:12]) and seg.first_data_at(pos) is None:
-                    return  # the zero tail of a preallocated file
-                if len(chunk) < HEADER_PEEK:
-                    raise self._incomplete(seg, pos, end)
-                length = _OFFSET_LEN.unpack_from(chunk, 0)[1]
-                size = length + 12
-                if size <= len(chunk) or pos + size > end:
-                    raise self._incomplete(seg, pos, end, size)
-                want = size
-            else:
-                want = self.io_buffer_size
 
     @staticmethod
-    def _incomplete(seg: LogSegment, pos: int, end: int, size: int | None = None
-                    ) -> CorruptRecordError:
-        declared = f" (its header declares {size} bytes)" if size is not None else ""
-        return CorruptRecordError(
-            f"Log segment may be corrupt: an incomplete batch of {end - pos} bytes at the "
-            f"end{declared}", path=seg.log_path, position=pos)
-
-    @staticmethod
-    def _batch_at(seg: LogSegment, chunk, p: int, file_pos: int):
-        """``(batch, at_end)``: the whole batch at ``chunk[p:]`` (CRC checked; None when it
-        is not whole in the chunk), or ``(None, True)`` at the zero tail of a preallocated
-        segment. Raises CorruptRecordError at a bad batch or zeros followed by data."""
-        if len(chunk) - p >= HEADER_PEEK:
-            offset, length = _OFFSET_LEN.unpack_from(chunk, p)
-            if offset == 0 and length == 0:
-                data_at = seg.first_data_at(file_pos + p)
-                if data_at is None:
-                    return None, True
-                raise zeroed_range_error(seg.log_path, file_pos + p, data_at)
-        for batch in iter_batches(chunk, p, len(chunk), base_position=file_pos, validate=True,
-                                  path=seg.log_path):
-            return batch, False
-        return None, False
+    def _batch_at(seg: LogSegment, chunk, p: int, file_pos: int, end: int):
+        """The batch at ``chunk[p:]`` (file position ``file_pos + p``) where a C loop stopped,
+        through the one walker (docs/design.md §5.3) over the chunk and then the ``.log``:
+        its CRC checked, a batch larger than the chunk read whole; None at the zero tail of
+        a preallocated segment or ``end`` (the segment's size). A cleaned segment is sealed,
+        so an incomplete batch at its end is damage (``strict_end``). Raises
+        CorruptRecordError (naming the file and position) at a bad batch, zeros followed by
+        data or an incomplete batch."""
+        walk = walk_batches(BufferSource(chunk, file_pos, seg.source), file_pos + p, end,
+                            validate=True, strict_end=True,
+                            chunk_size=max(len(chunk) - p, HEADER_PEEK))
+        try:
+            return next(walk, None)
+        finally:
+            walk.close()
 
     # -- step 1: the offset map ----------------------------------------------------------------
     def build_offset_map(self, ctx: _Pass, dirty: list[LogSegment], start: int,
@@ -382,26 +361,27 @@ class Cleaner:
             pos = first.position if first is not None else seg.size
         full = False
 
-        def on_chunk(chunk, file_pos):
+        def on_chunk(chunk, file_pos, end):
             nonlocal full
             p = 0
-            while True:
+            while p < len(chunk):
                 p, status = m.put_batches(chunk, p, len(chunk), start)
                 if status == _rc.STATUS_FULL:
                     full = True
                     return p, True
-                if status == _rc.STATUS_END:
-                    return p, False
-                batch, at_end = self._batch_at(seg, chunk, p, file_pos)
+                if status == _rc.STATUS_END and p > 0:
+                    return p, False  # (the next chunk starts at the batch cut by this one)
+                batch = self._batch_at(seg, chunk, p, file_pos, end)
                 if batch is None:
-                    return p, at_end
+                    return p, True
                 if self._map_batch(batch, start, txn):
                     full = True
                     return p, True
                 p += batch.size
+            return p, False
 
-        def counted(chunk, file_pos):
-            consumed, stop = on_chunk(chunk, file_pos)
+        def counted(chunk, file_pos, end):
+            consumed, stop = on_chunk(chunk, file_pos, end)
             ctx.stats.map_bytes_read += consumed
             return consumed, stop
 
@@ -476,9 +456,9 @@ class Cleaner:
         cfg = ctx.log.config
         stats = ctx.stats
 
-        def on_chunk(chunk, file_pos):
+        def on_chunk(chunk, file_pos, end):
             p = 0
-            while True:
+            while p < len(chunk):
                 p, out, status, st = _rc.filter_batches(
                     chunk, p, len(chunk), m.buffer, m.slots, m.latest_offset, ctx.now,
                     cfg.delete_retention_ms, protected, upper_bound)
@@ -486,17 +466,18 @@ class Cleaner:
                 if out:
                     writer.write(out)
                     self.throttler.maybe_throttle(len(out))
-                if status == _rc.STATUS_END:
-                    return p, False
-                batch, at_end = self._batch_at(seg, chunk, p, file_pos)
+                if status == _rc.STATUS_END and p > 0:
+                    return p, False  # (the next chunk starts at the batch cut by this one)
+                batch = self._batch_at(seg, chunk, p, file_pos, end)
                 if batch is None:
-                    return p, at_end
+                    return p, True
                 kept = self._filter_batch(ctx, batch, retain_legacy_deletes, txn,
                                           last_records, upper_bound)
                 if kept:
                     writer.write(kept)
                     self.throttler.maybe_throttle(len(kept))
                 p += batch.size
+            return p, False
 
         self._chunks(ctx, seg, 0, on_chunk)
 

@@ -79,6 +79,7 @@ from .walk import (  # noqa: F401  (the rules' old home: readers import them fro
     ZeroTail,
     check_batch_order,
     first_offset,
+    next_offset_after,
     offset_order_problem,
     walk_batches,
     zeroed_range_error,
@@ -753,25 +754,8 @@ class LogSegment:
         lie in this segment is not counted; one that cannot be framed ends the scan: the
         offset after the last counted one before it is returned. Never raises
         CorruptRecordError."""
-        last = self._last_framed_batch(self._last_indexed_position())
-        if last is None:  # nothing readable from the index entry on: frame from the start
-            last = self._last_framed_batch(0)
-        return last.next_offset if last is not None else self.base_offset
-
-    def _last_framed_batch(self, position: int) -> RecordBatch | None:
-        """The last batch framed from ``position`` (up to one that cannot be framed) whose
-        offsets can lie in this segment (not a negative last offset delta, not outside the
-        segment's range: such a batch is stepped over); None when there is none."""
-        last = None
-        try:
-            for batch in self.batches(position):
-                if offset_order_problem(first_offset(batch), batch.last_offset, None,
-                                        self.base_offset) is not None:
-                    continue
-                last = batch
-        except CorruptRecordError:
-            pass
-        return last
+        return next_offset_after(self.source, self.base_offset, self._last_indexed_position(),
+                                 self.size, self._zeros)
 
     def tail_is_valid(self) -> bool:
         """Whether the bytes after the last index entry are whole batches with valid CRCs

@@ -43,14 +43,15 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..record.batch import LOG_OVERHEAD, RECORDS_COUNT_OFFSET, RecordBatch, iter_batches
-from ..record.errors import CorruptRecordError
+from ..record.batch import RECORDS_COUNT_OFFSET, RecordBatch
 from . import safeio
+from .bytesource import FdSource
 from .config import LogConfig
 from .errors import InvalidRecordError
 from .loader import load_log
 from .log import Log
 from .names import LOG_SUFFIX, parse_segment_filename, validate_topic
+from .walk import walk_batches
 
 STAGE_SUFFIX = "-delete"  # Kafka's LocalLog.DeleteDirSuffix
 _STAGE_DIR = re.compile(r"^(.+)-(\d+)\.([0-9a-f]{32})-delete$")
@@ -201,30 +202,23 @@ def iter_run(path: str, *, validate: bool = True, chunk_bytes: int = READ_CHUNK
 
 def _segment_chunks(fd: int, path: str, validate: bool, chunk_bytes: int
                     ) -> Iterator[list[memoryview]]:
+    """The batches of one staged segment, a list per chunk read: the one walker
+    (docs/design.md §5.3) over the file, strict as for untrusted input -- an incomplete
+    batch at the end is damage and so are zeros however far they reach (a staged segment is
+    never preallocated)."""
     size = os.fstat(fd).st_size
-    pos = 0
-    want = chunk_bytes
-    while pos < size:
-        buf = bytearray(min(want, size - pos))
-        got = os.preadv(fd, [buf], pos)
-        if got < len(buf):
-            del buf[got:]
-        batches = list(iter_batches(buf, 0, len(buf), base_position=pos, validate=validate,
-                                    path=path))
-        if not batches:
-            if len(buf) >= LOG_OVERHEAD:
-                need = int.from_bytes(buf[8:12], "big", signed=True) + LOG_OVERHEAD
-                if len(buf) < need <= size - pos:
-                    want = need  # one batch larger than the chunk: read it whole
-                    continue
-            raise CorruptRecordError(f"incomplete batch: {size - pos} bytes at the end of a "
-                                     "staged segment", path=path, position=pos)
-        for b in batches:
-            _check_bulk_batch(b)
-        yield [b.buffer for b in batches]
-        last = batches[-1]
-        pos = last.position + last.size
-        want = chunk_bytes
+    group: list[memoryview] = []
+    chunk = None
+    for b in walk_batches(FdSource(fd, path, writable=True), 0, size, validate=validate,
+                          strict_end=True, chunk_size=chunk_bytes, zero_tail=False):
+        _check_bulk_batch(b)
+        if b.buffer.obj is not chunk and group:  # the walker read the next chunk
+            yield group
+            group = []
+        chunk = b.buffer.obj
+        group.append(b.buffer)
+    if group:
+        yield group
 
 
 def scan_run(path: str) -> RunStats:

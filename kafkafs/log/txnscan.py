@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from ..record.batch import (
     BATCH_OVERHEAD,
@@ -58,7 +58,7 @@ from .segment import READ_CHUNK, LogSegment
 from .txnindex import AbortedTxn, TxnIndexSearchResult
 from .walk import BatchOrder
 
-__all__ = ["TxnScanner", "txn_index_trusted"]
+__all__ = ["TxnScanner", "aborted_from_markers", "open_transactions", "txn_index_trusted"]
 
 log = logging.getLogger(__name__)
 
@@ -349,3 +349,53 @@ def _may_abort(batch) -> bool:
         return end_txn_marker(key, value).control_type == ABORT
     except CorruptRecordError:
         return True
+
+
+# -- the consumer's view: from the markers, for files without a Log ----------------------------
+
+def aborted_from_markers(batches: Iterable, start: int, end: int) -> list[AbortedTxn]:
+    """The transactions with data in ``[start, end)`` that end with an ABORT marker, from
+    ``batches`` (walked in offset order from the batch holding ``start``, across segments:
+    :func:`~kafkafs.log.walk.walk_batches` over any byte source), read only until the marker
+    of every transaction met below ``end`` is found: what Kafka's consumer learns from the
+    ``abortedTransactions`` of a fetch, without ``.txnindex`` files or producer snapshots
+    (the ``kafkalog`` source on a copy of a log dir that may lack them; a :class:`Log
+    <kafkafs.log.log.Log>` answers from those, :meth:`~kafkafs.log.log.Log.aborted_txns`).
+    Each is ``AbortedTxn(producer id, first data offset met, marker offset, -1)``. Raises
+    what the walk raises (CorruptRecordError at damage met before the answer)."""
+    pending: dict[int, int] = {}  # producer id -> first offset of its open transaction
+    out = []
+    for batch in batches:
+        if batch.magic < 2 or not batch.is_transactional:
+            if batch.base_offset >= end and not pending:
+                return out
+            continue
+        pid = batch.producer_id
+        if batch.is_control:
+            first = pending.pop(pid, None)
+            records = batch.record_tuples() if first is not None else ()
+            if records and end_txn_marker(records[0][2], records[0][3]).control_type == ABORT:
+                out.append(AbortedTxn(pid, first, batch.base_offset, -1))
+        elif batch.last_offset >= start and batch.base_offset < end:
+            pending.setdefault(pid, batch.base_offset)
+        if batch.base_offset >= end and not pending:
+            return out
+    return out
+
+
+def open_transactions(ongoing: dict[int, int], batches: Iterable, since: int) -> dict[int, int]:
+    """``ongoing`` (producer id -> first offset of its open transaction, as a producer
+    snapshot at ``since`` holds them: ``current_txn_first_offset``) brought past
+    ``batches`` (walked in order from the batch holding ``since``): a transactional data
+    batch opens its producer's transaction, a marker closes it. The earliest first offset
+    left is the first undecided offset, where the last stable offset stands (Kafka's
+    ``ProducerStateManager.firstUndecidedOffset`` without the sequence and epoch checks a
+    :class:`~kafkafs.log.producer_state.ProducerStateManager` makes). Returns ``ongoing``."""
+    for batch in batches:
+        if batch.magic < 2 or not batch.is_transactional or batch.last_offset < since:
+            continue
+        if batch.is_control:
+            ongoing.pop(batch.producer_id, None)
+        else:
+            ongoing.setdefault(batch.producer_id, batch.base_offset)
+    return ongoing

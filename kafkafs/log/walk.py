@@ -4,9 +4,10 @@
 Every reader of segment bytes walks them here: :meth:`LogSegment.batches
 <kafkafs.log.segment.LogSegment.batches>` (and through it ``Log.read``, the views, ``consume``,
 ``check``, the key maps, the transaction scan, the producer replay, point reads and
-timestamp lookups), the ``kafkalog`` planner and executors on local and ``pyarrow`` files.
-Kafka's ``FileRecords.batchesFrom`` / ``FileLogInputStream.nextBatch`` frame the same way;
-its ``LogSegment.recover`` and ``ensureOffsetInRange`` give the order rules.
+timestamp lookups), the ``kafkalog`` planner and executors on local and ``pyarrow`` files,
+``kafkafs dump``, the cleaner (where its C loops stop) and staged runs. Kafka's
+``FileRecords.batchesFrom`` / ``FileLogInputStream.nextBatch`` frame the same way; its
+``LogSegment.recover`` and ``ensureOffsetInRange`` give the order rules.
 
 :func:`walk_batches` yields :class:`~kafkafs.record.batch.RecordBatch` es (legacy entries as
 :class:`~kafkafs.record.legacy.LegacyBatch`) from a batch start to an end position, and
@@ -15,10 +16,12 @@ position, after every batch before it, when
 
 * a size is below the minimum of its magic, or (``validate``) a CRC does not match;
 * zeros stand where a batch should start and data follows them (:func:`zeroed_range_error`;
-  zeros running to the end of the file are a preallocated tail and end the walk quietly);
+  zeros running to the end of the file are a preallocated tail and end the walk quietly,
+  unless ``zero_tail`` is off: a staged run is never preallocated);
 * (``strict_end``) the range ends inside a batch: an incomplete batch at the end of a
-  segment that is not the last (:func:`torn_error`). Without it (the last segment) that is
-  a torn write and ends the walk quietly; so does a file that grew past ``end`` since;
+  sealed segment (not the last of its log, cleaned or staged: :func:`torn_error`). Without
+  it (the last segment) that is a torn write and ends the walk quietly; so does a file that
+  grew past ``end`` since;
 * (``order``, a :class:`BatchOrder`) a batch's offsets are out of place
   (:func:`offset_order_problem`): last below first, outside the segment's range, not above
   the batch before it, reaching the next segment's base offset or the log end offset.
@@ -38,8 +41,8 @@ from ..record.batch import (
 from ..record.errors import CorruptRecordError
 
 __all__ = ["READ_CHUNK", "BatchOrder", "ZeroTail", "check_batch_order", "first_offset",
-           "offset_order_problem", "size_error", "torn_error", "walk_batches",
-           "zeroed_range_error"]
+           "last_framed_batch", "next_offset_after", "offset_order_problem", "size_error",
+           "torn_error", "walk_batches", "zeroed_range_error"]
 
 READ_CHUNK = 1024 * 1024  # bytes read per pread when walking batches
 _INT_MAX = 0x7FFFFFFF
@@ -68,13 +71,14 @@ def size_error(path: str, pos: int, length: int, magic: int) -> CorruptRecordErr
 
 
 def torn_error(path: str, pos: int, end: int, head: bytes) -> CorruptRecordError:
-    """The damage of an incomplete batch at ``pos`` where a segment ending at ``end`` must
-    end with a whole one (``head``: the bytes read there, up to its 12-byte prefix)."""
+    """The damage of an incomplete batch at ``pos`` where a sealed segment ending at ``end``
+    must end with a whole one (one that is not the last of its log, one the cleaner reads,
+    one of a staged run; ``head``: the bytes read there, up to its 12-byte prefix)."""
     declared = (f" of the {int.from_bytes(head[8:12], 'big', signed=True) + LOG_OVERHEAD} "
                 "its header declares") if len(head) >= LOG_OVERHEAD else ""
     return CorruptRecordError(
-        f"incomplete batch: {end - pos} bytes{declared} at the end of a segment that is "
-        "not the last (a torn write, or a truncated file)", path=path, position=pos)
+        f"incomplete batch: {end - pos} bytes{declared} at the end of a sealed segment (a "
+        "torn write, or a truncated file)", path=path, position=pos)
 
 
 def offset_order_problem(first: int, last: int, expected: int | None, segment_base: int | None,
@@ -168,13 +172,16 @@ class ZeroTail:
 
 def walk_batches(source, start: int, end: int, *, validate: bool = False,
                  strict_end: bool = False, chunk_size: int = READ_CHUNK,
-                 order: BatchOrder | None = None, zeros: ZeroTail | None = None
-                 ) -> Iterator[RecordBatch]:
+                 order: BatchOrder | None = None, zeros: ZeroTail | None = None,
+                 zero_tail: bool = True) -> Iterator[RecordBatch]:
     """Yield the batches of ``source`` (a :class:`~kafkafs.log.bytesource.ByteSource`) from
     ``start`` (a batch start) to ``end`` (bytes), read ``chunk_size`` bytes at a time (a
     larger batch is read whole); ``RecordBatch.position`` is the position in the file.
-    ``zeros``: where checked zero tails are remembered (default: not remembered). See the
-    module for the rules and the CorruptRecordError raised; OSError propagates."""
+    ``zeros``: where checked zero tails are remembered (default: not remembered).
+    ``zero_tail=False``: the file is never preallocated (a staged run), so zeros where a
+    batch should start are damage even when they reach the end (a size below the minimum;
+    with ``strict_end``, fewer than 17 bytes of them an incomplete batch). See the module
+    for the rules and the CorruptRecordError raised; OSError propagates."""
     name = source.name
     zeros = zeros or ZeroTail()
     pos = start
@@ -185,7 +192,7 @@ def walk_batches(source, start: int, end: int, *, validate: bool = False,
             break
         consumed = 0
         for batch in iter_batches(buf, 0, len(buf), base_position=pos, validate=validate,
-                                  path=name, zero_tail=True):
+                                  path=name, zero_tail=zero_tail):
             if order is not None and not order.check(batch, name):
                 consumed = batch.position - pos + batch.size
                 continue
@@ -193,7 +200,7 @@ def walk_batches(source, start: int, end: int, *, validate: bool = False,
             yield batch
         if consumed == 0:
             # zeros, or the next batch is larger than the chunk: read exactly it
-            if not any(buf[:LOG_OVERHEAD]):
+            if zero_tail and not any(buf[:LOG_OVERHEAD]):
                 zeros.check(source, pos)
                 return  # a preallocated zero tail: nothing written from here on
             length = int.from_bytes(buf[8:12], "big", signed=True)
@@ -210,7 +217,42 @@ def walk_batches(source, start: int, end: int, *, validate: bool = False,
         if source.size() > end:
             return  # grown since the caller's size was taken (a live writer): not damage
         head = source.pread(pos, LOG_OVERHEAD)
-        if not any(head):  # zeros, however few: the end of a preallocated file, or damage
+        if zero_tail and not any(head):  # zeros, however few: a preallocated end, or damage
             zeros.check(source, pos)
             return
         raise torn_error(name, pos, end, head)
+
+
+def last_framed_batch(source, start: int, end: int, segment_base: int,
+                      zeros: ZeroTail | None = None) -> RecordBatch | None:
+    """The last batch :func:`walk_batches` frames in ``source`` from ``start`` to ``end``
+    (CRCs unchecked; up to one that cannot be framed) whose offsets can lie in a segment
+    based at ``segment_base`` (not a negative last offset delta, not outside the segment's
+    range: such a batch is stepped over); None when there is none. Never raises
+    CorruptRecordError; OSError propagates."""
+    last = None
+    try:
+        for batch in walk_batches(source, start, end, zeros=zeros):
+            if offset_order_problem(first_offset(batch), batch.last_offset, None,
+                                    segment_base) is not None:
+                continue
+            last = batch
+    except CorruptRecordError:
+        pass
+    return last
+
+
+def next_offset_after(source, segment_base: int, start: int, end: int,
+                      zeros: ZeroTail | None = None) -> int:
+    """The offset after a segment's last batch, or ``segment_base`` when it holds none
+    (Kafka's ``LogSegment.readNextOffset``): the log end offset when the segment is the
+    last. The last batch framed from ``start`` (the position of the segment's last index
+    entry), else from position 0 (nothing readable from there), up to ``end`` (its size):
+    :func:`last_framed_batch`. The one computation of the log end offset, for a
+    :class:`~kafkafs.log.segment.LogSegment` and for the ``kafkalog`` planner's
+    ``pyarrow`` files alike (docs/design.md §5.3). Never raises CorruptRecordError."""
+    for position in dict.fromkeys((start, 0)):
+        last = last_framed_batch(source, position, end, segment_base, zeros)
+        if last is not None:
+            return last.next_offset
+    return segment_base

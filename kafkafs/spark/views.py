@@ -13,14 +13,18 @@ Two kinds, one interface (:class:`PartitionView`):
 * :class:`ArrowView` -- a partition dir on a pyarrow filesystem (an archived backup on
   s3://, hdfs://): the same answers from the same files read through ``pyarrow.fs``, with
   what a broker trusts after a clean shutdown: the log start offset from the log dir's
-  ``log-start-offset-checkpoint``, the last stable offset from the newest producer
-  snapshot plus the batch headers after it
-  (every batch header of the partition when there is no snapshot), indexes checked for order
-  and ignored when out of order.
+  ``log-start-offset-checkpoint``, the log end offset as a segment finds it
+  (:func:`kafkafs.log.walk.next_offset_after`), the last stable offset from the newest
+  producer snapshot plus the transactional batches after it
+  (:func:`kafkafs.log.txnscan.open_transactions`; every batch of the partition when there
+  is no snapshot), indexes checked for order and ignored when out of order.
 
-Aborted transactions are found the same way for both (:func:`scan_aborted`): by walking
+Aborted transactions: a :class:`LocalView` answers with the Log's
+(:meth:`~kafkafs.log.log.Log.aborted_txns`); an :class:`ArrowView`, and an executor that
+meets a transactional batch the plan did not resolve, with :func:`scan_aborted`: walking
 forward from the batch holding the first offset asked for to the markers of the
-transactions met, the way a consumer learns them -- ``.txnindex`` files are not needed (a
+transactions met, the way a consumer learns them
+(:func:`kafkafs.log.txnscan.aborted_from_markers`) -- ``.txnindex`` files are not needed (a
 copy of a log dir may lack them) and nothing past the markers is read.
 
 Sizes are bytes, offsets Kafka offsets, timestamps ms. A view is a snapshot taken when it
@@ -67,10 +71,8 @@ from ..log.producer_state import (
     parse_snapshot_filename,
 )
 from ..log.segment import LogSegment
-from ..log.txnindex import AbortedTxn
-from ..log.walk import walk_batches
-from ..record.control import ABORT, end_txn_marker
-from ..record.errors import CorruptRecordError
+from ..log.txnscan import aborted_from_markers, open_transactions
+from ..log.walk import next_offset_after, walk_batches
 from .fileio import ArrowDir, SegmentFile, is_uri, join
 
 __all__ = ["ArrowView", "LocalView", "PartitionView", "SegmentInfo", "open_arrow_views",
@@ -178,40 +180,27 @@ class PartitionView:
 
 def scan_aborted(root: str, dir_name: str, segments: list, k: int, position: int,
                  start: int, end: int) -> list:
-    """The transactions with data in ``[start, end)`` that end with an ABORT marker, found by
+    """The transactions with data in ``[start, end)`` that end with an ABORT marker, by
     walking the batches forward from ``position`` (a batch start) of segment ``k`` through
-    the later ones (``segments``: ``(base offset, file name)``, oldest first) until the
-    marker of every transaction met below ``end`` is found: what Kafka's consumer learns
-    from the ``abortedTransactions`` of a fetch, without trusting ``.txnindex`` files (a
-    copy of a log dir may lack them). Each is ``AbortedTxn(producer id, first data offset
-    met, marker offset, -1)``. Reads only as far as the markers. Raises CorruptRecordError
-    at damage met before the answer."""
-    pending: dict[int, int] = {}  # producer id -> first offset of its open transaction
-    out = []
-    for base, name in segments[k:]:
-        try:
-            f = SegmentFile(root, dir_name, name)
-        except FileNotFoundError:
-            continue  # removed by retention meanwhile
-        with f:
-            for batch in _scan(f, position, f.size()):
-                if batch.magic < 2 or not batch.is_transactional:
-                    if batch.base_offset >= end and not pending:
-                        return out
-                    continue
-                pid = batch.producer_id
-                if batch.is_control:
-                    first = pending.pop(pid, None)
-                    records = batch.record_tuples() if first is not None else ()
-                    if records and end_txn_marker(records[0][2], records[0][3]).control_type \
-                            == ABORT:
-                        out.append(AbortedTxn(pid, first, batch.base_offset, -1))
-                elif batch.last_offset >= start and batch.base_offset < end:
-                    pending.setdefault(pid, batch.base_offset)
-                if batch.base_offset >= end and not pending:
-                    return out
-        position = 0
-    return out
+    the later ones (``segments``: ``(base offset, file name)``, oldest first): the log
+    layer's :func:`~kafkafs.log.txnscan.aborted_from_markers` over the one walker, reading
+    only as far as the markers. Raises CorruptRecordError at damage met before the answer."""
+    def batches():
+        pos = position
+        for _base, name in segments[k:]:
+            try:
+                f = SegmentFile(root, dir_name, name)
+            except FileNotFoundError:
+                continue  # removed by retention meanwhile
+            with f:
+                yield from _scan(f, pos, f.size())
+            pos = 0
+
+    walk = batches()
+    try:
+        return aborted_from_markers(walk, start, end)
+    finally:
+        walk.close()
 
 
 def compacted_partitions(topic_configs: dict, cleaner_checkpoint: dict, tps) -> set:
@@ -269,6 +258,11 @@ class LocalView(PartitionView):
         limit = self.segments[k + 1].base_offset if k + 1 < len(self.segments) else None
         batch = self._segs[k].translate_offset(offset, limit=limit)
         return None if batch is None else batch.position
+
+    def aborted_txns(self, start: int, end: int) -> list:
+        """The Log's (:meth:`~kafkafs.log.log.Log.aborted_txns`: ``.txnindex`` files where
+        they can be trusted, else computed as Kafka's recovery would write them)."""
+        return self.log.aborted_txns(start, end)
 
     def index_entries(self, k: int) -> list:
         if k not in self._entries:
@@ -461,19 +455,13 @@ class ArrowView(PartitionView):
         return entries[i][1] if i >= 0 else 0
 
     def _log_end_offset(self) -> int:
+        """The log layer's one computation (:func:`~kafkafs.log.walk.next_offset_after`, as
+        a :class:`~kafkafs.log.segment.LogSegment` finds it) on the last segment's file."""
         k = len(self.segments) - 1
         seg = self.segments[k]
         with self._file(k) as f:
-            for start in dict.fromkeys((self._floor_position(k, 1 << 62), 0)):
-                last = None
-                try:
-                    for batch in _scan(f, start, seg.size):
-                        last = batch
-                except CorruptRecordError:
-                    pass
-                if last is not None:
-                    return last.next_offset
-        return seg.base_offset
+            return next_offset_after(f.source(), seg.base_offset,
+                                     self._floor_position(k, 1 << 62), seg.size)
 
     @property
     def last_stable_offset(self) -> int:
@@ -504,14 +492,8 @@ class ArrowView(PartitionView):
                 if self.segment_end(k) <= scan_from:
                     continue
                 with self._file(k) as f:
-                    for batch in _scan(f, self._floor_position(k, scan_from), seg.size):
-                        if batch.magic < 2 or not batch.is_transactional or \
-                                batch.last_offset < scan_from:
-                            continue
-                        if batch.is_control:
-                            ongoing.pop(batch.producer_id, None)
-                        else:
-                            ongoing.setdefault(batch.producer_id, batch.base_offset)
+                    open_transactions(ongoing, _scan(f, self._floor_position(k, scan_from),
+                                                     seg.size), scan_from)
         first = min(ongoing.values(), default=None)
         if first is None or first >= self.log_end_offset:
             return self.log_end_offset
