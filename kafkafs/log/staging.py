@@ -180,7 +180,8 @@ def iter_run(path: str, *, validate: bool = True, chunk_bytes: int = READ_CHUNK
              ) -> Iterator[list[memoryview]]:
     """The batches of the staged dir ``path``, segment after segment in offset order, as
     lists of writable memoryviews (one list per chunk of about ``chunk_bytes`` read; a log
-    restamps their base offsets in place when it appends them). ``validate``: check every
+    restamps their base offsets when it appends them: in place for a list of one batch,
+    in its joined copy of a longer list, ``Log.append_encoded_run``). ``validate``: check every
     CRC.
 
     Raises CorruptRecordError (file and position) for a damaged or incomplete batch,

@@ -354,34 +354,6 @@ def encode_batch(
                          has_delete_horizon=delete_horizon_ms is not None)
 
 
-def encode_lines_batch(lines: Sequence[bytes], timestamp: int, *, compression: int = _codec.NONE,
-                       timestamp_type: int = CREATE_TIME) -> bytes:
-    """Encode ``lines`` as a batch of records with null keys, the lines as values, no
-    headers and one timestamp (ms; the log append time under ``LOG_APPEND_TIME``), base
-    offset 0 — the append file's hot path. Equals ``encode_batch([(timestamp, None, line,
-    ()) ...])`` byte for byte. Raises ValueError on an empty list."""
-    n = len(lines)
-    if not n:
-        raise ValueError("nothing to encode")
-    return finish_batch(_fast.encode_lines(lines, timestamp), n, base_offset=0,
-                         compression=compression, timestamp_type=timestamp_type,
-                         last_offset_delta=n - 1, base_ts=timestamp, max_ts=timestamp)
-
-
-def encode_text_batch(text, timestamp: int, budget: int, *, compression: int = _codec.NONE,
-                      timestamp_type: int = CREATE_TIME) -> tuple[bytearray, int]:
-    """Encode the ``\\n``-terminated lines at the start of ``text`` (bytes-like) as one
-    batch like :func:`encode_lines_batch`, taking lines while the records fit in
-    ``budget`` bytes (at least one). Returns ``(batch, bytes of text consumed)``.
-    Raises ValueError when ``text`` holds no complete line."""
-    payload, n, consumed = _fast.encode_text(text, timestamp, budget)
-    if not n:
-        raise ValueError("no complete line to encode")
-    return bytearray(finish_batch(payload, n, base_offset=0, compression=compression,
-                                   timestamp_type=timestamp_type, last_offset_delta=n - 1,
-                                   base_ts=timestamp, max_ts=timestamp)), consumed
-
-
 def finish_batch(payload: bytes, n: int, *, base_offset: int, compression: int,
                   timestamp_type: int, last_offset_delta: int, base_ts: int, max_ts: int,
                   producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
