@@ -158,7 +158,7 @@ class KafkaFS(pyfuse3.Operations):
     def _partition_gone(self, topic: str, partition: int) -> None:
         """The manager forgot a partition (its dir went away under a read-only mount): drop
         its views, cached batches and nodes, so a topic re-created under the same name
-        shows its new records, not ours. Runs on the loop (daemon.watcher)."""
+        shows its new records, not ours. Runs on the loop (core.watcher)."""
         self.views.drop(topic, partition)
         self.cache.drop(topic, partition)
         self.keys.maps.forget(topic, partition)
