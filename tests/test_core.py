@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import sys
 
 import pytest
 import trio
@@ -117,7 +119,7 @@ def test_the_commit_gate_holds_appends_and_refuses_after_an_unfinished_commit():
                 pass
         await gate.wait("x", 0)
 
-    import trio.testing  # noqa: F401  (wait_all_tasks_blocked)
+    import trio.testing  # (wait_all_tasks_blocked)
     trio.run(main)
 
 
@@ -140,3 +142,30 @@ def test_the_mount_answers_control_requests_with_the_handlers_errno(mount_factor
         with pytest.raises(OSError) as exc:
             os.setxattr(path, name, value)
         assert exc.value.errno == code, (path, name)
+
+
+def test_spark_and_the_control_client_import_without_the_daemons_libraries():
+    """A Spark worker installed with ``kafkafs[spark]`` has no trio, pyfuse3 or watchdog:
+    every module of kafkafs.spark, and the control requests' client side they use
+    (core/control.py), must import without them (the cluster recipe failed on it)."""
+    code = r'''
+import importlib, pkgutil, sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("trio", "pyfuse3", "watchdog"):
+            raise ImportError("blocked " + name)
+sys.meta_path.insert(0, Block())
+import kafkafs.spark
+bad = []
+for m in pkgutil.walk_packages(kafkafs.spark.__path__, "kafkafs.spark."):
+    try:
+        importlib.import_module(m.name)
+    except ImportError as e:
+        bad.append(f"{m.name}: {e}")
+importlib.import_module("kafkafs.core.control")
+print("\n".join(bad))
+'''
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                       timeout=120, check=False)
+    assert r.returncode == 0 and not r.stdout.strip(), r.stdout + r.stderr

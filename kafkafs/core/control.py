@@ -23,8 +23,6 @@ import json
 import logging
 import os
 
-import trio
-
 from ..log import bulk_commit, cleaner_status, faults
 from ..log.config import LogConfig, format_properties, parse_properties
 from ..log.errors import ReadOnlyLogError
@@ -49,6 +47,15 @@ TARGETS = {
     ADOPT: ("root", "topic"),
     APPEND_STAGED: ("partition",),
 }
+
+
+async def _in_thread(fn, *args):
+    """``fn(*args)`` in one of trio's worker threads. trio is imported here, in the daemon:
+    the client side of this module runs where trio is not installed (a Spark worker with
+    ``kafkafs[spark]`` only)."""
+    import trio
+
+    return await trio.to_thread.run_sync(fn, *args)
 
 
 # -- errors of the handler -----------------------------------------------------------------
@@ -128,12 +135,12 @@ class ControlHandler:
             raise InvalidRequestError(f"{topic} is not compacted (cleanup.policy)")
         failed = False
         for lg in logs:
-            result = await trio.to_thread.run_sync(cleaner.clean_log, lg)
+            result = await _in_thread(cleaner.clean_log, lg)
             failed = failed or result.error is not None
             if result.ok:
-                await trio.to_thread.run_sync(self.core.key_maps.after_cleaning, lg)
+                await _in_thread(self.core.key_maps.after_cleaning, lg)
         try:
-            await trio.to_thread.run_sync(cleaner_status.save_all, manager.log_dirs,
+            await _in_thread(cleaner_status.save_all, manager.log_dirs,
                                           manager.logs, cleaner.manager)
         except OSError as exc:  # informational: the passes are done either way
             log.warning("cannot save the cleaner status: %s", exc)
@@ -163,7 +170,7 @@ class ControlHandler:
         if replace and target_topic != topic:
             raise InvalidRequestError(f"adopt of {topic} set on {target_topic}'s dir")
         staged = {p: stage_dir_name(topic, p, stage) for p in range(n)}
-        await trio.to_thread.run_sync(
+        await _in_thread(
             lambda: self.core.manager.adopt_topic(log_dir, topic, staged, config,
                                                   replace=replace))
         if replace:
@@ -195,7 +202,7 @@ class ControlHandler:
             lg.flush()
             return stats
 
-        stats = await trio.to_thread.run_sync(work)
+        stats = await _in_thread(work)
         log.info("Appended %d records (%d bytes) from %s to %s", stats.records, stats.bytes,
                  name, lg.name)
 
@@ -223,7 +230,7 @@ class ControlHandler:
         if log_dir not in manager.log_dirs:
             raise InvalidRequestError(f"{log_dir} is not a log dir of this daemon")
         try:
-            job, runs, adoptions = await trio.to_thread.run_sync(bulk_commit.read_request,
+            job, runs, adoptions = await _in_thread(bulk_commit.read_request,
                                                                  log_dir, name)
         except ValueError as exc:
             log.warning("commit request refused: %s", exc)
@@ -231,7 +238,7 @@ class ControlHandler:
         topics = {ta.topic for ta in adoptions} | {t for t, _p in runs}
         async with self.core.commits.holding(runs, topics):
             try:
-                rec = await trio.to_thread.run_sync(manager.commit_job, log_dir, job,
+                rec = await _in_thread(manager.commit_job, log_dir, job,
                                                     adoptions, runs)
             except BaseException:
                 if os.path.lexists(os.path.join(log_dir, bulk_commit.record_name(job))):
