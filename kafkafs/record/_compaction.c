@@ -19,22 +19,6 @@
 #define CL_MODE_KEEP 1
 #define CL_MODE_DROP 2
 
-static inline void
-cl_put_be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static inline void
-cl_put_be64(uint8_t *p, int64_t v)
-{
-    cl_put_be32(p, (uint32_t)((uint64_t)v >> 32));
-    cl_put_be32(p + 4, (uint32_t)(uint64_t)v);
-}
-
 static inline uint64_t
 cl_le64(const uint8_t *p)
 {
@@ -193,7 +177,7 @@ cl_store(const clmap *m, Py_ssize_t *size, const uint8_t *h, int64_t offset)
         memcpy(m->buf + pos, h, CL_HASH);
         (*size)++;
     }
-    cl_put_be64(m->buf + pos + CL_HASH, offset);
+    put_be64(m->buf + pos + CL_HASH, (uint64_t)offset);
     return 0;
 }
 
@@ -500,13 +484,13 @@ cl_write_header(uint8_t *p, Py_ssize_t size, const uint8_t *orig, int attributes
 {
     memcpy(p, orig, RB_OVERHEAD);  /* base offset, leader epoch, magic, last offset delta,
                                     * producer id, epoch, base sequence */
-    cl_put_be32(p + RB_LENGTH_OFFSET, (uint32_t)(size - RB_LOG_OVERHEAD));
+    put_be32(p + RB_LENGTH_OFFSET, (uint32_t)(size - RB_LOG_OVERHEAD));
     p[RB_ATTRIBUTES_OFFSET] = (uint8_t)(attributes >> 8);
     p[RB_ATTRIBUTES_OFFSET + 1] = (uint8_t)attributes;
-    cl_put_be64(p + RB_BASE_TIMESTAMP_OFFSET, base_ts);
-    cl_put_be64(p + RB_MAX_TIMESTAMP_OFFSET, max_ts);
-    cl_put_be32(p + RB_COUNT_OFFSET, (uint32_t)count);
-    cl_put_be32(p + RB_CRC_OFFSET, rb_crc(p, size));
+    put_be64(p + RB_BASE_TIMESTAMP_OFFSET, (uint64_t)base_ts);
+    put_be64(p + RB_MAX_TIMESTAMP_OFFSET, (uint64_t)max_ts);
+    put_be32(p + RB_COUNT_OFFSET, (uint32_t)count);
+    put_be32(p + RB_CRC_OFFSET, rb_crc(p, size));
 }
 
 static int

@@ -958,29 +958,6 @@ done:
 /* ------------------------------------------------------------------------------------ */
 /* encode_text_batches: the batches of one write to `append`, in one call                */
 
-static inline void
-put_be16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
-static inline void
-put_be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static inline void
-put_be64(uint8_t *p, uint64_t v)
-{
-    put_be32(p, (uint32_t)(v >> 32));
-    put_be32(p + 4, (uint32_t)v);
-}
-
 /* Fill the 61-byte v2 header at b of a batch whose `used` bytes of `count` records follow
  * it (DefaultRecordBatch.writeHeader): base offset 0, no partition leader epoch, no
  * producer, one timestamp `ts`, attributes `attrs`; then its CRC-32C. */

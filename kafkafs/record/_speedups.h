@@ -601,6 +601,31 @@ be64(const uint8_t *p)
     return (int64_t)(((uint64_t)be32(p) << 32) | be32(p + 4));
 }
 
+/* Big-endian writes, the twins of be32/be64 (batch headers written by _fast.c and
+ * _compaction.c). */
+static inline void
+put_be16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static inline void
+put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static inline void
+put_be64(uint8_t *p, uint64_t v)
+{
+    put_be32(p, (uint32_t)(v >> 32));
+    put_be32(p + 4, (uint32_t)v);
+}
+
 /* The attributes (int16) of the v2 batch header at b. */
 static inline int
 rb_attributes(const uint8_t *b)
