@@ -42,6 +42,20 @@ class ByteSource(Protocol):
     def first_data_at(self, pos: int) -> int | None: ...
 
 
+def first_nonzero(read, pos: int, end: int, chunk: int = ZERO_CHECK_CHUNK) -> int | None:
+    """The position of the first byte that is not zero in ``[pos, end)``, reading ``chunk``
+    bytes at a time with ``read(position, n) -> bytes``; None when zeros reach ``end`` or
+    a read comes back empty (the file ended early). Raises what ``read`` raises."""
+    while pos < end:
+        data = read(pos, min(chunk, end - pos))
+        if not data:
+            return None
+        if any(data):
+            return pos + len(data) - len(data.lstrip(b"\x00"))
+        pos += len(data)
+    return None
+
+
 def first_data_at(fd: int, pos: int) -> int | None:
     """The position of the first byte that is not zero at or after ``pos`` in the file open
     as ``fd``, or None when zeros reach its end (the unwritten rest of a preallocated
@@ -54,13 +68,9 @@ def first_data_at(fd: int, pos: int) -> int | None:
         except OSError:  # ENXIO: nothing but a hole to the end
             return None
         hole_at = min(os.lseek(fd, data_at, os.SEEK_HOLE), size)
-        while data_at < hole_at:
-            chunk = os.pread(fd, min(ZERO_CHECK_CHUNK, hole_at - data_at), data_at)
-            if not chunk:
-                return None
-            if any(chunk):
-                return data_at + len(chunk) - len(chunk.lstrip(b"\x00"))
-            data_at += len(chunk)
+        found = first_nonzero(lambda p, n: os.pread(fd, n, p), data_at, hole_at)
+        if found is not None:
+            return found
         at = max(hole_at, at + 1)
     return None
 
@@ -149,15 +159,7 @@ class ArrowSource:
         return self._file.size()
 
     def first_data_at(self, pos: int) -> int | None:
-        size = self.size()
-        while pos < size:
-            chunk = self.pread(pos, min(ZERO_CHECK_CHUNK, size - pos))
-            if not chunk:
-                return None
-            if any(chunk):
-                return pos + len(chunk) - len(chunk.lstrip(b"\x00"))
-            pos += len(chunk)
-        return None
+        return first_nonzero(self.pread, pos, self.size())
 
 
 class BufferSource:

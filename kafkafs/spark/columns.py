@@ -47,6 +47,7 @@ import logging
 import os
 
 from ..log import safeio
+from ..log.bytesource import first_nonzero
 from ..log.isolation import AbortedFilter
 from ..log.txnindex import AbortedTxn
 from ..log.walk import BatchOrder, walk_batches
@@ -190,20 +191,9 @@ class _WindowSource:
 
     def first_data_at(self, pos: int) -> int | None:
         if self.win.f.identity is None:  # a pyarrow file: compare the planned range only
-            return _first_data_below(self, pos, self.win.limit)
+            return first_nonzero(self.win.f.read, pos, self.win.limit, CHUNK)
         data_at = self._file.first_data_at(pos)
         return None if data_at is None or data_at >= self.win.limit else data_at
-
-
-def _first_data_below(src: _WindowSource, pos: int, limit: int) -> int | None:
-    while pos < limit:
-        chunk = src.win.f.read(pos, min(CHUNK, limit - pos))
-        if not chunk:
-            return None
-        if any(chunk):
-            return pos + len(chunk) - len(chunk.lstrip(b"\x00"))
-        pos += len(chunk)
-    return None
 
 
 class _SliceReader:
