@@ -536,8 +536,11 @@ def test_the_cleaner_drops_records_without_a_key(tmp_path):
 
 
 # -- damage --------------------------------------------------------------------------------
-@pytest.mark.parametrize("damage", ["crc", "records"])
+@pytest.mark.parametrize("damage", ["crc", "records", "offsets_back", "into_next_segment"])
 def test_a_corrupt_batch_in_a_dirty_segment_fails_the_pass_and_loses_nothing(tmp_path, damage):
+    """A damaged batch -- a bad CRC, garbled records under a good one, or a base offset
+    (outside the CRC) forged so that offsets go back or reach into the next segment -- fails
+    the pass where every reader stops (docs/design.md §5.1), and nothing is swapped in."""
     lg = make_log(tmp_path)
     model = Model()
     fill(lg, model, 200, keys=20)
@@ -550,9 +553,13 @@ def test_a_corrupt_batch_in_a_dirty_segment_fails_the_pass_and_loses_nothing(tmp
         raw = bytearray(f.read(victim.size))
         if damage == "crc":
             raw[-2] ^= 0xFF
-        else:  # the records garbled under a recomputed CRC
+        elif damage == "records":  # the records garbled under a recomputed CRC
             raw[61] = 0x7F
             struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
+        elif damage == "offsets_back":  # the base offset is not under the CRC
+            struct.pack_into(">q", raw, 0, seg.base_offset)
+        else:
+            struct.pack_into(">q", raw, 0, lg.segments()[2].base_offset)
         f.seek(victim.position)
         f.write(raw)
     before = tree_state(lg.dir)
@@ -560,6 +567,13 @@ def test_a_corrupt_batch_in_a_dirty_segment_fails_the_pass_and_loses_nothing(tmp
     result = cl.clean_log(lg, now=NOW)
     assert result.error is not None and "CorruptRecordError" in result.error
     assert path in result.error and f"position {victim.position}" in result.error
+    reason = {"offsets_back": "offsets go back", "into_next_segment": "reach into the next"}
+    assert reason.get(damage, "") in result.error
+    if damage != "records":  # (garbled records are met when a reader decodes them)
+        with pytest.raises(CorruptRecordError) as readers:  # where every reader stops
+            for _ in lg.batches():
+                pass
+        assert (readers.value.path, readers.value.position) == (path, victim.position)
     assert tree_state(lg.dir) == before  # nothing swapped, no .cleaned file left
     info = cl.manager.uncleanable(("t", 0))
     assert info is not None and info.error == result.error
@@ -838,7 +852,10 @@ def test_filter_twins_agree_on_random_batches_and_damage():
         prot = array.array("q", sorted(rnd.sample(range(end_offset + 5), 4))).tobytes()
         upper = rnd.randint(0, end_offset + 5)
         end = len(buf) if trial % 7 else rnd.randint(0, len(buf))
-        args = (buf, 0, end, m, slots, latest, 5000, 100, prot, upper)
+        order = () if trial % 3 == 0 else (rnd.choice([-1, 0, rnd.randint(0, end_offset)]),
+                                           rnd.choice([-1, rnd.randint(0, end_offset + 5)]),
+                                           rnd.choice([-1, rnd.randint(0, end_offset + 5)]))
+        args = (buf, 0, end, m, slots, latest, 5000, 100, prot, upper, *order)
         assert compaction.PYTHON.filter_batches(*args) == compaction.C.filter_batches(*args)
         pos = 0
         while pos + 61 <= len(buf):
@@ -879,8 +896,8 @@ def test_rebuilt_batches_decode_the_same_with_kafka_python(tmp_path):
                    for i in range(40))
     m = bytearray(30 * 24)
     compaction.map_batches(buf, 0, len(buf), m, 30, 0, 29, 0)
-    pos, out, status, st = compaction.filter_batches(buf, 0, len(buf), m, 30, 10**6, 5000,
-                                                     100, b"", -1)
+    pos, out, status, st, _expected = compaction.filter_batches(buf, 0, len(buf), m, 30,
+                                                                10**6, 5000, 100, b"", -1)
     assert (pos, status) == (len(buf), compaction.STATUS_END)
     assert 0 < st[1] < st[0] and len(out) == st[3]
     pdir = tmp_path / "x"

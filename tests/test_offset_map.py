@@ -124,6 +124,33 @@ def test_put_records_stops_at_the_load_factor():
     assert m.get(b"k4") == 104 and m.get(b"k5") == -1
 
 
+@pytest.mark.parametrize("starts,bounds,stops_at", [
+    ([100, 108, 104], (100, -1, -1), 2),  # the third goes back below the one before it
+    ([100, 108, 104], (-1, -1, -1), 2),   # the same with no bounds: a run always increases
+    ([100, 108, 116], (100, 110, -1), 1),  # the second reaches 110, the next segment's base
+    ([100, 108, 116], (105, -1, -1), 0),  # the first starts below the segment's base
+    ([100, 108, 116], (-1, -1, 101), 0),  # the first starts below the offset expected
+    ([100, 108, 116], (100, 124, 100), 3),  # every batch in place
+])
+def test_map_and_filter_loops_stop_at_offsets_out_of_order(impl, starts, bounds, stops_at):
+    """The batch loops take only batches in the walk's order (docs/design.md §5.1: the
+    segment's base, the next segment's, increasing offsets) and stop at the first that is
+    not, as at one that is not plain: the cleaner's walker then names the damage. The
+    offset after the last batch taken comes back as ``expected``."""
+    batches = [encode_batch([(0, b"k%d" % (b + i), b"v", ()) for i in range(8)],
+                            base_offset=b) for b in starts]
+    buf = b"".join(batches)
+    stop = sum(len(b) for b in batches[:stops_at])
+    expected = starts[stops_at - 1] + 8 if stops_at else bounds[2]
+    status = compaction.STATUS_END if stops_at == 3 else compaction.STATUS_OTHER
+    m = bytearray(64 * ENTRY_SIZE)
+    pos, _size, _latest, st, got = impl.map_batches(buf, 0, len(buf), m, 64, 0, 60, 0, *bounds)
+    assert (pos, st, got) == (stop, status, expected)
+    pos, _out, st, _stats, got = impl.filter_batches(
+        buf, 0, len(buf), m, 64, 1 << 40, 0, 0, b"", -1, *bounds)
+    assert (pos, st, got) == (stop, status, expected)
+
+
 def _records_batch(n, base, rnd, keyless=0.1):
     recs = [(1000 + i, None if rnd.random() < keyless else b"k%d" % rnd.randint(0, 30),
              None if rnd.random() < 0.2 else rnd.randbytes(rnd.randint(0, 40)),
@@ -153,8 +180,14 @@ def test_map_records_and_batches_twins_on_valid_and_garbled_input():
         max_size = rnd.randint(0, slots)
         start = rnd.randint(0, 60)
         ma, mb = bytearray(slots * ENTRY_SIZE), bytearray(slots * ENTRY_SIZE)
-        assert compaction.PYTHON.map_batches(buf, 0, end, ma, slots, 0, max_size, start) == \
-            compaction.C.map_batches(buf, 0, end, mb, slots, 0, max_size, start)
+        # the order bounds (segment base, next base, expected; -1 none): often ones the
+        # batches break, so that both twins stop at the same batch
+        order = () if trial % 4 == 0 else (rnd.choice([-1, 0, rnd.randint(0, 60)]),
+                                           rnd.choice([-1, rnd.randint(0, base + 5)]),
+                                           rnd.choice([-1, rnd.randint(0, base + 5)]))
+        assert compaction.PYTHON.map_batches(buf, 0, end, ma, slots, 0, max_size, start,
+                                             *order) == \
+            compaction.C.map_batches(buf, 0, end, mb, slots, 0, max_size, start, *order)
         assert ma == mb
         # one payload at a time, garbled too: the same result or the same error
         payload = bytearray(buf[61:120])

@@ -48,10 +48,10 @@ def _taken_by_every_c_check(batch: bytes) -> dict[str, bool]:
     """Whether each C path that checks a plain batch's CRC-32C takes ``batch``."""
     taken = {}
     slots = 64
-    pos, _size, _latest, _status = _speedups.cl_map_batches(
+    pos, _size, _latest, _status, _expected = _speedups.cl_map_batches(
         batch, 0, len(batch), bytearray(24 * slots), slots, 0, slots // 2, 0)
     taken["cl_map_batches"] = pos == len(batch)
-    pos, _out, _status, _stats = _speedups.cl_filter_batches(
+    pos, _out, _status, _stats, _expected = _speedups.cl_filter_batches(
         batch, 0, len(batch), bytearray(24 * slots), slots, 1 << 62, 0, 0, b"", -1)
     taken["cl_filter_batches"] = pos == len(batch)
     pos, _status, _expected = _speedups.ColumnBuilder().add_batches(batch, 0, len(batch), 0,
@@ -94,7 +94,7 @@ def test_cleaner_writes_the_crc32c_of_the_package():
     slots = 64
     m = bytearray(24 * slots)
     _speedups.cl_map_batches(batch, 0, len(batch), m, slots, 0, slots // 2, 0)
-    pos, out, _status, stats = _speedups.cl_filter_batches(batch, 0, len(batch), m, slots,
-                                                           1 << 62, 0, 0, b"", -1)
+    pos, out, _status, stats, _expected = _speedups.cl_filter_batches(
+        batch, 0, len(batch), m, slots, 1 << 62, 0, 0, b"", -1)
     assert pos == len(batch) and stats[1] == 3 and out != batch
     assert int.from_bytes(out[17:21], "big") == crc32c.crc32c(out[21:])

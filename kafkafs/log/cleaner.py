@@ -67,6 +67,7 @@ import time
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 
 from ..record import compaction as _rc
 from ..record.batch import HEADER_PEEK, LOG_APPEND_TIME
@@ -88,7 +89,7 @@ from .log import Log
 from .offset_map import SkimpyOffsetMap
 from .segment import LogSegment
 from .throttler import Throttler
-from .walk import walk_batches
+from .walk import BatchOrder, walk_batches
 
 log = logging.getLogger(__name__)
 
@@ -227,13 +228,22 @@ class _Pass:
     """The per-pass context of :meth:`Cleaner.clean` (what Kafka passes as arguments)."""
 
     def __init__(self, lg: Log, now: int, stats: CleanerStats,
-                 progress: Callable[[int, int], None] | None):
+                 progress: Callable[[int, int], None] | None,
+                 segments: list[LogSegment] = ()):
         self.log = lg
         self.now = now
         self.stats = stats
         self.progress = progress
         self.done = 0
         self.total = 0
+        # base offset -> the next segment's base offset: the order every batch must keep
+        self._next_bases = {s.base_offset: n.base_offset for s, n in pairwise(segments)}
+
+    def order(self, seg: LogSegment) -> BatchOrder:
+        """The order rules of a walk over ``seg`` from its start (docs/design.md §5.1): its
+        base offset, the next segment's, and the offsets increasing from batch to batch. The
+        cleaner reads only sealed segments, so no log end offset."""
+        return BatchOrder(seg.base_offset, self._next_bases.get(seg.base_offset))
 
     def advance(self, nbytes: int) -> None:
         self.done += nbytes
@@ -270,8 +280,8 @@ class Cleaner:
         if not lg.writable:
             raise ReadOnlyLogError(f"{lg.name} is read-only")
         stats = CleanerStats()
-        ctx = _Pass(lg, now, stats, progress)
         segs = lg.segments()
+        ctx = _Pass(lg, now, stats, progress, segs)
         below_dirty = [s for s in segs if s.base_offset < ltc.first_dirty_offset]
         legacy_horizon = below_dirty[-1].last_modified_ms() - lg.config.delete_retention_ms \
             if below_dirty else 0
@@ -319,16 +329,18 @@ class Cleaner:
                 return
 
     @staticmethod
-    def _batch_at(seg: LogSegment, chunk, p: int, file_pos: int, end: int):
+    def _batch_at(seg: LogSegment, chunk, p: int, file_pos: int, end: int,
+                  order: BatchOrder):
         """The batch at ``chunk[p:]`` (file position ``file_pos + p``) where a C loop stopped,
         through the one walker (docs/design.md §5.3) over the chunk and then the ``.log``:
-        its CRC checked, a batch larger than the chunk read whole; None at the zero tail of
-        a preallocated segment or ``end`` (the segment's size). A cleaned segment is sealed,
-        so an incomplete batch at its end is damage (``strict_end``). Raises
-        CorruptRecordError (naming the file and position) at a bad batch, zeros followed by
-        data or an incomplete batch."""
+        its CRC checked, its offsets in ``order`` (which moves past it), a batch larger than
+        the chunk read whole; None at the zero tail of a preallocated segment or ``end``
+        (the segment's size). A cleaned segment is sealed, so an incomplete batch at its end
+        is damage (``strict_end``). Raises CorruptRecordError (naming the file and position)
+        at a bad batch, offsets out of order, zeros followed by data or an incomplete
+        batch."""
         walk = walk_batches(BufferSource(chunk, file_pos, seg.source), file_pos + p, end,
-                            validate=True, strict_end=True,
+                            validate=True, strict_end=True, order=order,
                             chunk_size=max(len(chunk) - p, HEADER_PEEK))
         try:
             return next(walk, None)
@@ -356,6 +368,7 @@ class Cleaner:
                      txn: CleanedTransactionMetadata) -> bool:
         m = self.offset_map
         pos = 0
+        order = ctx.order(seg)
         if seg.base_offset < start:
             first = seg.translate_offset(start)
             pos = first.position if first is not None else seg.size
@@ -365,13 +378,13 @@ class Cleaner:
             nonlocal full
             p = 0
             while p < len(chunk):
-                p, status = m.put_batches(chunk, p, len(chunk), start)
+                p, status = m.put_batches(chunk, p, len(chunk), start, order)
                 if status == _rc.STATUS_FULL:
                     full = True
                     return p, True
                 if status == _rc.STATUS_END and p > 0:
                     return p, False  # (the next chunk starts at the batch cut by this one)
-                batch = self._batch_at(seg, chunk, p, file_pos, end)
+                batch = self._batch_at(seg, chunk, p, file_pos, end, order)
                 if batch is None:
                     return p, True
                 if self._map_batch(batch, start, txn):
@@ -455,20 +468,22 @@ class Cleaner:
         m = self.offset_map
         cfg = ctx.log.config
         stats = ctx.stats
+        order = ctx.order(seg)
 
         def on_chunk(chunk, file_pos, end):
             p = 0
             while p < len(chunk):
-                p, out, status, st = _rc.filter_batches(
+                p, out, status, st, expected = _rc.filter_batches(
                     chunk, p, len(chunk), m.buffer, m.slots, m.latest_offset, ctx.now,
-                    cfg.delete_retention_ms, protected, upper_bound)
+                    cfg.delete_retention_ms, protected, upper_bound, *order.bounds())
+                order.moved_to(expected)
                 stats.add_filter_stats(st)
                 if out:
                     writer.write(out)
                     self.throttler.maybe_throttle(len(out))
                 if status == _rc.STATUS_END and p > 0:
                     return p, False  # (the next chunk starts at the batch cut by this one)
-                batch = self._batch_at(seg, chunk, p, file_pos, end)
+                batch = self._batch_at(seg, chunk, p, file_pos, end, order)
                 if batch is None:
                     return p, True
                 kept = self._filter_batch(ctx, batch, retain_legacy_deletes, txn,

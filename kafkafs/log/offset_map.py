@@ -22,6 +22,7 @@ from __future__ import annotations
 import mmap
 
 from ..record import compaction as _rc
+from .walk import BatchOrder
 
 ENTRY_SIZE = _rc.MAP_ENTRY_SIZE
 
@@ -122,14 +123,20 @@ class SkimpyOffsetMap:
             self.latest_offset = last
         return full
 
-    def put_batches(self, buf, pos: int, end: int, start_offset: int) -> tuple[int, int]:
+    def put_batches(self, buf, pos: int, end: int, start_offset: int,
+                    order: BatchOrder | None = None) -> tuple[int, int]:
         """:meth:`put_records` over the run of plain batches of ``buf[pos:end]`` (see
         :func:`kafkafs.record.compaction.map_batches`), moving :attr:`latest_offset` past
-        each. Returns ``(position, status)``."""
+        each. ``order``: the walk's order rules (its segment base, next segment's base and
+        ``expected``, which moves past each batch taken); a batch out of them stops the run
+        as one that is not plain does (the caller's walker then names the damage). Returns
+        ``(position, status)``."""
         self._dirty = True
-        pos, self.size, latest, status = _rc.map_batches(buf, pos, end, self.buffer,
-                                                         self.slots, self.size,
-                                                         self.max_entries, start_offset)
+        pos, self.size, latest, status, expected = _rc.map_batches(
+            buf, pos, end, self.buffer, self.slots, self.size, self.max_entries, start_offset,
+            *(() if order is None else order.bounds()))
+        if order is not None:
+            order.moved_to(expected)
         if latest >= 0:
             self.latest_offset = latest
         return pos, status

@@ -147,6 +147,17 @@ class BatchOrder:
         self.expected = batch.next_offset
         return True
 
+    def bounds(self) -> tuple[int, int, int]:
+        """``(segment_base, next_base, expected)`` as the C loops take them (-1 for None;
+        ``record.batch.offsets_in_place``: the same rules but the log end offset's)."""
+        return tuple(-1 if v is None else v
+                     for v in (self.segment_base, self.next_base, self.expected))
+
+    def moved_to(self, expected: int) -> None:
+        """Take ``expected`` from a C loop that walked on (-1: it took no batch)."""
+        if expected >= 0:
+            self.expected = expected
+
 
 class ZeroTail:
     """A checked zero tail of a source, remembered: ``(position, file size)`` from which the

@@ -304,10 +304,8 @@ cb_walk(CBObject *c, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, cb_walk_a
         last = wrap_add(base, lod);
         if ((attrs & (RB_COMPRESSION_MASK | RB_CONTROL_MASK)) ||
             ((attrs & RB_TRANSACTIONAL_MASK) && w->skip_transactional) ||
-            lod < 0 || count < 0 || last < base || base < w->segment_base ||
-            last - w->segment_base > INT32_MAX ||
-            (w->next_base >= 0 && last >= w->next_base) ||
-            (w->expected >= 0 && base < w->expected) ||
+            lod < 0 || count < 0 ||
+            !rb_offsets_in_place(base, last, w->segment_base, w->next_base, w->expected) ||
             rb_crc(h, size) != be32(h + RB_CRC_OFFSET)) {
             status = CB_OTHER;
             break;

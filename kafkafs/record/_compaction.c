@@ -321,11 +321,19 @@ cl_map_core(const uint8_t *buf, Py_ssize_t len, Py_ssize_t count, int64_t base_o
     return 0;
 }
 
+/* The order a run of batches must keep (rb_offsets_in_place; -1: no such bound):
+ * the segment's base offset, the next segment's, and the offset after the batch before,
+ * moved past each batch taken. */
+typedef struct {
+    int64_t segment_base, next_base, expected;
+} clorder;
+
 /* The batch at pos of buf[0:end) if the loops take it on: returns its size (> 0), or
- * CL_NOT_TAKEN(status) < 0 with status CL_STATUS_END / CL_STATUS_OTHER. */
+ * CL_NOT_TAKEN(status) < 0 with status CL_STATUS_END / CL_STATUS_OTHER (a batch whose
+ * offsets are out of the order `o` is OTHER: the caller's walker names the damage). */
 #define CL_NOT_TAKEN(status) (-1 - (status))
 static Py_ssize_t
-cl_plain_batch(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end)
+cl_plain_batch(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, const clorder *o)
 {
     const uint8_t *b = buf + pos;
     int32_t length, count;
@@ -343,6 +351,9 @@ cl_plain_batch(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end)
         return CL_NOT_TAKEN(CL_STATUS_END);
     count = (int32_t)be32(b + RB_COUNT_OFFSET);
     if ((rb_attributes(b) & RB_NOT_PLAIN) || count < 0)
+        return CL_NOT_TAKEN(CL_STATUS_OTHER);
+    if (!rb_offsets_in_place(be64(b), rb_last_offset(b), o->segment_base, o->next_base,
+                             o->expected))
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
     if (rb_crc(b, size) != be32(b + RB_CRC_OFFSET))
         return CL_NOT_TAKEN(CL_STATUS_OTHER);
@@ -515,7 +526,7 @@ typedef struct {
 static int
 cl_filter_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap *m,
                int64_t latest, int64_t now, int64_t retention, const int64_t *prot,
-               Py_ssize_t nprot, int64_t upper_bound, clout *o, clstats *st)
+               Py_ssize_t nprot, int64_t upper_bound, clorder *order, clout *o, clstats *st)
 {
     Py_ssize_t pos = *ppos;
     clkeep *keep = NULL;
@@ -523,7 +534,7 @@ cl_filter_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap
     int status;
 
     for (;;) {
-        Py_ssize_t size = cl_plain_batch(buf, pos, end), start;
+        Py_ssize_t size = cl_plain_batch(buf, pos, end, order), start;
         const uint8_t *b;
         int32_t count;
         int attributes;
@@ -598,6 +609,7 @@ cl_filter_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap
                             (int32_t)res.kept);
             st->bytes_written += bsize;
         }
+        order->expected = wrap_add(last, 1);
         pos += size;
     }
     PyMem_RawFree(keep);
@@ -608,12 +620,13 @@ cl_filter_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap
 /* map_batches' loop (no GIL). Returns the status, or -1 (internal: map full). */
 static int
 cl_map_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap *m,
-            Py_ssize_t *size, Py_ssize_t max_size, int64_t start_offset, int64_t *latest)
+            Py_ssize_t *size, Py_ssize_t max_size, int64_t start_offset, int64_t *latest,
+            clorder *order)
 {
     Py_ssize_t pos = *ppos;
     int status;
     for (;;) {
-        Py_ssize_t bsize = cl_plain_batch(buf, pos, end);
+        Py_ssize_t bsize = cl_plain_batch(buf, pos, end, order);
         const uint8_t *b;
         int64_t base, last, put = -1;
         int32_t count;
@@ -638,6 +651,7 @@ cl_map_loop(const uint8_t *buf, Py_ssize_t *ppos, Py_ssize_t end, const clmap *m
         last = rb_last_offset(b);
         if (last >= start_offset)
             *latest = last;
+        order->expected = wrap_add(last, 1);
         pos += bsize;
     }
     *ppos = pos;
@@ -822,10 +836,12 @@ cl_map_batches(PyObject *self, PyObject *args)
     int64_t latest = -1;
     Py_buffer bv, mv;
     clmap m;
+    clorder order = {-1, -1, -1};
     int status;
 
-    if (!PyArg_ParseTuple(args, "OnnOnnnL:map_batches", &bobj, &pos, &end, &mobj, &slots,
-                          &size, &max_size, &start_offset))
+    if (!PyArg_ParseTuple(args, "OnnOnnnL|LLL:map_batches", &bobj, &pos, &end, &mobj, &slots,
+                          &size, &max_size, &start_offset, &order.segment_base,
+                          &order.next_base, &order.expected))
         return NULL;
     if (cl_get_range(bobj, pos, &end, &bv) < 0)
         return NULL;
@@ -834,12 +850,14 @@ cl_map_batches(PyObject *self, PyObject *args)
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
-    status = cl_map_loop(bv.buf, &pos, end, &m, &size, max_size, start_offset, &latest);
+    status = cl_map_loop(bv.buf, &pos, end, &m, &size, max_size, start_offset, &latest,
+                         &order);
     Py_END_ALLOW_THREADS
     if (status < 0)
         cl_full_error(size, slots);
     else
-        result = Py_BuildValue("(nnLi)", pos, size, (long long)latest, status);
+        result = Py_BuildValue("(nnLiL)", pos, size, (long long)latest, status,
+                               (long long)order.expected);
     PyBuffer_Release(&mv);
     PyBuffer_Release(&bv);
     return result;
@@ -916,10 +934,12 @@ cl_filter_batches(PyObject *self, PyObject *args)
     clmap m;
     clout o = {NULL, 0, 0};
     clstats st = {0, 0, 0, 0, 0, 0};
+    clorder order = {-1, -1, -1};
     int status;
 
-    if (!PyArg_ParseTuple(args, "OnnOnLLLOL:filter_batches", &bobj, &pos, &end, &mobj,
-                          &slots, &latest, &now, &retention, &pobj, &upper))
+    if (!PyArg_ParseTuple(args, "OnnOnLLLOL|LLL:filter_batches", &bobj, &pos, &end, &mobj,
+                          &slots, &latest, &now, &retention, &pobj, &upper,
+                          &order.segment_base, &order.next_base, &order.expected))
         return NULL;
     if (cl_get_range(bobj, pos, &end, &bv) < 0)
         return NULL;
@@ -934,15 +954,16 @@ cl_filter_batches(PyObject *self, PyObject *args)
     }
     Py_BEGIN_ALLOW_THREADS
     status = cl_filter_loop(bv.buf, &pos, end, &m, latest, now, retention, prv.buf,
-                            prv.len / (Py_ssize_t)sizeof(int64_t), upper, &o, &st);
+                            prv.len / (Py_ssize_t)sizeof(int64_t), upper, &order, &o, &st);
     Py_END_ALLOW_THREADS
     if (status < 0)
         PyErr_NoMemory();
     else {
         out_obj = PyBytes_FromStringAndSize((const char *)o.p, o.used);
         if (out_obj != NULL)
-            result = Py_BuildValue("(nNi(LLLLLL))", pos, out_obj, status, st.read, st.kept,
-                                   st.bytes_read, st.bytes_written, st.invalid, st.dropped);
+            result = Py_BuildValue("(nNi(LLLLLL)L)", pos, out_obj, status, st.read,
+                                   st.kept, st.bytes_read, st.bytes_written, st.invalid,
+                                   st.dropped, (long long)order.expected);
     }
     PyMem_RawFree(o.p);
     PyBuffer_Release(&mv);
@@ -1087,14 +1108,15 @@ static PyMethodDef cl_methods[] = {
      "cl_map_records(payload, count, base_offset, map, slots, size, max_size, start_offset)"
      " -> (size, last put offset, full)"},
     {"cl_map_batches", cl_map_batches, METH_VARARGS,
-     "cl_map_batches(buf, pos, end, map, slots, size, max_size, start_offset)"
-     " -> (pos, size, latest, status)"},
+     "cl_map_batches(buf, pos, end, map, slots, size, max_size, start_offset,"
+     " segment_base=-1, next_base=-1, expected=-1) -> (pos, size, latest, status, expected)"},
     {"cl_filter_records", cl_filter_records, METH_VARARGS,
      "cl_filter_records(payload, count, base_offset, base_timestamp, fixed_timestamp, map,"
      " slots, latest_offset, retain_deletes, mode, batch_horizon, new_horizon, marker)"},
     {"cl_filter_batches", cl_filter_batches, METH_VARARGS,
      "cl_filter_batches(buf, pos, end, map, slots, latest_offset, now, delete_retention_ms,"
-     " protected, upper_bound) -> (pos, output, status, stats)"},
+     " protected, upper_bound, segment_base=-1, next_base=-1, expected=-1)"
+     " -> (pos, output, status, stats, expected)"},
     {"cl_index_entries", cl_index_entries, METH_VARARGS,
      "cl_index_entries(buf, position, interval, state) -> (offsets, times, state)"},
     {"cl_null_key_index", cl_null_key_index, METH_VARARGS,

@@ -640,6 +640,20 @@ rb_last_offset(const uint8_t *b)
     return wrap_add(be64(b), (int32_t)be32(b + RB_LAST_OFFSET_DELTA_OFFSET));
 }
 
+/* Whether a batch holding offsets [base, last] may stand where it is: the order rules of
+ * log/walk.py's offset_order_problem but the log end offset's. Its last offset not below
+ * its base; at or above segment_base and within an int of it; below next_base (the next
+ * segment's base offset); its base at or above expected (the offset after the batch
+ * before). A bound of -1 is none (offsets are never negative). */
+static inline int
+rb_offsets_in_place(int64_t base, int64_t last, int64_t segment_base, int64_t next_base,
+                    int64_t expected)
+{
+    return last >= base &&
+           (segment_base < 0 || (base >= segment_base && last - segment_base <= INT32_MAX)) &&
+           (next_base < 0 || last < next_base) && (expected < 0 || base >= expected);
+}
+
 /* -- CRC-32C (_crc32c.c) ------------------------------------------------------------------- */
 
 /* CRC-32C (Castagnoli) as Kafka's Crc32C computes it: ISA-L, SSE4.2 or a table. */

@@ -390,6 +390,19 @@ def set_base_offset(batch: bytearray | memoryview, base_offset: int) -> None:
     _I64.pack_into(batch, 0, base_offset)
 
 
+def offsets_in_place(base: int, last: int, segment_base: int = -1, next_base: int = -1,
+                     expected: int = -1) -> bool:
+    """Whether a batch holding offsets ``[base, last]`` may stand where it is: the order rules
+    of ``log/walk.py``'s ``offset_order_problem`` but the log end offset's, for the C loops
+    and their Python twins (``rb_offsets_in_place`` in ``_speedups.h``). Its last offset not
+    below its base; at or above ``segment_base`` and within an int of it; below
+    ``next_base`` (the next segment's base offset); its base at or above ``expected`` (the
+    offset after the batch before). A bound of -1 is none (offsets are never negative)."""
+    return last >= base and \
+        (segment_base < 0 or (base >= segment_base and last - segment_base <= 0x7FFFFFFF)) and \
+        (next_base < 0 or last < next_base) and (expected < 0 or base >= expected)
+
+
 def peek_offset_and_size(buf, pos: int = 0) -> tuple[int, int, int]:
     """Read ``(base_offset, size, magic)`` of the entry at ``buf[pos:]`` without validating.
 

@@ -57,6 +57,7 @@ from array import array
 from crc32c import crc32c as _crc32c
 
 from . import fast
+from .batch import offsets_in_place
 from .errors import CorruptRecordError
 
 __all__ = ["END", "HAVE_C", "OTHER", "PARTIAL", "PAST", "PYTHON", "C", "ColumnBuilder"]
@@ -178,10 +179,8 @@ class _PyColumnBuilder:
             last = _wrap64(base + lod)
             if attrs & (_ATTR_CODEC | _ATTR_CONTROL) or \
                     (attrs & _ATTR_TRANSACTIONAL and skip_transactional) or lod < 0 or \
-                    count < 0 or last < base or base < segment_base or \
-                    last - segment_base > _INT32_MAX or \
-                    (next_base >= 0 and last >= next_base) or \
-                    (expected >= 0 and base < expected) or \
+                    count < 0 or \
+                    not offsets_in_place(base, last, segment_base, next_base, expected) or \
                     _crc32c(view[pos + 21:pos + size]) != crc:
                 status = OTHER
                 break

@@ -56,6 +56,7 @@ from .batch import (
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
+    offsets_in_place,
 )
 from .errors import CorruptRecordError
 from .varint import decode_varint, encode_varint
@@ -280,10 +281,11 @@ def _py_map_records(payload, count: int, base_offset: int, map_buf, slots: int, 
     return size, last, False
 
 
-def _plain_batch(buf: bytes, pos: int, end: int):
+def _plain_batch(buf: bytes, pos: int, end: int, order: tuple = (-1, -1, -1)):
     """The header of the batch at ``pos`` if the C loops would take it on (see the module),
     else ``(status, None)``: STATUS_END when it is not whole in ``buf[:end]``, STATUS_OTHER
-    when it is not plain."""
+    when it is not plain or its offsets are out of ``order`` (segment base, next segment's
+    base, the offset after the batch before: :func:`~kafkafs.record.batch.offsets_in_place`)."""
     if end - pos < 17:
         return STATUS_END, None
     if buf[pos + 16] != CURRENT_MAGIC:
@@ -298,6 +300,8 @@ def _plain_batch(buf: bytes, pos: int, end: int):
     attributes, count = head[5], head[12]
     if attributes & _NOT_PLAIN or count < 0:
         return STATUS_OTHER, None
+    if not offsets_in_place(head[0], _wrap64(head[0] + head[6]), *order):
+        return STATUS_OTHER, None
     if crc32c(buf[pos + ATTRIBUTES_OFFSET:pos + size]) != head[4]:
         return STATUS_OTHER, None
     payload = buf[pos + BATCH_OVERHEAD:pos + size]
@@ -309,19 +313,23 @@ def _plain_batch(buf: bytes, pos: int, end: int):
 
 
 def _py_map_batches(buf, pos: int, end: int, map_buf, slots: int, size: int, max_size: int,
-                    start_offset: int) -> tuple[int, int, int, int]:
+                    start_offset: int, segment_base: int = -1, next_base: int = -1,
+                    expected: int = -1) -> tuple[int, int, int, int, int]:
     """:func:`map_records` over the plain batches of ``buf[pos:end]``, one after the other;
     after each batch whose last offset is at or past ``start_offset`` the latest offset
-    becomes that last offset (``map.updateLatestOffset``). Returns ``(position, size,
-    latest offset or -1, status)``: STATUS_FULL (position: the batch that filled it; the
-    latest offset is the last record put), STATUS_OTHER (position: the batch that is not
-    plain) or STATUS_END (position: the first batch that is not whole)."""
+    becomes that last offset (``map.updateLatestOffset``). The batches must keep the order
+    of ``segment_base``, ``next_base`` and ``expected`` (the offset after the batch before;
+    -1: no such bound, :func:`~kafkafs.record.batch.offsets_in_place`). Returns
+    ``(position, size, latest offset or -1, status, expected)``: STATUS_FULL (position: the
+    batch that filled it; the latest offset is the last record put), STATUS_OTHER
+    (position: the batch that is not plain or out of order) or STATUS_END (position: the
+    first batch that is not whole); ``expected`` the offset after the last batch taken."""
     data = bytes(memoryview(buf)[:end])
     latest = -1
     while True:
-        size_or_status, head = _plain_batch(data, pos, end)
+        size_or_status, head = _plain_batch(data, pos, end, (segment_base, next_base, expected))
         if head is None:
-            return pos, size, latest, size_or_status
+            return pos, size, latest, size_or_status, expected
         base, count = head[0], head[12]
         payload = data[pos + BATCH_OVERHEAD:pos + size_or_status]
         size, last, full = _py_map_records(payload, count, base, map_buf, slots, size,
@@ -329,10 +337,11 @@ def _py_map_batches(buf, pos: int, end: int, map_buf, slots: int, size: int, max
         if last >= 0:
             latest = last
         if full:
-            return pos, size, latest, STATUS_FULL
+            return pos, size, latest, STATUS_FULL, expected
         last_offset = _wrap64(base + head[6])
         if last_offset >= start_offset:
             latest = last_offset
+        expected = _wrap64(last_offset + 1)
         pos += size_or_status
 
 
@@ -432,8 +441,9 @@ def _header_bytes(base_offset: int, partition_leader_epoch: int, attributes: int
 
 
 def _py_filter_batches(buf, pos: int, end: int, map_buf, slots: int, latest_offset: int,
-                       now: int, delete_retention_ms: int, protected, upper_bound: int
-                       ) -> tuple[int, bytes, int, tuple]:
+                       now: int, delete_retention_ms: int, protected, upper_bound: int,
+                       segment_base: int = -1, next_base: int = -1, expected: int = -1
+                       ) -> tuple[int, bytes, int, tuple, int]:
     """:func:`filter_records` (MODE_FILTER) over the plain batches of ``buf[pos:end]``, the
     kept batches written out one after the other: a batch whose records all stay (and that
     needs no delete horizon) byte for byte, a changed one rebuilt (:func:`retained_batch`), an
@@ -445,17 +455,21 @@ def _py_filter_batches(buf, pos: int, end: int, map_buf, slots: int, latest_offs
     int64: the last data offsets of the active producers) and one that ends at
     ``upper_bound`` (the cleaning round's last batch) -- both are kept even when empty.
 
-    Returns ``(position, output, status, stats)`` with stats ``(records read, records kept,
-    bytes read, bytes written, invalid records, tombstones dropped)``."""
+    It stops (STATUS_OTHER) at a batch out of the order of ``segment_base``, ``next_base``
+    and ``expected`` too (as :func:`map_batches`).
+
+    Returns ``(position, output, status, stats, expected)`` with stats ``(records read,
+    records kept, bytes read, bytes written, invalid records, tombstones dropped)`` and
+    ``expected`` the offset after the last batch taken."""
     data = bytes(memoryview(buf)[:end])
     prot = array("q")
     prot.frombytes(bytes(protected))
     out = []
     stats = [0, 0, 0, 0, 0, 0]
     while True:
-        size_or_status, head = _plain_batch(data, pos, end)
+        size_or_status, head = _plain_batch(data, pos, end, (segment_base, next_base, expected))
         if head is None:
-            return pos, b"".join(out), size_or_status, tuple(stats)
+            return pos, b"".join(out), size_or_status, tuple(stats), expected
         size = size_or_status
         (base, _len, ple, _magic, _crc, attributes, lod, base_ts, max_ts, pid, epoch, seq,
          count) = head
@@ -463,9 +477,9 @@ def _py_filter_batches(buf, pos: int, end: int, map_buf, slots: int, latest_offs
         if pid >= 0:
             i = bisect_left(prot, last_offset)
             if i < len(prot) and prot[i] == last_offset:
-                return pos, b"".join(out), STATUS_OTHER, tuple(stats)
+                return pos, b"".join(out), STATUS_OTHER, tuple(stats), expected
         if _wrap64(last_offset + 1) == upper_bound:
-            return pos, b"".join(out), STATUS_OTHER, tuple(stats)
+            return pos, b"".join(out), STATUS_OTHER, tuple(stats), expected
         horizon = base_ts if attributes & DELETE_HORIZON_MASK else -1
         retain_deletes = horizon < 0 or now < horizon
         fixed = max_ts if attributes & TIMESTAMP_TYPE_MASK else None
@@ -488,6 +502,7 @@ def _py_filter_batches(buf, pos: int, end: int, map_buf, slots: int, latest_offs
                                   payload)
             out.append(batch)
             stats[3] += len(batch)
+        expected = _wrap64(last_offset + 1)
         pos += size
 
 
