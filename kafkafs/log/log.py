@@ -259,6 +259,8 @@ class Log:
             with_index = set(self._txn_index_bases)
             recovery_point = self.txn_recovery_point
             log_start = self.log_start_offset
+            # the last segment is scanned as far as the log end offset says, as readers read
+            log_end = (self._log_end_offset, segs[-1].size) if segs else None
         bases = [s.base_offset for s in segs]
         i = max(0, bisect.bisect_right(bases, start_offset) - 1)
         found: list[AbortedTxn] = []
@@ -273,7 +275,7 @@ class Log:
                     result = seg.collect_aborted_txns(start_offset, end_offset)
                 else:
                     result = self._txn_scan.collect(segs, k, start_offset, end_offset,
-                                                    log_start)
+                                                    log_start, log_end)
             except (OSError, ValueError):
                 if seg.closed:  # removed by retention under us
                     continue
@@ -897,20 +899,23 @@ class Log:
             segs = self.segments()
             start = self.log_start_offset
             end = self._log_end_offset
+            last_size = segs[-1].size if segs else 0  # the bytes the log end offset covers
         # the first segment whose largest timestamp reaches the target (segments are not
         # ordered by timestamp under CreateTime, so test each in turn)
         for i, seg in enumerate(segs):
             if i + 1 < len(segs) and segs[i + 1].base_offset <= start:
                 continue  # wholly below the log start offset: not part of the log
             # a sealed segment's time index is complete; the active one's may lag (a log
-            # read beside its writer), so it is always scanned
+            # read beside its writer), so it is always scanned, and so is one whose bytes
+            # after the index could not all be read (the damage is met there, as by readers)
             if seg is not segs[-1] and seg.time_index.entries and \
-                    seg.max_timestamp_so_far < timestamp:
+                    seg.max_timestamp_so_far < timestamp and seg.max_timestamp_covers_segment:
                 continue
             # batches are judged as every reader judges them (segment_batches)
+            sealed = i + 1 < len(segs)
             found = seg.find_offset_by_timestamp(
-                timestamp, start, next_base=segs[i + 1].base_offset if i + 1 < len(segs)
-                else None, end=end)
+                timestamp, start, next_base=segs[i + 1].base_offset if sealed else None,
+                end=end, end_position=None if sealed else last_size)
             if found is not None:
                 return found
         return None

@@ -428,11 +428,12 @@ class LogSegment:
 
     def _scan_max_timestamp(self, position: int) -> None:
         """Take the batches from ``position`` (a batch start) to the end into the largest
-        timestamp (and the last offset of its batch, as appends record it); damage ends the
-        look quietly (readers meet it where it lies)."""
+        timestamp (and the last offset of its batch, as appends record it); damage, offsets
+        out of order among them included, ends the look quietly (readers meet it where it
+        lies; :attr:`max_timestamp_covers_segment` tells it)."""
         end = position
         try:
-            for batch in self.batches(position):
+            for batch in self.batches(position, order=BatchOrder(self.base_offset)):
                 if batch.max_timestamp > self._max_timestamp_so_far:
                     self._max_timestamp_so_far = batch.max_timestamp
                     self._offset_of_max_timestamp_so_far = batch.last_offset
@@ -461,6 +462,15 @@ class LogSegment:
         """Largest batch max timestamp seen in the segment (ms), or -1."""
         self._load_max_timestamp()
         return self._max_timestamp_so_far
+
+    @property
+    def max_timestamp_covers_segment(self) -> bool:
+        """Whether :attr:`max_timestamp_so_far` covers every byte of the ``.log``: False
+        when the look at the batches after the last index entry stopped short of the end
+        (damage, a torn tail), where records of any timestamp may lie. A segment this
+        process created holds only what its appends wrote."""
+        self._load_max_timestamp()
+        return self.created or self._max_ts_scanned_to >= self.size
 
     @property
     def offset_of_max_timestamp_so_far(self) -> int:
@@ -779,14 +789,16 @@ class LogSegment:
         return end, None
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int, *,
-                                 next_base: int | None = None,
-                                 end: int | None = None) -> tuple[int, int] | None:
+                                 next_base: int | None = None, end: int | None = None,
+                                 end_position: int | None = None) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp`` and
         offset >= ``start_offset`` (``LogSegment.findOffsetByTimestamp``), else None. The
         time index only says where to start; every batch from there is framed and ordered
-        as any read's (``next_base``, ``end``: :func:`offset_order_problem`), and the one
-        whose records are read has its CRC checked. Raises CorruptRecordError at damage met
-        before the answer."""
+        as any read's (``next_base``, ``end``: :func:`offset_order_problem`; a segment with
+        a ``next_base`` is sealed, so an incomplete batch at its end is damage), and the one
+        whose records are read has its CRC checked. ``end_position``: the bytes to look at
+        (the size that goes with ``end``, for the last segment; default: the size now).
+        Raises CorruptRecordError at damage met before the answer."""
         entry_ts, index_offset = self.time_index.lookup(timestamp)
         # (NO_TIMESTAMP, base offset): no entry at or below ``timestamp``, start at the
         # beginning; any other entry, a negative timestamp too, is checked before use
@@ -797,7 +809,8 @@ class LogSegment:
                 self.rebuild_indexes(f"time index entry ({entry_ts}, {index_offset}): {problem}")
                 _ts, index_offset = self.time_index.lookup(timestamp)
         position = self._index_floor(max(index_offset, start_offset))
-        for batch in self.batches(position, order=BatchOrder(self.base_offset, next_base, end)):
+        for batch in self.batches(position, end_position, strict_end=next_base is not None,
+                                  order=BatchOrder(self.base_offset, next_base, end)):
             if batch.max_timestamp < timestamp or batch.last_offset < start_offset:
                 continue
             batch.ensure_valid()

@@ -130,7 +130,8 @@ class TxnScanner:
 
     # -- public ---------------------------------------------------------------------------
     def collect(self, segments: Sequence[LogSegment], k: int, fetch_offset: int,
-                upper_bound_offset: int, log_start_offset: int) -> TxnIndexSearchResult:
+                upper_bound_offset: int, log_start_offset: int,
+                log_end: tuple[int, int] | None = None) -> TxnIndexSearchResult:
         """What :meth:`TransactionIndex.collect_aborted
         <kafkafs.log.txnindex.TransactionIndex.collect_aborted>` would answer for
         ``segments[k]`` had Kafka's recovery written its ``.txnindex``: the entries with
@@ -141,10 +142,14 @@ class TxnScanner:
         below it is still open there.
 
         ``segments``: the log's segments, oldest first (a snapshot; the last may grow
-        between calls). Raises OSError and ValueError when the segment is closed under the
-        scan (retention); damage in the data ends the scan there, quietly (readers meet it
-        themselves)."""
-        scan = self._scanned(segments, k, log_start_offset)
+        between calls); ``log_end``: ``(log end offset, the last segment's size in bytes)``
+        taken with the snapshot, under the log's lock: the last segment is scanned up to
+        that size, and a batch there reaching the log end offset is damage, as for every
+        reader (:class:`~kafkafs.log.walk.BatchOrder`'s ``end``); None: the size as it is
+        now, no such rule. Raises OSError and ValueError when the segment is closed under
+        the scan (retention); damage in the data ends the scan there, quietly (readers meet
+        it themselves)."""
+        scan = self._scanned(segments, k, log_start_offset, log_end)
         found = []
         for txn in scan.entries:
             if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound_offset:
@@ -159,11 +164,12 @@ class TxnScanner:
         return TxnIndexSearchResult(found, complete)
 
     # -- the cache ------------------------------------------------------------------------
-    def _scanned(self, segments: Sequence[LogSegment], k: int,
-                 log_start_offset: int) -> _Scanned:
+    def _scanned(self, segments: Sequence[LogSegment], k: int, log_start_offset: int,
+                 log_end: tuple[int, int] | None = None) -> _Scanned:
         seg = segments[k]
         sealed = k + 1 < len(segments)
         next_base = segments[k + 1].base_offset if sealed else None
+        end = None if sealed or log_end is None else log_end[0]
         with self._lock:
             scan = self._scans.get(seg.base_offset)
             if scan is None or scan.seg is not seg or seg.size < scan.pos:
@@ -173,16 +179,16 @@ class TxnScanner:
                 scan = self._scans[seg.base_offset] = _Scanned(seg)
             if scan.final:
                 return scan
-            size = seg.size
+            size = seg.size if end is None else min(seg.size, log_end[1])
             if scan.pos < size and not scan.damaged:
-                if scan.pm is None and self._find_abort(scan, size, next_base):
+                if scan.pm is None and self._find_abort(scan, size, next_base, end):
                     # an ABORT: the entries need the producer state; apply the segment from
                     # its first batch to the state at its base
                     scan.pm = self._state_at(segments, k, log_start_offset)
                     scan.pos, scan.expected, scan.entries = 0, None, []
                     scan.damaged = False
                 if scan.pm is not None:
-                    self._apply(scan, size, next_base)
+                    self._apply(scan, size, next_base, end)
             if scan.pm is not None:
                 scan.state_known = True
                 scan.open_first = scan.pm.first_undecided_offset()
@@ -208,13 +214,14 @@ class TxnScanner:
             del self._states[min(self._states)]
 
     # -- scanning -------------------------------------------------------------------------
-    def _batches(self, scan: _Scanned, size: int, next_base: int | None):
+    def _batches(self, scan: _Scanned, size: int, next_base: int | None,
+                 end: int | None = None):
         """The segment's batches from ``scan.pos`` up to ``size``, their order checked as
-        every reader's (the walker's :class:`~kafkafs.log.walk.BatchOrder`); ``scan.pos`` and
-        ``scan.expected`` move past each batch as it is yielded. Damage sets
-        ``scan.damaged`` and ends the iteration."""
+        every reader's (the walker's :class:`~kafkafs.log.walk.BatchOrder`; ``end``: the
+        log end offset, in the last segment); ``scan.pos`` and ``scan.expected`` move past
+        each batch as it is yielded. Damage sets ``scan.damaged`` and ends the iteration."""
         seg = scan.seg
-        order = BatchOrder(seg.base_offset, next_base, expected=scan.expected)
+        order = BatchOrder(seg.base_offset, next_base, end, expected=scan.expected)
         try:
             for batch in seg.batches(scan.pos, size, order=order):
                 scan.pos, scan.expected = batch.position + batch.size, batch.next_offset
@@ -225,7 +232,8 @@ class TxnScanner:
                       self._log_name, exc)
             scan.damaged = True
 
-    def _find_abort(self, scan: _Scanned, size: int, next_base: int | None) -> bool:
+    def _find_abort(self, scan: _Scanned, size: int, next_base: int | None,
+                    end: int | None = None) -> bool:
         """Scan on from ``scan.pos`` up to ``size`` for a control batch that may be an ABORT
         marker (one whose marker cannot be parsed counts: the producer state decides).
         Returns True when one is found.
@@ -235,10 +243,10 @@ class TxnScanner:
         end of the data, damage -- goes one batch at a time through the readers' iterator
         (:meth:`_batches`), which frames, checks and reports it as every reader does."""
         while scan.pos < size and not scan.damaged:
-            found = _quick_walk(scan, size, next_base)
+            found = _quick_walk(scan, size, next_base, end)
             if found is not None:
                 return found
-            for batch in self._batches(scan, size, next_base):
+            for batch in self._batches(scan, size, next_base, end):
                 if batch.is_control and batch.producer_id >= 0 and _may_abort(batch):
                     return True
                 break
@@ -246,12 +254,13 @@ class TxnScanner:
                 return False  # the end of the data (a torn tail), or damage
         return False
 
-    def _apply(self, scan: _Scanned, size: int, next_base: int | None) -> None:
+    def _apply(self, scan: _Scanned, size: int, next_base: int | None,
+               end: int | None = None) -> None:
         """Apply the batches from ``scan.pos`` on to ``scan.pm`` (``LogSegment.recover``'s
         ``updateProducerState``), collecting each ABORT's entry. A batch the producer state
         refuses is logged and skipped, as in every read-only replay."""
         pm = scan.pm
-        for batch in self._batches(scan, size, next_base):
+        for batch in self._batches(scan, size, next_base, end):
             try:
                 aborted = pm.update(batch)
             except (LogError, CorruptRecordError) as exc:
@@ -301,14 +310,15 @@ _PRODUCER_ID_OFFSET = 43
 _INT_MAX = 0x7FFFFFFF
 
 
-def _quick_walk(scan: _Scanned, size: int, next_base: int | None) -> bool | None:
+def _quick_walk(scan: _Scanned, size: int, next_base: int | None,
+                log_end: int | None = None) -> bool | None:
     """Walk the whole v2 batches from ``scan.pos`` by their headers alone, reading
     :data:`~kafkafs.log.segment.READ_CHUNK` bytes at a time, moving ``scan.pos`` and
     ``scan.expected`` past each; decode a control batch with a producer id only. Returns
     True at one that may be an ABORT (``scan.pos`` at it), False when the walk reached
     ``size``, None at a batch it leaves to the full iterator: anything but a whole v2 batch
     within one read whose offsets are in place (checked as
-    :func:`~kafkafs.log.segment.offset_order_problem` does)."""
+    :func:`~kafkafs.log.walk.offset_order_problem` does, ``log_end`` its ``end``)."""
     seg = scan.seg
     low = seg.base_offset
     while size - scan.pos >= BATCH_OVERHEAD:
@@ -324,7 +334,8 @@ def _quick_walk(scan: _Scanned, size: int, next_base: int | None) -> bool | None
                 last = base + delta
                 if magic != CURRENT_MAGIC or length < BATCH_OVERHEAD - LOG_OVERHEAD or \
                         end > n or delta < 0 or base < floor or last - low > _INT_MAX or \
-                        (next_base is not None and last >= next_base):
+                        (next_base is not None and last >= next_base) or \
+                        (log_end is not None and last >= log_end):
                     break
                 if attributes & CONTROL_MASK and \
                         _PRODUCER_ID.unpack_from(buf, p + _PRODUCER_ID_OFFSET)[0] >= 0 and \
