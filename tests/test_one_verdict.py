@@ -21,11 +21,21 @@ error it stopped at, or None. The readers:
 * ``messages``, ``records.jsonl``: ``cat`` of the views of a real read-only mount (the error
   is the EIO; its place is the damage line the daemon logs for the partition), values only
   for ``messages``; ``offset/N``: a read of every delivered offset through the same mount
-  must answer that record's value;
+  must answer that record's value; ``by-time/T``: ``readlink`` of the timestamp of every
+  delivered record must name the first delivered record at or after it, and one past the
+  last must be ENOENT, or EIO when the readers stop at damage;
+* ``key/``: ``ls`` and ``cat`` of the key view of the same mount (read first: its map is
+  made then): each key's latest value among the records a read_committed reader delivers,
+  and the damage line of the place where they stop;
 * ``spark``: the ``kafkalog`` source's planner and executor (``plan_read``, ``group_tasks``,
   ``read_partition``) in-process with ``failOnDataLoss=true``: the rows handed over before
   the error and the error; and on one case per kind a real Spark query
-  (``spark.read.format("kafkalog")``), slow.
+  (``spark.read.format("kafkalog")``), slow;
+* ``stream``: the ``kafkalog`` stream reader as Spark drives it, micro-batch by micro-batch
+  (``maxOffsetsPerTrigger`` 70), in-process, one query per partition;
+* ``cleaner``: a cleaner pass over a copy, the topic taken as compacted: it fails at the
+  readers' place and changes nothing, or it meets no damage, keeps every keyed record and
+  leaves the readers stopping where they did.
 
 Required: one verdict. Every reader delivers the same records in the same order and stops
 at the same place; none returns success with an intact record missing (the verdict is also
@@ -44,7 +54,7 @@ import random
 import re
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -68,6 +78,8 @@ class Verdict:
 
     records: tuple
     error: tuple | None
+    #: the timestamp (ms) of each of ``records``, where the reader knows them (not compared)
+    timestamps: tuple = field(default=(), compare=False)
 
 
 def _cases() -> list[tuple[str, list[dict]]]:
@@ -169,37 +181,46 @@ def read_check(case_dir: str) -> dict:
     return out
 
 
+def _walk(manager, isolation: str) -> dict:
+    """{partition: Verdict} of ``Log.batches`` (through ``Log.read``) of every partition of
+    ``manager``'s topic, as ``consume`` reads it."""
+    from kafkafs.record.errors import CorruptRecordError
+
+    out = {}
+    for p in manager.partitions(TOPIC):
+        lg = manager.get_log(TOPIC, p)
+        committed = isolation == "read_committed"
+        end = lg.last_stable_offset if committed else lg.log_end_offset
+        aborted = lg.committed_filter(lg.log_start_offset, end) if committed else None
+        records, stamps, error = [], [], None
+        try:
+            for batch in lg.batches(lg.log_start_offset):
+                if batch.base_offset >= end:
+                    break
+                if batch.is_control or (aborted is not None and batch.is_transactional
+                                        and aborted.is_aborted(batch)):
+                    continue
+                for r in batch.records():
+                    if lg.log_start_offset <= r.offset < end:
+                        records.append((r.offset, r.key, r.value))
+                        stamps.append(r.timestamp)
+        except CorruptRecordError as exc:
+            error = (_rel(exc.path), exc.position)
+        out[p] = Verdict(tuple(records), error, tuple(stamps))
+    return out
+
+
 def _log_walk(case_dir: str, isolation: str) -> dict:
     from kafkafs.log.config import BrokerConfig
     from kafkafs.log.manager import LogManager
-    from kafkafs.record.errors import CorruptRecordError
 
     manager = LogManager(BrokerConfig.from_properties({}).with_log_dirs([case_dir]),
                          read_only=True, lazy=True)
     manager.startup()
-    out = {}
     try:
-        for p in manager.partitions(TOPIC):
-            lg = manager.get_log(TOPIC, p)
-            committed = isolation == "read_committed"
-            end = lg.last_stable_offset if committed else lg.log_end_offset
-            aborted = lg.committed_filter(lg.log_start_offset, end) if committed else None
-            records, error = [], None
-            try:
-                for batch in lg.batches(lg.log_start_offset):
-                    if batch.base_offset >= end:
-                        break
-                    if batch.is_control or (aborted is not None and batch.is_transactional
-                                            and aborted.is_aborted(batch)):
-                        continue
-                    records.extend((r.offset, r.key, r.value) for r in batch.records()
-                                   if lg.log_start_offset <= r.offset < end)
-            except CorruptRecordError as exc:
-                error = (_rel(exc.path), exc.position)
-            out[p] = Verdict(tuple(records), error)
+        return _walk(manager, isolation)
     finally:
         manager.shutdown()
-    return out
 
 
 def read_log(case_dir: str, isolation: str) -> dict:
@@ -237,46 +258,195 @@ def read_spark_tasks(case_dir: str, isolation: str) -> dict:
     return _isolated(_spark_tasks, case_dir, isolation)
 
 
-def read_mount(case_dir: str, scratch: str, partitions, verdicts: dict) -> dict:
-    """{(reader, partition): Verdict} of a real read-only mount: ``messages`` (values),
-    ``records.jsonl`` and ``offset/N`` for the records ``verdicts[p]`` (the log's) holds."""
+#: the stream's maxOffsetsPerTrigger: several micro-batches a partition, cut mid-segment
+STREAM_TRIGGER_OFFSETS = 70
+
+
+def _spark_stream(case_dir: str, isolation: str) -> dict:
+    """The kafkalog stream reader as Spark drives it (``initialOffset``, then
+    ``latestOffset``/``partitions``/``read``/``commit`` a micro-batch at a time, at most
+    :data:`STREAM_TRIGGER_OFFSETS` offsets each) in this process, one query per partition
+    (``assign``): {partition: Verdict}. The query fails at the first error, whether the
+    micro-batch's planning or its tasks meet it."""
+    from kafkafs.spark.source import BASE_SCHEMA
+    from kafkafs.spark.stream import KafkaLogStreamReader
+
+    out: dict = {}
+    for p in F.partitions(case_dir):
+        reader = KafkaLogStreamReader({
+            "path": case_dir, "assign": json.dumps({TOPIC: [p]}), "failOnDataLoss": "true",
+            "startingOffsets": "earliest", "kafka.isolation.level": isolation,
+            "maxOffsetsPerTrigger": str(STREAM_TRIGGER_OFFSETS)}, BASE_SCHEMA)
+        records, error = [], None
+        try:
+            start, limit = reader.initialOffset(), reader.getDefaultReadLimit()
+            for _ in range(10_000):
+                end = reader.latestOffset(start, limit)
+                if end == start:
+                    break
+                for task in reader.partitions(start, end):
+                    for rb in reader.read(task):
+                        cols = rb.to_pydict()
+                        records.extend(zip(cols["offset"], cols["key"], cols["value"]))
+                reader.commit(end)
+                start = end
+            else:
+                raise AssertionError("the stream never caught up")
+        except Exception as exc:  # CorruptRecordError, or the planning's data loss error
+            error = _place(str(exc)) if getattr(exc, "path", None) is None else \
+                (_rel(exc.path), exc.position)
+            if error is None:
+                raise
+        out[p] = Verdict(tuple(records), error)
+    return out
+
+
+def read_spark_stream(case_dir: str, isolation: str) -> dict:
+    return _isolated(_spark_stream, case_dir, isolation)
+
+
+def _cleaned(case_dir: str, isolation: str, copy: str) -> dict:
+    """A cleaner pass over each partition of a copy of the case, the topic taken as
+    compacted (``log.cleanup.policy=compact``), as ``kafkafs compact`` runs it:
+    {partition: (the pass's error place or None, Verdict before, Verdict after)}. "Before"
+    is the log walk once the copy is open for writing (the loader's recovery has already
+    cut an invalid tail of the active segment then, as Kafka's would: that is the
+    loader's, not the cleaner's), "after" a read-only walk once the writer has shut down
+    (what the next reader gets)."""
+    from kafkafs.log.cleaner import CleanerConfig, LogCleaner
+    from kafkafs.log.config import BrokerConfig
+    from kafkafs.log.manager import LogManager
+
+    shutil.copytree(case_dir, copy)
+    config = BrokerConfig.from_properties({"log.cleanup.policy": "compact"}) \
+        .with_log_dirs([copy])
+    manager = LogManager(config)
+    manager.startup()
+    failed = {}
+    try:
+        before = _walk(manager, isolation)
+        cleaner = LogCleaner(CleanerConfig.from_broker(config), config.log_dirs, manager.logs)
+        try:
+            for p in manager.partitions(TOPIC):
+                result = cleaner.clean_log(manager.get_log(TOPIC, p))
+                if result.error is not None:
+                    failed[p] = _place(str(result.error)) or ("no place", str(result.error))
+        finally:
+            cleaner.shutdown()
+    finally:
+        manager.shutdown()
+    after = _log_walk(copy, isolation)
+    return {p: (failed.get(p), before[p], after.get(p, Verdict((), None))) for p in before}
+
+
+def read_cleaner(case_dir: str, isolation: str, scratch: str) -> dict:
+    return _isolated(_cleaned, case_dir, isolation, os.path.join(scratch, "cleaned"))
+
+
+def _damage_places(log_text: str, p: int) -> list[tuple]:
+    """The places of the daemon's damage lines for partition ``p``, in the order logged."""
+    return [w for line in log_text.splitlines()
+            if "Damaged data" in line and (w := _place(line)) and w[0].startswith(f"{TOPIC}-{p}/")]
+
+
+def _mount_place(mnt: Mount, p: int, seen: int) -> tuple:
+    """Where a view of partition ``p`` stopped, from the daemon's damage lines: the first
+    line logged since the reader began (``seen`` lines of the partition were logged
+    before), else -- the daemon logs a place once, whoever meets it first -- the first
+    logged at all; ``("EIO", -1)`` when none names a place."""
+    places = _damage_places(mnt.log(), p)
+    return places[seen] if len(places) > seen else places[0] if places else ("EIO", -1)
+
+
+def _read_view(mnt: Mount, p: int, view: str) -> Verdict:
     import base64
 
+    seen = len(_damage_places(mnt.log(), p))
+    data, failed = b"", None
+    try:
+        with open(mnt.path(TOPIC, str(p), view), "rb", buffering=0) as f:
+            while True:
+                chunk = f.read(F.READ_SIZE)
+                if not chunk:
+                    break
+                data += chunk
+    except OSError as exc:
+        failed = exc.errno
+    lines = F._split_lines(data)
+    if view == "messages":
+        records = tuple(None if v == b"null" else v for v in lines)
+    else:
+        dec = (lambda x: None if x is None else x.encode() if isinstance(x, str)
+               else base64.b64decode(x["base64"]))
+        records = tuple((obj["offset"], dec(obj.get("key")), dec(obj.get("value")))
+                        for obj in map(json.loads, lines))
+    where = None
+    if failed is not None:
+        assert failed == 5, (view, p, failed)  # EIO
+        where = _mount_place(mnt, p, seen)
+    return Verdict(records, where)
+
+
+def _by_time(mnt: Mount, p: int, v: Verdict) -> list:
+    """``readlink by-time/T`` for the timestamp T of every record of ``v`` and for one past
+    the last: [(T, what it answered, what it should)] where they differ. It should name the
+    first record of ``v`` whose timestamp is at or after T (timestamps may repeat or go
+    back); past the last, ENOENT when ``v`` ends without damage, EIO when it ends at
+    damage (what lies beyond is not known to be records)."""
+    wrong = []
+    probes = sorted(set(v.timestamps))
+    for ts in probes + ([probes[-1] + 1] if probes else []):
+        want = next((f"../offset/{r[0]}" for r, t in zip(v.records, v.timestamps) if t >= ts),
+                    "ENOENT" if v.error is None else "EIO")
+        try:
+            got = os.readlink(mnt.path(TOPIC, str(p), "by-time", str(ts)))
+        except OSError as exc:
+            got = {2: "ENOENT", 5: "EIO"}.get(exc.errno, exc.strerror)
+        if got != want:
+            wrong.append((ts, got, want))
+    return wrong
+
+
+def _key_view(mnt: Mount, p: int) -> Verdict:
+    """``ls key/`` and ``cat key/k`` of each name: Verdict of ((name, value), ...) sorted by
+    name, the damage line's place when one was logged for the partition since it began."""
+    seen = len(_damage_places(mnt.log(), p))
+    kdir = mnt.path(TOPIC, str(p), "key")
+    items = []
+    for name in sorted(os.listdir(os.fsencode(kdir))):
+        with open(os.path.join(os.fsencode(kdir), name), "rb") as f:
+            items.append((name, f.read()))
+    places = _damage_places(mnt.log(), p)
+    return Verdict(tuple(items), places[seen] if len(places) > seen else
+                   places[0] if places else None)
+
+
+def expected_keys(v: Verdict) -> Verdict:
+    """What the key view should show of the read_committed records ``v``: each key's latest
+    record, tombstones absent, by name."""
+    from kafkafs.fs.keys import key_name
+
+    latest: dict = {}
+    for _offset, key, value in v.records:
+        if key is not None:
+            latest[key] = value
+    return Verdict(tuple(sorted((key_name(k), val) for k, val in latest.items()
+                                if val is not None)), v.error)
+
+
+def read_mount(case_dir: str, scratch: str, partitions, verdicts: dict,
+               committed: dict) -> dict:
+    """{(reader, partition): Verdict} of a real read-only mount: ``key/`` first (its map is
+    made at first use), then ``messages`` (values), ``records.jsonl``, ``offset/N`` for the
+    records ``verdicts[p]`` (the log's) holds, ``by-time/T`` for their timestamps."""
     mnt = Mount(pathlib.Path(scratch), log_dirs=[case_dir], extra_args=["--read-only"])
     mnt.start(timeout=TIMEOUT)
     out = {}
     try:
         for p in partitions:
+            out[("key/", p)] = (_key_view(mnt, p), expected_keys(committed[p]))
             for view in ("messages", "records.jsonl"):
-                data, failed = b"", None
-                try:
-                    with open(mnt.path(TOPIC, str(p), view), "rb", buffering=0) as f:
-                        while True:
-                            chunk = f.read(F.READ_SIZE)
-                            if not chunk:
-                                break
-                            data += chunk
-                except OSError as exc:
-                    failed = exc.errno
-                lines = F._split_lines(data)
-                if view == "messages":
-                    records = tuple(None if v == b"null" else v for v in lines)
-                else:
-                    records = []
-                    for line in lines:
-                        obj = json.loads(line)
-                        k, v = obj.get("key"), obj.get("value")
-                        dec = (lambda x: None if x is None else x.encode()
-                               if isinstance(x, str) else base64.b64decode(x["base64"]))
-                        records.append((obj["offset"], dec(k), dec(v)))
-                    records = tuple(records)
-                where = None
-                if failed is not None:
-                    assert failed == 5, (view, p, failed)  # EIO
-                    where = next((w for line in mnt.log().splitlines()
-                                  if "Damaged data" in line and (w := _place(line))
-                                  and w[0].startswith(f"{TOPIC}-{p}/")), ("EIO", -1))
-                out[(view, p)] = Verdict(records, where)
+                out[(view, p)] = _read_view(mnt, p, view)
             answers = []
             for offset, _k, value in verdicts[p].records:
                 try:
@@ -285,6 +455,7 @@ def read_mount(case_dir: str, scratch: str, partitions, verdicts: dict) -> dict:
                 except OSError as exc:
                     answers.append((offset, exc.strerror))
             out[("offset/N", p)] = answers
+            out[("by-time/T", p)] = _by_time(mnt, p, verdicts[p])
         assert "Traceback" not in mnt.log(), mnt.log()
     finally:
         mnt.stop()
@@ -319,9 +490,14 @@ def verdicts_of(case_dir: str, isolation: str, with_mount: bool, scratch: str) -
     """{partition: {reader: Verdict}} of every reader (see the module)."""
     parts = F.partitions(case_dir)
     logv = read_log(case_dir, isolation)
+    committedv = logv if isolation == "read_committed" else read_log(case_dir,
+                                                                     "read_committed")
     sparkv = read_spark_tasks(case_dir, isolation)
+    streamv = read_spark_stream(case_dir, isolation)
     checkv = read_check(case_dir)
-    mountv = read_mount(case_dir, scratch, parts, logv) if with_mount else {}
+    cleanerv = read_cleaner(case_dir, isolation, scratch)
+    mountv = read_mount(case_dir, os.path.join(scratch, "m"), parts, logv,
+                        committedv) if with_mount else {}
     out = {}
     for p in parts:
         truth = F.judge_partition(case_dir, p)
@@ -329,6 +505,8 @@ def verdicts_of(case_dir: str, isolation: str, with_mount: bool, scratch: str) -
                "consume": read_consume(case_dir, isolation, p),
                "dump": read_dump(case_dir, isolation, p, truth.log_start),
                "spark": sparkv.get(p, Verdict((), None)),
+               "stream": streamv.get(p, Verdict((), None)),
+               "cleaner": cleanerv[p],
                "check": checkv.get(p)}
         for key, v in mountv.items():
             if key[1] == p:
@@ -355,6 +533,23 @@ def disagreements(case_dir: str, per_partition: dict) -> list[str]:
                 bad = [a for a in v if a[1] is not True]
                 if bad:
                     problems.append(f"{name}: offset/N does not answer {bad[:5]}")
+                continue
+            if reader == "by-time/T":
+                if v:
+                    problems.append(f"{name}: by-time/T answers (T, got, want) {v[:5]}")
+                continue
+            if reader == "key/":
+                shown, want = v
+                if shown.records != want.records:
+                    problems.append(f"{name}: key/ shows {len(shown.records)} keys, the log "
+                                    f"{len(want.records)}: "
+                                    f"{sorted(set(shown.records) ^ set(want.records))[:3]}")
+                if shown.error != want.error:
+                    problems.append(f"{name}: key/ stops at {shown.error}, the log "
+                                    f"(read_committed) at {want.error}")
+                continue
+            if reader == "cleaner":
+                problems += _cleaner_problems(name, *v)
                 continue
             want = _values(one) if reader == "messages" else one
             if reader == "dump" and _torn_not_last(case_dir, one.error):
@@ -383,6 +578,40 @@ def disagreements(case_dir: str, per_partition: dict) -> list[str]:
     return problems
 
 
+def _is_subsequence(short: tuple, long: tuple) -> bool:
+    it = iter(long)
+    return all(any(x == y for y in it) for x in short)
+
+
+def _cleaner_problems(name: str, failed: tuple | None, one: Verdict,
+                      after: Verdict) -> list[str]:
+    """The cleaner's verdict against the log's (``one``, walked by the same writer before
+    the pass): a pass that fails names the log's place of damage and changes nothing; a
+    pass that succeeds met no damage (the readers still stop where they did: a damaged
+    segment was not rewritten) and removed only what compaction may (records without a
+    key, older records of a key -- every key is unique in the template, so every keyed
+    record stays)."""
+    problems = []
+    if failed is not None:
+        if failed != one.error:
+            problems.append(f"{name}: the cleaner fails at {failed}, the log's damage is at "
+                            f"{one.error}")
+        if after != one:
+            problems.append(f"{name}: a failed cleaner pass changed what readers get "
+                            f"({len(after.records)} records, then {after.error})")
+        return problems
+    if after.error != one.error:
+        problems.append(f"{name}: after a cleaner pass readers stop at {after.error}, before "
+                        f"it at {one.error}")
+    if not _is_subsequence(after.records, one.records):
+        problems.append(f"{name}: a cleaner pass delivered records the log did not have")
+    kept = {r[0] for r in after.records}
+    lost = [r[0] for r in one.records if r[1] is not None and r[0] not in kept]
+    if lost:
+        problems.append(f"{name}: a cleaner pass lost keyed records at offsets {lost[:5]}")
+    return problems
+
+
 def _torn_last_or_zero(case_dir: str, where: tuple) -> bool:
     """A finding of ``check`` where readers see none: the torn tail of the last segment,
     which recovery truncates (readers end there quietly)."""
@@ -397,7 +626,7 @@ def test_every_reader_reaches_one_verdict(name, mutations, tmp_path):
     case_dir = F.make_case_dir(mutations, str(tmp_path / "logs"))
     isolation = F.isolation_level(mutations)
     before = F.tree_stamp(case_dir)
-    got = verdicts_of(case_dir, isolation, fuse_available(), str(tmp_path / "m"))
+    got = verdicts_of(case_dir, isolation, fuse_available(), str(tmp_path / "scratch"))
     assert F.tree_stamp(case_dir) == before, "a reader changed the log dir"
     problems = disagreements(case_dir, got)
     assert not problems, "\n".join([*map(F.describe, mutations), *problems])
