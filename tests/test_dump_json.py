@@ -36,6 +36,7 @@ from contextlib import redirect_stderr, redirect_stdout
 import pytest
 
 from kafkafs.cli import dump
+from kafkafs.cli.dump_decoders import Decoded
 from kafkafs.cli.main import main
 from kafkafs.log.index import OffsetIndex
 from kafkafs.log.producer_state import (
@@ -150,11 +151,14 @@ def files(tmp_path_factory):
         ProducerStateEntry(11, 2, 5, 25, 2, TS + 25, -1, 23),           # ongoing transaction
     ])
 
-    kraft = (encode_batch([control_record(control.SNAPSHOT_HEADER, struct.pack(">hq", 0, TS))],
+    # KRaft's control records are flexible messages: a tagged-field count (0) ends each
+    kraft = (encode_batch([control_record(control.SNAPSHOT_HEADER,
+                                          struct.pack(">hqB", 0, TS, 0))],
                           base_offset=0, is_control=True)
              + encode_batch([(TS, b"meta", b"data", ())], base_offset=1)
-             + encode_batch([control_record(control.SNAPSHOT_FOOTER, struct.pack(">h", 0)),
-                             control_record(control.KRAFT_VERSION, struct.pack(">hh", 0, 1))],
+             + encode_batch([control_record(control.SNAPSHOT_FOOTER, struct.pack(">hB", 0, 0)),
+                             control_record(control.KRAFT_VERSION,
+                                            struct.pack(">hhB", 0, 1, 0))],
                             base_offset=2, is_control=True))
     checkpoint = d / "00000000000000000004-0000000002.checkpoint"
     checkpoint.write_bytes(kraft)
@@ -204,7 +208,8 @@ def run(*argv):
 # -- reading Kafka's text back -----------------------------------------------------------
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime", "NoTimestampType")
 CONTROL_DATA = {"SnapshotHeader": "SNAPSHOT_HEADER", "SnapshotFooter": "SNAPSHOT_FOOTER",
-                "KRaftVersion": "KRAFT_VERSION"}
+                "KRaftVersion": "KRAFT_VERSION", "KRaftVoters": "KRAFT_VOTERS",
+                "LeaderChange:": "LEADER_CHANGE"}
 FIELD_TYPES = {"batch", "record", "index_entry", "time_index_entry", "producer_snapshot_entry",
                "aborted_txn"}
 SENTENCES = {
@@ -243,9 +248,10 @@ def label_pairs(text: str) -> dict:
     """``label: value label: value ...`` → ``{snake_label: value}``; ``CreateTime: T`` →
     timestamp_type and timestamp, Kafka's control record texts → control fields."""
     fields = {}
-    m = re.search(r" (\w+) (\{.*\})$", text)
+    m = re.search(r" (\w+:?) (\{.*\})$", text)
     if m and m.group(1) in CONTROL_DATA:
         fields["control_type"] = CONTROL_DATA[m.group(1)]
+        fields["control_label"] = m.group(1)
         fields["control_data"] = json.loads(m.group(2))
         text = text[:m.start()]
     tokens = text.split(" ")
@@ -573,5 +579,7 @@ def test_every_text_line_goes_through_an_object(files):
                 obj[key] = base64.b64decode(obj[key]["base64"])
             elif isinstance(obj.get(key), str):
                 obj[key] = obj[key].encode()
+        if "control_data" in obj:  # back to the decoder's text (compact: as Kafka's JSON)
+            obj["control_data"] = Decoded(json.dumps(obj["control_data"], separators=(",", ":")))
         rendered.append(dump.render_text(obj))
     assert rendered == text_lines

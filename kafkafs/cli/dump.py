@@ -7,7 +7,11 @@ needed; files are opened read-only, so a live broker's or daemon's dir is safe t
   batch (``baseOffset: ... isvalid: true``), with ``--deep-iteration`` one ``| offset: ...``
   line per record, with ``--print-data-log`` the key and payload (as UTF-8, invalid bytes
   replaced; Kafka's StringDecoder), then ``Found N invalid bytes at the end of NAME`` for a
-  torn tail. A legacy entry (message format v0/v1) prints Kafka's line for magic < 2,
+  torn tail. ``--offsets-decoder``, ``--transaction-log-decoder``,
+  ``--share-group-state-decoder`` and ``--cluster-metadata-decoder`` print the records of
+  Kafka's internal topics decoded, as Kafka 4.x does (:mod:`kafkafs.cli.dump_decoders`);
+  KRaft's control records are shown decoded in every dump (Kafka 4.1's ``LeaderChange:``,
+  ``SnapshotHeader``, ``SnapshotFooter``, ``KRaftVersion``, ``KRaftVoters``). A legacy entry (message format v0/v1) prints Kafka's line for magic < 2,
   ``offset: <last offset> position: P NoTimestampType: -1 size: S magic: 0 compresscodec: C
   crc: CRC isvalid: B`` (``CreateTime``/``LogAppendTime: T`` for magic 1), and one record line
   per message (a compressed wrapper's inner messages, offsets made absolute), ``| offset: N
@@ -45,9 +49,10 @@ UTF-8, else ``{"base64": ...}``. Types (fields as printed, so --skip-record-meta
   magic, compresscodec, crc, isvalid.
 * ``record``: offset, timestamp_type, timestamp, key_size, value_size, then sequence and
   header_keys (v2) or is_valid and crc (v0/v1); a control record adds control_type and
-  control_type_id, and coordinator_epoch (end markers) or control_data (Kafka's JSON of a
-  KRaft snapshot header/footer or kraft.version record); --print-data-log adds key and
-  payload (null when null).
+  control_type_id, and coordinator_epoch (end markers) or control_label and control_data
+  (Kafka's label and JSON of a KRaft control record: leader change, snapshot header or
+  footer, kraft.version, voters); --print-data-log adds key and payload (null when null;
+  with a decoder, the JSON value the decoder printed, or its text).
 * ``index_entry``: offset, position. ``time_index_entry``: timestamp, offset.
   ``index_empty``: path. ``producer_snapshot_entry``: producer_id, producer_epoch,
   coordinator_epoch, current_txn_first_offset, last_timestamp [, first_sequence,
@@ -111,11 +116,19 @@ from ..log.producer_state import CorruptSnapshotError, read_snapshot
 from ..log.segment import LogSegment
 from ..log.txnindex import TransactionIndex
 from ..log.walk import BatchOrder, ZeroTail, walk_batches
-from ..record import LOG_APPEND_TIME, RecordBatch, compression, control, legacy
+from ..record import LOG_APPEND_TIME, RecordBatch, compression, legacy
 from ..record.batch import HEADER_PEEK, TIMESTAMP_TYPE_NAMES
 from ..record.errors import CorruptRecordError
 from ..record.legacy import LegacyBatch
 from .common import add_log_dir_args, broker_config
+from .dump_decoders import (
+    Decoded,
+    add_decoder_args,
+    chosen_decoder,
+    control_fields,
+    json_value,
+    record_data,
+)
 
 INT_MAX = 0x7FFFFFFF
 RECORD_INDENT = "|"
@@ -184,6 +197,7 @@ def register(subparsers) -> None:
                        help="accepted for compatibility and ignored: kafkafs prints keys and "
                             "values as UTF-8 (invalid bytes replaced), like Kafka's "
                             "StringDecoder; implies --print-data-log")
+    add_decoder_args(p)
     p.set_defaults(func=run)
 
 
@@ -199,11 +213,14 @@ class DumpOptions:
     max_bytes: int = INT_MAX
     skip_record_metadata: bool = False
     json: bool = False
+    decoder: str | None = None  # an internal topic's decoder (cli/dump_decoders.py)
 
     @classmethod
     def from_args(cls, args) -> DumpOptions:
+        decoder = chosen_decoder(args)
         decoders = (getattr(args, "value_decoder_class", None) is not None
-                    or getattr(args, "key_decoder_class", None) is not None)
+                    or getattr(args, "key_decoder_class", None) is not None
+                    or decoder is not None)
         print_data = bool(args.print_data_log) or decoders
         return cls(print_data_log=print_data,
                    deep_iteration=bool(args.deep_iteration) or print_data,
@@ -212,7 +229,7 @@ class DumpOptions:
                    max_message_size=args.max_message_size,
                    max_bytes=args.max_bytes,
                    skip_record_metadata=bool(args.skip_record_metadata),
-                   json=bool(getattr(args, "json", False)))
+                   json=bool(getattr(args, "json", False)), decoder=decoder)
 
 
 def run(args, out=None, err=None) -> int:
@@ -335,13 +352,9 @@ class SegmentFile:
 #: keys whose value Kafka prints as an OptionalLong (None: ``OptionalLong.empty``)
 OPTIONAL_LONG_KEYS = frozenset({"delete_horizon_ms", "current_txn_first_offset"})
 
-#: a control record's decoded value: control type name → Kafka's label before the JSON
-CONTROL_DATA_LABELS = {"SNAPSHOT_HEADER": "SnapshotHeader", "SNAPSHOT_FOOTER": "SnapshotFooter",
-                       "KRAFT_VERSION": "KRaftVersion"}
-
 #: record keys that are not part of the generic ``label: value`` metadata
 _RECORD_NON_METADATA = frozenset({"control_type", "control_type_id", "coordinator_epoch",
-                                  "control_data", "key", "payload"})
+                                  "control_label", "control_data", "key", "payload"})
 
 #: a finding's indentation under its heading line (Kafka's)
 FINDING_INDENT = {"index_mismatch": "  ", "timestamp_mismatch": "  ",
@@ -367,9 +380,9 @@ def _optional_long(value) -> str:
     return "OptionalLong.empty" if value is None else f"OptionalLong[{value}]"
 
 
-def _text(data: bytes) -> str:
-    """Kafka's StringDecoder: ``new String(bytes, UTF_8)``."""
-    return data.decode("utf-8", "replace")
+def _text(data) -> str:
+    """Kafka's StringDecoder: ``new String(bytes, UTF_8)``; a decoder's text as it is."""
+    return data if isinstance(data, str) else data.decode("utf-8", "replace")
 
 
 def _control_text(obj: dict) -> str:
@@ -377,11 +390,8 @@ def _control_text(obj: dict) -> str:
     name = obj["control_type"]
     if "coordinator_epoch" in obj:
         return f" endTxnMarker: {name} coordinatorEpoch: {obj['coordinator_epoch']}"
-    if "control_data" in obj:
-        doc = json.dumps(obj["control_data"], separators=(",", ":"))
-        return f" {CONTROL_DATA_LABELS[name]} {doc}"
-    # LEADER_CHANGE and UNKNOWN are printed like this by Kafka; KRAFT_VOTERS (a nested
-    # message) is not decoded yet
+    if "control_data" in obj:  # a KRaft control record (Kafka 4.1's printControlRecord)
+        return f" {obj['control_label']} {obj['control_data']}"
     return f" controlType: {name}({obj['control_type_id']})"
 
 
@@ -507,7 +517,10 @@ _JSON_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"),
 
 
 def render_json(obj: dict) -> str:
-    """``obj`` as one line of JSON (non-ASCII text as it is, not escaped)."""
+    """``obj`` as one line of JSON (non-ASCII text as it is, not escaped); a decoder's
+    texts as the JSON values they hold."""
+    if any(isinstance(v, Decoded) for v in obj.values()):
+        obj = {k: json_value(v) if isinstance(v, Decoded) else v for k, v in obj.items()}
     return _JSON_ENCODER.encode(obj)
 
 
@@ -521,33 +534,6 @@ def _increment_sequence(sequence: int, increment: int) -> int:
 
 def _timestamp_type_name(batch: RecordBatch) -> str:
     return "LogAppendTime" if batch.timestamp_type == LOG_APPEND_TIME else "CreateTime"
-
-
-def _control_fields(key, value) -> dict:
-    """A control record's type (``control_type``, ``control_type_id``) and what its value
-    holds: ``coordinator_epoch`` of an end marker, ``control_data`` (Kafka's JSON) of a
-    KRaft snapshot header/footer or kraft.version record. A value too short for its type
-    leaves that out (Kafka then prints the generic ``controlType: NAME(ID)``)."""
-    try:
-        _version, type_id = control.parse_control_key(key)
-    except CorruptRecordError:
-        return {"control_type": "UNKNOWN", "control_type_id": -1}
-    fields = {"control_type": control.control_type_name(type_id), "control_type_id": type_id}
-    try:
-        if type_id in (control.ABORT, control.COMMIT):
-            _version, epoch = control.parse_end_txn_marker(value)
-            fields["coordinator_epoch"] = epoch
-        elif type_id == control.SNAPSHOT_HEADER:
-            version, ts = struct.unpack_from(">hq", value)
-            fields["control_data"] = {"version": version, "lastContainedLogTimestamp": ts}
-        elif type_id == control.SNAPSHOT_FOOTER:
-            fields["control_data"] = {"version": struct.unpack_from(">h", value)[0]}
-        elif type_id == control.KRAFT_VERSION:
-            version, kraft = struct.unpack_from(">hh", value)
-            fields["control_data"] = {"version": version, "kRaftVersion": kraft}
-    except (struct.error, TypeError, CorruptRecordError):
-        pass  # a value too short for its type: the generic line
-    return fields
 
 
 def _v2_batch(b: RecordBatch, position: int) -> dict:
@@ -583,13 +569,23 @@ def _v2_records(dumper: LogDumper, b: RecordBatch, file_key: str):
                                 _increment_sequence(b.base_sequence, r.offset - b.base_offset)),
                    "header_keys": [k for k, _v in r.headers]}
             if b.is_control:
-                obj.update(_control_fields(r.key, r.value))
+                obj.update(control_fields(r.key, r.value))
         else:
             obj = {"type": "record"}
         if data:
-            obj["key"] = r.key
-            obj["payload"] = r.value
+            obj["key"], obj["payload"] = _record_data(opts, r.offset, r.key, r.value, b)
         yield obj
+
+
+def _record_data(opts: DumpOptions, offset: int, key, value, entry) -> tuple:
+    """``(key, payload)`` of a data record: its bytes, or the decoder's texts. Raises
+    CorruptRecordError (located at the entry) where a decoder cannot go on."""
+    if opts.decoder is None:
+        return key, value
+    try:
+        return record_data(opts.decoder, offset, key, value)
+    except CorruptRecordError as exc:
+        raise exc.located(path=entry.path, position=entry.position) from None
 
 
 # -- legacy message sets (magic 0 and 1) ---------------------------------------------------
@@ -833,8 +829,7 @@ def _legacy_record_objects(dumper: LogDumper, entry: LegacyBatch, file_key: str)
                        key_size=r.key_size, value_size=r.value_size, is_valid=r.valid,
                        crc=r.crc)
         if opts.print_data_log:
-            obj["key"] = r.key
-            obj["payload"] = r.value
+            obj["key"], obj["payload"] = _record_data(opts, r.offset, r.key, r.value, entry)
         yield obj
 
 
