@@ -30,10 +30,10 @@ from .errors import CorruptRecordError
 from .schema import Message
 from .schema_json import RawJson, json_string, struct_json
 
-__all__ = ["CONSUMER_OFFSETS", "METADATA_TOPIC", "SHARE_GROUP_STATE", "TRANSACTION_STATE",
-           "CoordinatorRecord", "UnknownRecordTypeError", "control_text", "coordinator_text",
-           "decode_control", "decode_coordinator", "decode_metadata", "metadata_text",
-           "metadata_type_name"]
+__all__ = ["CONSUMER_OFFSETS", "METADATA_TOPIC", "SHARE_GROUP_STATE", "TOPIC_FAMILIES",
+           "TRANSACTION_STATE", "CoordinatorRecord", "UnknownRecordTypeError", "control_text",
+           "coordinator_text", "decode_control", "decode_coordinator", "decode_metadata",
+           "metadata_text", "metadata_type_name", "record_json"]
 
 CONSUMER_OFFSETS = "__consumer_offsets"
 TRANSACTION_STATE = "__transaction_state"
@@ -43,6 +43,8 @@ METADATA_TOPIC = "__cluster_metadata"
 #: the coordinator topic -> the table family of its records
 COORDINATOR_FAMILIES = {CONSUMER_OFFSETS: "group", TRANSACTION_STATE: "txn",
                         SHARE_GROUP_STATE: "share_state"}
+#: every internal topic whose records the tables decode -> its family
+TOPIC_FAMILIES = {**COORDINATOR_FAMILIES, METADATA_TOPIC: "metadata"}
 
 _I16 = struct.Struct(">h")
 _GROUP_METADATA = 2  # GroupMetadataKey/Value's record type
@@ -258,6 +260,26 @@ def metadata_text(offset: int, value) -> str:
         return f"Error at {offset}, skipping. {exc.reason}"
     return (f'{{"type":"{metadata_type_name(message)}","version":{version},"data":'
             f"{struct_json(message, data, version)}}}")
+
+
+def record_json(family: str, key, value) -> tuple[str | None, str | None, str | None]:
+    """``(key JSON, value JSON, error)`` of a data record of an internal topic's ``family``
+    (:data:`TOPIC_FAMILIES`), the texts ``kafka-dump-log``'s decoder prints: for a
+    coordinator record ``{"type":"T","data":...}`` and ``{"version":"V","data":...}``
+    (``null`` for a tombstone), for a metadata record no key and
+    ``{"type":"TOPIC_RECORD","version":0,"data":...}``. A record that does not decode gives
+    ``(None, None, why)``: its bytes are the caller's to show."""
+    try:
+        if family == "metadata":
+            message, version, data = decode_metadata(value)
+            return None, (f'{{"type":"{metadata_type_name(message)}","version":{version},'
+                          f'"data":{struct_json(message, data, version)}}}'), None
+        if key is None:
+            return None, None, "a coordinator record without a key"
+        k, v = coordinator_json(decode_coordinator(family, key, value))
+        return k, "null" if v is None else v, None
+    except CorruptRecordError as exc:
+        return None, None, exc.reason
 
 
 # -- KRaft control records ---------------------------------------------------------------------

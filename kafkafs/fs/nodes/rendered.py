@@ -21,6 +21,7 @@ from ...log.log import Log
 from ...record import plain
 from .. import markstore
 from .. import tree as T
+from ..decoded_jsonl import decoded_renderers, family_of
 from ..errors import report_damage
 from ..views import (
     LineView,
@@ -46,6 +47,7 @@ class ViewTable:
     def __init__(self, fs):
         self.fs = fs
         self.views: dict[tuple, LineView] = {}
+        self.mark_names: dict[tuple, str] = {}  # view key -> the name its marks go by
         self.kinds: tuple[str, ...] = ()
         # view -> (start, end offset) when its marks were last saved
         self._saved: weakref.WeakKeyDictionary[LineView, tuple] = weakref.WeakKeyDictionary()
@@ -59,13 +61,14 @@ class ViewTable:
         ``changed_only``, periodically: those whose end moved since they were last saved).
         Returns how many were saved. Raises OSError."""
         saved = 0
-        for (_topic, _partition, kind), v in list(self.views.items()):
+        for key, v in list(self.views.items()):
             mark = (v.start_offset, v.end_offset)
             if changed_only and self._saved.get(v) == mark:
                 continue
             state = v.export_state()
             if state is not None:
-                markstore.save(v.log.dir, self.mark_kind(kind), state)
+                markstore.save(v.log.dir, self.mark_kind(self.mark_names.get(key, key[2])),
+                               state)
                 self._saved[v] = mark
                 saved += 1
         return saved
@@ -115,6 +118,11 @@ class RenderedView(Kind):
         super().__init__(fs)
         fs.views.kinds += (self.kind,)
 
+    def renderers(self, topic: str) -> tuple:
+        """``(render, measure, render_run, mark kind)`` of the view of ``topic``'s
+        partitions: the kind's own, unless a kind renders some topics otherwise."""
+        return self.render, self.measure, self.render_run, self.kind
+
     def view(self, topic: str, partition: int) -> LineView:
         """The view of the partition, built on first use (and again when the partition's
         Log was replaced) from its saved marks; UnknownTopicOrPartitionError when the
@@ -127,10 +135,11 @@ class RenderedView(Kind):
         if v is None or v.log is not lg:
             if v is not None:
                 fs.chunk_cache.drop(v)
-            v = LineView(lg, self.render, self.measure, committed=fs.committed,
-                         render_run=self.render_run, on_damage=report_damage,
-                         cache=fs.chunk_cache)
-            state = markstore.load(lg.dir, table.mark_kind(self.kind))
+            render, measure, render_run, mark = self.renderers(topic)
+            v = LineView(lg, render, measure, committed=fs.committed, render_run=render_run,
+                         on_damage=report_damage, cache=fs.chunk_cache)
+            table.mark_names[key] = mark
+            state = markstore.load(lg.dir, table.mark_kind(mark))
             if state is not None:
                 v.import_state(state)
             table.views[key] = v
@@ -216,7 +225,8 @@ class MessagesFile(RenderedView):
 
 class JsonlFile(RenderedView):
     """``records.jsonl``: every record as a JSON object per line (:func:`render_jsonl`);
-    listed only with ``-o list_all`` (fs.tree)."""
+    in Kafka's internal topics keys and values decoded (fs.decoded_jsonl); listed only
+    with ``-o list_all`` (fs.tree)."""
 
     kind = T.JSONL
     name = b"records.jsonl"
@@ -224,3 +234,11 @@ class JsonlFile(RenderedView):
     render = staticmethod(render_jsonl)
     measure = staticmethod(measure_jsonl)
     render_run = staticmethod(render_jsonl_run)
+
+    def renderers(self, topic: str) -> tuple:
+        family = family_of(topic)
+        if family is None:
+            return super().renderers(topic)
+        render, measure = decoded_renderers(family)
+        # other bytes than the plain view's: marks of their own
+        return render, measure, None, f"{self.kind}-decoded"
