@@ -167,6 +167,14 @@ class Struct:
     def defaults(self) -> dict:
         return {f.name: f.default_value() for f in self.fields}
 
+    @property
+    def names(self) -> frozenset[str]:
+        """The names of its fields."""
+        names = self.__dict__.get("_names")
+        if names is None:
+            names = self.__dict__["_names"] = frozenset(f.name for f in self.fields)
+        return names
+
 
 @dataclass
 class Message(Struct):
@@ -198,9 +206,9 @@ class Message(Struct):
 
     def encode(self, value: dict, version: int) -> bytes:
         """The bytes of ``value`` (a dict as :meth:`decode` gives; missing fields take
-        their defaults) in ``version``. Raises ValueError for a field that the version
-        cannot carry with a value other than its default, or a value out of its type's
-        range."""
+        their defaults) in ``version``. Raises ValueError for a name that is no field of
+        the message, a field that the version cannot carry with a value other than its
+        default, or a value out of its type's range."""
         if version not in self.versions:
             raise ValueError(f"{self.name} has no version {version} (valid: {self.versions})")
         out = bytearray()
@@ -531,6 +539,9 @@ def _write_value(out: bytearray, f: Field, t: str, v, version: int, flexible: bo
 
 def _write_struct(out: bytearray, s: Struct, value: dict, version: int,
                   flexible: bool) -> None:
+    unknown = value.keys() - s.names - {"_unknown_tagged_fields"}
+    if unknown:
+        raise ValueError(f"{s.name} has no field {min(unknown)!r}")
     tagged: list[tuple[int, bytes]] = []
     for f in s.fields:
         present = f.name in value
