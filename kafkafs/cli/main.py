@@ -20,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "the Kafka tools on them without a broker.")
     parser.add_argument("--version", action="version", version=f"kafkafs {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    from . import check, clients, compact, demo, dump, mount, pipeline, topics
+    from . import check, clients, compact, consumer_groups, demo, dump, mount, pipeline, topics
 
     mount.register(sub)
     topics.register(sub)
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     dump.register(sub)
     check.register(sub)
     compact.register(sub)
+    consumer_groups.register(sub)
     demo.register(sub)
     pipeline.register(sub)
     return parser

@@ -39,6 +39,7 @@ COMPACT = "user.kafkafs.compact"  # set, topic or partition dir: a cleaning pass
 COMMIT_STAGED = "user.kafkafs.commit_staged"  # set, root: publish a bulk write's job
 ADOPT = "user.kafkafs.adopt"  # set, root or topic dir: a topic from staged dirs (older writers)
 APPEND_STAGED = "user.kafkafs.append_staged"  # set, partition dir: a staged run (older writers)
+GROUP_RECORDS = "user.kafkafs.group_records"  # set, root: a group coordinator's records
 
 # where each settable request is taken: "root", "topic" (a topic dir), "partition"
 TARGETS = {
@@ -46,6 +47,7 @@ TARGETS = {
     COMMIT_STAGED: ("root",),
     ADOPT: ("root", "topic"),
     APPEND_STAGED: ("partition",),
+    GROUP_RECORDS: ("root",),
 }
 
 
@@ -117,6 +119,8 @@ class ControlHandler:
             await self.commit_staged(value)
         elif name == ADOPT:
             await self.adopt(topic, value)
+        elif name == GROUP_RECORDS:
+            await self.group_records(value)
         else:
             await self.append_staged(topic, partition, value)
 
@@ -146,6 +150,43 @@ class ControlHandler:
             log.warning("cannot save the cleaner status: %s", exc)
         if failed:
             raise PassFailedError(f"a cleaning pass of {topic} failed")
+
+    async def group_records(self, value: bytes) -> None:
+        """``user.kafkafs.group_records`` on the root: the value is JSON ``{"group": G,
+        "records": [[key, value or null], ...]}`` (Base64), a group coordinator's records
+        of group G -- offset commits and tombstones, group tombstones -- appended as one
+        batch to G's partition of ``__consumer_offsets`` (created when missing:
+        :func:`~kafkafs.log.group_writes.append_group_records`), then flushed. Raises
+        InvalidRequestError for a value that is not that, or a record that is no record of
+        G."""
+        import base64
+
+        from ..log.group_writes import append_group_records
+        from ..record.internal import decode_coordinator
+
+        try:
+            req = json.loads(value)
+            group = str(req["group"])
+            records = [(base64.b64decode(k), None if v is None else base64.b64decode(v))
+                       for k, v in req["records"]]
+            for k, v in records:
+                rec = decode_coordinator("group", k, v)
+                if next(iter(rec.key.values()), None) != group:
+                    raise ValueError(f"a record of another group: {rec.key}")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InvalidRequestError(f"a malformed group records request: {exc}") from None
+        manager = self.core.manager
+
+        def work():
+            where = append_group_records(manager, group, records)
+            if where is not None:
+                manager.get_log("__consumer_offsets", where[0]).flush()
+            return where
+
+        where = await _in_thread(work)
+        if where is not None:
+            log.info("Appended %d record(s) of group %s to __consumer_offsets-%d",
+                     len(records), group, where[0])
 
     async def adopt(self, target_topic: str | None, value: bytes) -> None:
         """``user.kafkafs.adopt``: the value is JSON ``{"log_dir": one of the daemon's log
@@ -335,6 +376,19 @@ def request(path: str, name: str, value: bytes, what: str, mount: str) -> None:
         raise DaemonRefusedError(
             f"the kafkafs daemon mounted at {mount} refused to {what}: {reason} "
             f"({errno.errorcode.get(exc.errno, exc.errno)}; its log tells more)") from None
+
+
+def group_records(mount: str, group: str, records: list[tuple]) -> None:
+    """Have the daemon mounted at ``mount`` append a group coordinator's ``records``
+    (``(key, value or None)``) of ``group`` (:meth:`ControlHandler.group_records`). Raises
+    DaemonRefusedError."""
+    import base64
+
+    req = {"group": group, "records": [
+        [base64.b64encode(k).decode(), None if v is None else base64.b64encode(v).decode()]
+        for k, v in records]}
+    request(mount, GROUP_RECORDS, json.dumps(req).encode(),
+            f"append {len(records)} record(s) of group {group}", mount)
 
 
 def compact(path: str) -> None:

@@ -273,6 +273,10 @@ class GroupPartition:
         with self._lock:
             return sorted(self._groups)
 
+    def has(self, group_id: str) -> bool:
+        with self._lock:
+            return group_id in self._groups
+
     def group(self, group_id: str) -> Group | None:
         with self._lock:
             g = self._groups.get(group_id)
@@ -327,3 +331,51 @@ def _offset_commit(schema, value: bytes, record_offset: int) -> OffsetCommit | N
         return None
     return OffsetCommit(v["offset"], v.get("leaderEpoch", -1), v["metadata"] or "",
                         v["commitTimestamp"], v.get("expireTimestamp", -1), record_offset)
+
+
+class GroupStore:
+    """The groups of every ``__consumer_offsets`` partition a :class:`LogManager` holds:
+    one :class:`GroupPartition` per partition, made on first use (and anew when the
+    partition's Log was replaced). Thread-safe."""
+
+    def __init__(self, manager):
+        self.manager = manager
+        self._lock = threading.Lock()
+        self._parts: dict[int, GroupPartition] = {}
+
+    def partitions(self) -> dict[int, GroupPartition]:
+        """``{partition: GroupPartition}`` of the ``__consumer_offsets`` partitions here."""
+        out = {}
+        with self._lock:
+            for p in self.manager.partitions(CONSUMER_OFFSETS):
+                lg = self.manager.get_log(CONSUMER_OFFSETS, p)
+                gp = self._parts.get(p)
+                if gp is None or gp.log is not lg:
+                    gp = self._parts[p] = GroupPartition(lg)
+                out[p] = gp
+            for p in [p for p in self._parts if p not in out]:
+                del self._parts[p]
+        return out
+
+    def catch_up(self) -> int:
+        """:meth:`GroupPartition.catch_up` of every partition; the records read."""
+        return sum(gp.catch_up() for gp in self.partitions().values())
+
+    def groups(self) -> dict[str, int]:
+        """``{group id: its partition}`` of every group (as replayed so far)."""
+        out = {}
+        for p, gp in sorted(self.partitions().items()):
+            for g in gp.groups():
+                out.setdefault(g, p)
+        return out
+
+    def partition_of(self, group_id: str) -> GroupPartition | None:
+        """The partition holding ``group_id``: the coordinator's, else (a copy whose
+        partitions were renumbered) any that has it; None when none has."""
+        parts = self.partitions()
+        if not parts:
+            return None
+        home = parts.get(coordinator_partition(group_id, max(parts) + 1))
+        if home is not None and home.has(group_id):
+            return home
+        return next((gp for gp in parts.values() if gp.has(group_id)), None)

@@ -676,6 +676,20 @@ class LogManager:
             self.logs[(lg.topic, lg.partition)] = lg
         self._unsynced_metadata.extend(logs)
 
+    def topic_id(self, topic: str) -> str | None:
+        """The topic's id (Kafka's ``Uuid`` text, from a ``partition.metadata``), None when
+        it has none here or it cannot be read."""
+        return self._topic_id(topic)
+
+    def topic_names_by_id(self) -> dict[str, str]:
+        """``{topic id: topic name}`` of every topic here with an id."""
+        out = {}
+        for topic in self.topics():
+            tid = self._topic_id(topic)
+            if tid is not None:
+                out[tid] = topic
+        return out
+
     def _topic_id(self, topic: str) -> str | None:
         for (t, _p), lg in self.logs.items():
             if t == topic:
