@@ -132,10 +132,10 @@ def test_list_and_describe(tmp_path):
                                            "-", "-"]  # with the commit's leader epoch
     _rc, out, _err = cg(d, "--describe", "--group", "billing", "--members", "--verbose")
     assert out.splitlines()[1:] == [
-        "GROUP           CONSUMER-ID     HOST            CLIENT-ID       #PARTITIONS     "
-        "CURRENT-EPOCH   CURRENT-ASSIGNMENT   TARGET-EPOCH    TARGET-ASSIGNMENT   ",
-        "billing         consumer-1-abc  /127.0.0.1      consumer-1      2               "
-        "-               orders:0,1           -               -                   "]
+        ("GROUP           CONSUMER-ID     HOST            CLIENT-ID       #PARTITIONS     "
+        "CURRENT-EPOCH   CURRENT-ASSIGNMENT   TARGET-EPOCH    TARGET-ASSIGNMENT   "),
+        ("billing         consumer-1-abc  /127.0.0.1      consumer-1      2               "
+        "-               orders:0,1           -               -                   ")]
     _rc, out, _err = cg(d, "--describe", "--group", "billing", "--state")
     assert out.splitlines()[1].split() == ["GROUP", "COORDINATOR", "(ID)",
                                            "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
@@ -151,16 +151,16 @@ def test_usage_errors_are_kafkas(tmp_path):
     d = str(tmp_path / "logs")
     make_log_dir(d)
     for args, message in [
-        (("--describe",), "Option [describe] takes one of these options: [all-groups], "
-                          "[group]"),
+        (("--describe",), ("Option [describe] takes one of these options: [all-groups], "
+                          "[group]")),
         (("--describe", "--group", "g", "--members", "--state"),
-         "Option [describe] takes at most one of these options: [members], [offsets], "
-         "[state]"),
+         ("Option [describe] takes at most one of these options: [members], [offsets], "
+         "[state]")),
         (("--reset-offsets", "--group", "g", "--dry-run", "--execute"),
          "Option [reset-offsets] only accepts one of [execute] and [dry-run]"),
-        (("--list", "--describe", "--all-groups"), "Command must include exactly one action: --list, "
+        (("--list", "--describe", "--all-groups"), ("Command must include exactly one action: --list, "
                                    "--describe, --delete, --reset-offsets, --delete-offsets, "
-                                   "--validate-regex"),
+                                   "--validate-regex")),
         (("--delete-offsets", "--group", "g"),
          "Option [delete-offsets] takes the following options: [topic], [group]"),
         (("--reset-offsets", "--group", "audit", "--to-earliest", "--dry-run"),
