@@ -7,7 +7,7 @@ default, ``--members``, ``--state``; ``--verbose``), ``--reset-offsets`` (every 
 ``--topic T[:P,...]``/``--all-topics``, ``--dry-run`` by default, ``--execute``,
 ``--export``), ``--delete-offsets`` and ``--delete``. Column widths, blank lines, messages
 and row order are Kafka's (rows in the order its Java ``HashMap`` s iterate them:
-cli.java_order).
+log.java_order).
 
 What the broker would answer is computed from the log dirs: groups replayed from
 ``__consumer_offsets`` (log.groups, log.group_view), log end offsets as each partition's
@@ -36,7 +36,7 @@ from datetime import datetime, timedelta, timezone
 
 from ..core import control
 from ..log.errors import LogError
-from ..log.group_view import GroupDescription, describe, high_watermark
+from ..log.group_view import GroupDescription, describe, offset_rows, offsets_table
 from ..log.group_writes import (
     append_group_records,
     group_tombstones,
@@ -45,9 +45,9 @@ from ..log.group_writes import (
 )
 from ..log.groups import GroupStore
 from ..log.groups import java_string_hash as java_hash
+from ..log.java_order import hashmap_order, java_string_key, topic_partition_hash
 from .common import CliError, add_log_dir_args, broker_config, open_manager
 from .holder import Job
-from .java_order import hashmap_order, java_string_key, topic_partition_hash
 from .mount import mount_serving
 
 TOOL = ("This tool helps to list all consumer groups, describe a consumer group, delete "
@@ -319,53 +319,11 @@ class Context:
                          "Reconciling"):
             print(f"\nWarning: Consumer group '{d.group_id}' is rebalancing.", file=sys.stderr)
 
-    def _offset_rows(self, d: GroupDescription) -> list[list[str]]:
-        rows = []
-        assigned = set()
-        members = hashmap_order(d.members, lambda m: java_hash(m.member_id))
-        members = sorted(members, key=lambda m: -len(m.assignment))
-        for m in members:
-            if not m.assignment:
-                continue
-            parts = sorted(set(m.assignment), key=lambda tp: tp[1])
-            assigned.update(parts)
-            rows += self._partition_rows(d, parts, m)
-        unassigned = sorted(tp for tp in d.offsets if tp not in assigned)
-        rows += self._partition_rows(d, unassigned, None)
-        return rows
-
-    def _partition_rows(self, d: GroupDescription, parts, member) -> list[list[str]]:
-        rows = []
-        for topic, p in hashmap_order(parts, topic_partition_hash):
-            commit = d.offsets.get((topic, p))
-            current = None if commit is None or commit.offset < 0 else commit.offset
-            leo = high_watermark(self.manager, topic, p)
-            lag = None if current is None or leo is None else leo - current
-            epoch = None if commit is None or commit.leader_epoch < 0 else commit.leader_epoch
-            rows.append([d.group_id, topic, str(p), _dash(epoch), _dash(current), _dash(leo),
-                         _dash(lag), _dash(member and member.member_id),
-                         _dash(member and member.host), _dash(member and member.client_id)])
-        return rows
-
     def _offsets(self, d: GroupDescription) -> None:
         self._member_state_note(d)
-        rows = self._offset_rows(d)
-        if not rows:
-            return
-        verbose = self.args.verbose
-        g = max([15] + [len(r[0]) for r in rows])
-        t = max([15] + [len(r[1]) for r in rows])
-        c = max([15] + [len(r[7]) for r in rows])
-        h = max([15] + [len(r[8]) for r in rows])
-        header = ["GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "CURRENT-OFFSET",
-                  "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]
-        widths = [g, t, 10, 15, 15, 15, 15, c, h, 0]
-        keep = list(range(10)) if verbose else [0, 1, 2, 4, 5, 6, 7, 8, 9]
-        out = io.StringIO()
-        for row in [header] + rows:
-            cells = [_pad(row[i], widths[i]) if widths[i] else row[i] for i in keep]
-            out.write("\n" + " ".join(cells))
-        print(out.getvalue())
+        rows = offset_rows(d, self.manager)
+        if rows:
+            print(offsets_table(rows, self.args.verbose))
 
     def _members(self, d: GroupDescription) -> None:
         self._member_state_note(d)

@@ -31,9 +31,11 @@ from ..record import tables
 from ..record.errors import CorruptRecordError
 from ..record.schema_json import uuid_string
 from .errors import LogError
-from .groups import Group, GroupStore, OffsetCommit
+from .groups import Group, GroupStore, OffsetCommit, java_string_hash
+from .java_order import hashmap_order, topic_partition_hash
 
-__all__ = ["GroupDescription", "Member", "describe", "high_watermark"]
+__all__ = ["GroupDescription", "Member", "describe", "high_watermark", "offset_rows",
+           "offsets_table"]
 
 _I16 = struct.Struct(">h")
 MEMBER_STABLE = 0  # ConsumerGroupCurrentMemberAssignmentValue.State: MemberState.STABLE
@@ -204,3 +206,59 @@ def _consumer(g: Group, offsets, partition: int, topic_names) -> GroupDescriptio
     assignor = max(sorted(assignors), key=assignors.get) if assignors else "uniform"
     return GroupDescription(g.group_id, "Consumer", state, "consumer", assignor, epoch,
                             target_epoch, None, members, offsets, partition)
+
+
+# -- kafka-consumer-groups --describe's table (ConsumerGroupCommand.printOffsets) -------------
+
+def _dash(value) -> str:
+    return "-" if value is None or value == "" else str(value)
+
+
+def offset_rows(d: GroupDescription, manager) -> list[list[str]]:
+    """The rows of the group's offsets table, in Kafka's order: each member with partitions
+    (the members as the broker's map iterates them, stably by assignment size, largest
+    first), its partitions as a Java HashMap iterates them; then the committed partitions no
+    member owns. A row: group, topic, partition, leader epoch, current offset, log end
+    offset (the high watermark), lag, consumer id, host, client id (``-`` where unknown)."""
+    rows = []
+    assigned = set()
+    members = hashmap_order(d.members, lambda m: java_string_hash(m.member_id))
+    for m in sorted(members, key=lambda m: -len(m.assignment)):
+        if not m.assignment:
+            continue
+        parts = sorted(set(m.assignment), key=lambda tp: tp[1])
+        assigned.update(parts)
+        rows += _partition_rows(d, parts, m, manager)
+    unassigned = sorted(tp for tp in d.offsets if tp not in assigned)
+    return rows + _partition_rows(d, unassigned, None, manager)
+
+
+def _partition_rows(d: GroupDescription, parts, member, manager) -> list[list[str]]:
+    rows = []
+    for topic, p in hashmap_order(parts, topic_partition_hash):
+        commit = d.offsets.get((topic, p))
+        current = None if commit is None or commit.offset < 0 else commit.offset
+        leo = high_watermark(manager, topic, p)
+        lag = None if current is None or leo is None else leo - current
+        epoch = None if commit is None or commit.leader_epoch < 0 else commit.leader_epoch
+        rows.append([d.group_id, topic, str(p), _dash(epoch), _dash(current), _dash(leo),
+                     _dash(lag), _dash(member and member.member_id),
+                     _dash(member and member.host), _dash(member and member.client_id)])
+    return rows
+
+
+def offsets_table(rows: list[list[str]], verbose: bool = False) -> str:
+    """The table of :func:`offset_rows` as ``kafka-consumer-groups --describe`` prints it
+    (each line after a newline, the widths of ``%-Ns``: at least 15 for the group, topic,
+    consumer id and host, the longest value beyond; LEADER-EPOCH only with ``verbose``);
+    the caller's print adds the final newline."""
+    def pad(text: str, width: int) -> str:
+        return text + " " * max(0, width - len(text))
+
+    header = ["GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "CURRENT-OFFSET",
+              "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]
+    widest = [max([15] + [len(r[i]) for r in rows]) for i in (0, 1, 7, 8)]
+    widths = [widest[0], widest[1], 10, 15, 15, 15, 15, widest[2], widest[3], 0]
+    keep = list(range(10)) if verbose else [0, 1, 2, 4, 5, 6, 7, 8, 9]
+    return "".join("\n" + " ".join(pad(row[i], widths[i]) if widths[i] else row[i]
+                                    for i in keep) for row in [header] + rows)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from ..log.groups import java_string_hash
+from .groups import java_string_hash
 
 __all__ = ["hashmap_order", "java_string_key", "topic_partition_hash"]
 
