@@ -30,6 +30,7 @@ import trio
 
 from ..log.cleaner import CleanerConfig, LogCleaner
 from ..log.config import BrokerConfig
+from ..log.groups import GroupStore
 from ..log.keymap import KeyMaps
 from ..log.manager import LogManager
 from . import tasks
@@ -57,6 +58,7 @@ class StorageCore:
         self.read_only = read_only
         self.manager = manager or LogManager(config, read_only=read_only)
         self.key_maps = KeyMaps()
+        self.groups = GroupStore(self.manager)  # __consumer_offsets replayed (log.groups)
         self.commits = CommitGate()
         self.control = ControlHandler(self)
         self.on_topic_replaced: list[Callable[[str], None]] = []

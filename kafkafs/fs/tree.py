@@ -40,6 +40,12 @@ SEGFILE = "segfile"
 KEYS = "keys"  # <topic>/key/ (partition None) and <topic>/<p>/key/
 KEY = "key"  # a version of a key: name = the offset of its record
 NEW_KEY = "new_key"  # created, not produced yet: name = the key's bytes
+GROUPS = "groups"  # __consumer_offsets/groups/ (fs.nodes.groups)
+GROUP = "group"  # groups/<g>/: name = the group id
+GROUP_TOPIC = "group_topic"  # groups/<g>/<t>/: name = (group, topic)
+GROUP_OFFSET = "group_offset"  # groups/<g>/<t>/<p>: name = (group, topic, partition)
+GROUP_STATE = "group_state"  # groups/<g>/state: name = the group id
+GROUP_LAG = "group_lag"  # groups/<g>/lag: name = the group id
 
 OFFSET_INODES = 1 << 62  # the computed inode numbers of offset/N (module docstring)
 KEY_INODES = 1 << 63  # added for key/<k> versions

@@ -14,6 +14,14 @@ from .append import AppendFile
 from .base import Kind
 from .bytime import ByTimeDir, ByTimeLink
 from .config import ConfigFile
+from .groups import (
+    GroupDir,
+    GroupLagFile,
+    GroupOffsetFile,
+    GroupsDir,
+    GroupStateFile,
+    GroupTopicDir,
+)
 from .keys import KeyFile, KeysDir, NewKeyFile
 from .offsets import OffsetDir, OffsetFile
 from .partition import PartitionDir
@@ -39,6 +47,12 @@ KINDS: tuple[type[Kind], ...] = (
     KeysDir,
     KeyFile,
     NewKeyFile,
+    GroupsDir,
+    GroupDir,
+    GroupTopicDir,
+    GroupOffsetFile,
+    GroupStateFile,
+    GroupLagFile,
 )
 
 # kinds with one node per name, dropped when the kernel forgets it (fs.tree InodeTable)

@@ -104,6 +104,12 @@ class Kind:
         ro = fs.options.read_only and self.ro_perm is not None
         self.mode = self.file_type | (self.ro_perm if ro else self.perm)
 
+    def present(self, parent: T.Node) -> bool:
+        """Whether this fixed child is there under ``parent`` (a kind some directories of
+        its parents' kind have, and others not: ``groups/`` under ``__consumer_offsets``
+        only)."""
+        return True
+
     def log(self, node: T.Node):
         """The Log of ``node``'s partition; UnknownTopicOrPartitionError (ENOENT) when it
         is gone."""
@@ -233,7 +239,7 @@ class Directory(Kind):
     async def lookup(self, parent: T.Node, name: bytes) -> T.Node:
         """A fixed child, else :meth:`lookup_name`."""
         child = self.children.get(name)
-        if child is not None:
+        if child is not None and child.present(parent):
             return self.fs.inodes.get(child.kind, parent.topic, parent.partition)
         return await self.lookup_name(parent, name)
 
@@ -249,15 +255,21 @@ class Directory(Kind):
         children (those not ``listed`` only with ``-o list_all``)."""
         inodes, list_all = self.fs.inodes, self.fs.options.list_all
         return [(name, inodes.get(child.kind, node.topic, node.partition))
-                for name, child in self.children.items() if list_all or child.listed]
+                for name, child in self.children.items()
+                if (list_all or child.listed) and child.present(node)]
 
     async def readdir(self, h: Handle, start_id: int, token) -> None:
         """Reply the :meth:`entries` from ``start_id`` on, each with its attributes
         (``next_id``: its index + 1); one whose attributes cannot be had now (damage in
         its log) is listed without attributes the kernel may keep, one gone meanwhile is
         left out."""
+        await self.reply_names(h, token, start_id, self.entries(h.node))
+
+    async def reply_names(self, h: Handle, token, start_id: int,
+                          names: list[tuple[bytes, T.Node]]) -> None:
+        """Reply ``names`` (``(name, child node)``, in order) from ``start_id`` on, as
+        :meth:`readdir` describes."""
         fs = self.fs
-        names = self.entries(h.node)
         for i, (name, child) in enumerate(names[start_id:], start_id):
             kind = fs.kinds[child.kind]
             try:
