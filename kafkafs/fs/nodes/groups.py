@@ -75,7 +75,7 @@ class _GroupKind(Kind):
             await trio.to_thread.run_sync(store.catch_up)
             return
         for gp in store.partitions().values():
-            if gp.has(group) or group is None:
+            if gp.has(group):
                 await trio.to_thread.run_sync(gp.catch_up)
                 return
         await trio.to_thread.run_sync(store.catch_up)
