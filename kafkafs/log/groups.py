@@ -150,6 +150,13 @@ class GroupPartition:
         self.damage: CorruptRecordError | None = None
 
     # -- reading the log ------------------------------------------------------------------
+    @property
+    def up_to_date(self) -> bool:
+        """Whether the replay has read up to the log end offset (and the log did not
+        shrink or start past it): :meth:`catch_up` has nothing to do."""
+        lg = self.log
+        return lg.log_end_offset == self.end_offset and lg.log_start_offset <= self.end_offset
+
     def catch_up(self) -> int:
         """Replay what was appended since the last call (every record up to the log end
         offset); replay anew when the log shrank below where it was read or its start moved

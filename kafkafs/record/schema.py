@@ -175,6 +175,25 @@ class Struct:
             names = self.__dict__["_names"] = frozenset(f.name for f in self.fields)
         return names
 
+    def plan(self, version: int, flexible: bool) -> tuple:
+        """``(fields, tagged)`` of ``version``: the fields it carries in the body, each
+        with a flag telling a tagged one (in order), and ``{tag: field}``, worked out once
+        per version (every read, write and JSON of the struct uses it)."""
+        plans = self.__dict__.setdefault("_plans", {})
+        key = (version, flexible)
+        plan = plans.get(key)
+        if plan is None:
+            fields, tagged = [], {}
+            for f in self.fields:
+                if version not in f.versions:
+                    continue
+                is_tagged = f.tag is not None and version in f.tagged and flexible
+                fields.append((f, is_tagged))
+                if is_tagged:
+                    tagged[f.tag] = f
+            plan = plans[key] = (tuple(fields), tagged)
+        return plan
+
 
 @dataclass
 class Message(Struct):
@@ -454,15 +473,14 @@ def _read_value(r: _Reader, f: Field, t: str, version: int, flexible: bool):
 
 def _read_struct(r: _Reader, s: Struct, version: int, flexible: bool) -> dict:
     out = {}
-    tagged = {}
-    for f in s.fields:
-        if version not in f.versions:
-            continue
-        if f.tag is not None and version in f.tagged and flexible:
-            tagged[f.tag] = f
+    fields, tagged = s.plan(version, flexible)
+    for f, is_tagged in fields:
+        if is_tagged:
             out[f.name] = f.default_value()
             continue
-        out[f.name] = _read_value(r, f, f.type, version, flexible)
+        s_ = _FIXED.get(f.type)
+        out[f.name] = r.fixed(s_) if s_ is not None else \
+            _read_value(r, f, f.type, version, flexible)
     if flexible:
         for _ in range(r.uvarint()):
             tag = r.uvarint()

@@ -32,8 +32,13 @@ __all__ = ["RawJson", "java_double", "json_string", "struct_json", "uuid_string"
 _ESCAPE = re.compile(r"\\u00[0-9a-f]{2}")
 
 
+_PLAIN = re.compile(r'[^"\\\x00-\x1f]*')
+
+
 def json_string(s: str) -> str:
     """``s`` as a JSON string the way Jackson writes it (see the module)."""
+    if _PLAIN.fullmatch(s):
+        return '"' + s + '"'
     out = json.dumps(s, ensure_ascii=False)
     if "\\u00" in out:
         out = _ESCAPE.sub(lambda m: m.group(0)[:4] + m.group(0)[4:].upper(), out)
@@ -109,11 +114,18 @@ def struct_json(s: Struct, value: dict, version: int) -> str:
     takes its default) of ``s`` in ``version``: ``XxxJsonConverter.write(value,
     version).toString()``."""
     parts = []
-    for f in s.fields:
-        if version not in f.versions:
-            continue
+    fields, _tagged = s.plan(version, True)
+    for f, is_tagged in fields:
         v = value[f.name] if f.name in value else f.default_value()
-        if f.tag is not None and version in f.tagged and not _non_default(f, v):
+        if is_tagged and not _non_default(f, v):
             continue
-        parts.append(json_string(f.name) + ":" + _value_json(f, f.type, v, version))
+        parts.append(_name_json(f) + _value_json(f, f.type, v, version))
     return "{" + ",".join(parts) + "}"
+
+
+def _name_json(f: Field) -> str:
+    """``"name":`` of a field, made once."""
+    text = f.__dict__.get("_json_name")
+    if text is None:
+        text = f.__dict__["_json_name"] = json_string(f.name) + ":"
+    return text

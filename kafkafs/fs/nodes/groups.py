@@ -71,14 +71,11 @@ class _GroupKind(Kind):
     async def fresh(self, group: str | None = None) -> None:
         """Catch the store up (the group's partition, or every partition)."""
         store = self.store
-        if group is None:
-            await trio.to_thread.run_sync(store.catch_up)
-            return
-        for gp in store.partitions().values():
-            if gp.has(group):
-                await trio.to_thread.run_sync(gp.catch_up)
-                return
-        await trio.to_thread.run_sync(store.catch_up)
+        gp = None if group is None else store.partition_of(group)
+        parts = store.partitions().values() if gp is None else (gp,)
+        if all(p.up_to_date for p in parts):
+            return  # nothing appended since: no trip to a worker thread
+        await trio.to_thread.run_sync(store.catch_up if gp is None else gp.catch_up)
 
     async def description(self, group: str) -> GroupDescription:
         await self.fresh(group)
@@ -86,6 +83,15 @@ class _GroupKind(Kind):
         if d is None:
             raise err(errno.ENOENT)
         return d
+
+    async def offsets(self, group: str) -> dict:
+        """``{(topic, partition): OffsetCommit}`` of ``group``, caught up; ENOENT when no
+        partition has the group (cheaper than :meth:`description`: only offsets)."""
+        await self.fresh(group)
+        gp = self.store.partition_of(group)
+        if gp is None:
+            raise err(errno.ENOENT)
+        return {(t, p): c for (_g, t, p), c in gp.offsets(group).items()}
 
     async def refuse_if_active(self, group: str) -> None:
         """EBUSY while the group has members: Kafka resets only inactive groups (at the
@@ -134,24 +140,23 @@ class GroupDir(Directory, _GroupKind):
         if name == b"lag":
             return inodes.get(T.GROUP_LAG, parent.topic, None, group)
         topic = name.decode("utf-8", "replace")
-        d = await self.description(group)
-        if not any(t == topic for t, _p in d.offsets):
+        if not any(t == topic for t, _p in await self.offsets(group)):
             raise err(errno.ENOENT)
         return inodes.get(T.GROUP_TOPIC, parent.topic, None, (group, topic))
 
     async def getattr(self, node: T.Node):
-        await self.description(node.name)
+        await self.offsets(node.name)
         return self.attr(node)
 
     async def readdir(self, h: Handle, start_id: int, token) -> None:
         group = h.node.name
-        d = await self.description(group)
+        offsets = await self.offsets(group)
         inodes = self.fs.inodes
         entries = [(b"state", inodes.get(T.GROUP_STATE, h.node.topic, None, group)),
                    (b"lag", inodes.get(T.GROUP_LAG, h.node.topic, None, group))]
         entries += [(t.encode("utf-8"), inodes.get(T.GROUP_TOPIC, h.node.topic, None,
                                                    (group, t)))
-                    for t in sorted({t for t, _p in d.offsets})]
+                    for t in sorted({t for t, _p in offsets})]
         await self.reply_names(h, token, start_id, entries)
 
 
@@ -167,23 +172,20 @@ class GroupTopicDir(Directory, _GroupKind):
         group, topic = parent.name
         if not canonical_number(name):
             raise err(errno.ENOENT)
-        d = await self.description(group)
-        if (topic, int(name)) not in d.offsets:
+        if (topic, int(name)) not in await self.offsets(group):
             raise err(errno.ENOENT)
         return self.fs.inodes.get(T.GROUP_OFFSET, parent.topic, None,
                                   (group, topic, int(name)))
 
     async def getattr(self, node: T.Node):
         group, topic = node.name
-        d = await self.description(group)
-        if not any(t == topic for t, _p in d.offsets):
+        if not any(t == topic for t, _p in await self.offsets(group)):
             raise err(errno.ENOENT)
         return self.attr(node)
 
     async def readdir(self, h: Handle, start_id: int, token) -> None:
         group, topic = h.node.name
-        d = await self.description(group)
-        parts = sorted(p for t, p in d.offsets if t == topic)
+        parts = sorted(p for t, p in await self.offsets(group) if t == topic)
         await self.reply_names(h, token, start_id, [
             (str(p).encode(), self.fs.inodes.get(T.GROUP_OFFSET, h.node.topic, None,
                                                   (group, topic, p))) for p in parts])
@@ -241,12 +243,14 @@ class GroupOffsetFile(_GroupKind):
     writable = True
 
     async def commit(self, node: T.Node):
+        """The commit the file shows (its group's partition caught up first)."""
         group, topic, partition = node.name
-        d = await self.description(group)
-        c = d.offsets.get((topic, partition))
+        await self.fresh(group)
+        gp = self.store.partition_of(group)
+        c = None if gp is None else gp.offsets(group).get((group, topic, partition))
         if c is None:
             raise err(errno.ENOENT)
-        return d, c
+        return group, c
 
     async def getattr(self, node: T.Node):
         _d, c = await self.commit(node)
