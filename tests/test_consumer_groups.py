@@ -318,3 +318,34 @@ def test_writes_are_refused_beside_a_broker(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_consume_with_a_group_starts_from_and_commits_its_offsets(tmp_path):
+    """``kafkafs consume --group``: the group's committed offsets, else auto.offset.reset
+    (earliest with --from-beginning); what it printed is committed at the end, so the next
+    run goes on from there; a group with members is refused."""
+    d = str(tmp_path / "logs")
+    make_log_dir(d)
+
+    def consume(*args):
+        r = kafkafs("consume", "--log-dirs", d, "--topic", "orders", "--timeout-ms", "0",
+                    "--property", "print.partition=true", "--property", "print.offset=true",
+                    *args, check=False)
+        return r.returncode, r.stdout.decode().splitlines(), r.stderr.decode()
+
+    # audit committed orders-1 at 7: from there; the others from the beginning
+    rc, lines, _err = consume("--group", "audit", "--from-beginning")
+    assert rc == 0
+    assert [x for x in lines if x.startswith("Partition:1")][0] == "Partition:1\tOffset:7\tv7"
+    assert len(lines) == 10 + 13 + 30
+    assert sorted(c[:4] for c in _raw_commits(d, "audit")[1:]) == [
+        ("orders", 0, 4, 10), ("orders", 1, 4, 20), ("orders", 2, 4, 30)]
+    rc, lines, _err = consume("--group", "audit")
+    assert rc == 0 and lines == []  # everything was committed
+    # a new group without --from-beginning: latest (nothing printed)
+    rc, lines, _err = consume("--group", "fresh")
+    assert rc == 0 and lines == []
+    rc, _lines, err = consume("--group", "audit", "--partition", "0")
+    assert rc == 1 and "Options group and partition cannot be specified together." in err
+    rc, _lines, err = consume("--group", "billing")
+    assert rc == 1 and "has active members" in err

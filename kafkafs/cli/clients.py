@@ -19,7 +19,7 @@ from ..log.log import Log, now_ms
 from ..log.partitioner import partition_for_key
 from ..record.batch import TIMESTAMP_TYPE_NAMES
 from ..record.producer_batch import ESTIMATOR, BatchSizer, batch_limits, effective_codec
-from .common import CliError, add_log_dir_args, open_manager, parse_kv
+from .common import CliError, add_log_dir_args, broker_config, open_manager, parse_kv
 from .holder import Job
 
 READ_LINES = 1000  # lines read from stdin at a time (one timestamp each)
@@ -52,6 +52,13 @@ def register(sub) -> None:
     c.add_argument("--offset", default=None, help="earliest, latest or an offset (needs "
                                                   "--partition)")
     c.add_argument("--from-beginning", action="store_true")
+    c.add_argument("--group", metavar="consumer group id",
+                   help="start from the group's committed offsets (auto.offset.reset where "
+                        "it has none) and commit what was printed, as kafka-console-consumer "
+                        "does with --group")
+    c.add_argument("--consumer-property", action="append", default=[], metavar="KEY=VALUE",
+                   help="auto.offset.reset (earliest, latest, none) and "
+                        "auto.commit.interval.ms are taken; others are ignored")
     c.add_argument("--max-messages", type=int)
     c.add_argument("--timeout-ms", type=int,
                    help="exit when no record arrives for this long (default: follow forever)")
@@ -309,6 +316,18 @@ def run_consume(args) -> int:
     start = None if args.offset is None else _start_offset(args.offset)
     if start is not None and args.from_beginning:
         raise CliError("Options from-beginning and offset cannot be specified together.")
+    group = getattr(args, "group", None)
+    consumer = _props(getattr(args, "consumer_property", []) or [])
+    if group is not None and args.partition is not None:
+        raise CliError("Options group and partition cannot be specified together.")
+    reset = consumer.get("auto.offset.reset")
+    if reset is not None and args.from_beginning and reset != "earliest":
+        raise CliError(f"Can't simultaneously specify --from-beginning and "
+                       f"'auto.offset.reset={reset}', please remove one option")
+    reset = reset or ("earliest" if args.from_beginning else "latest")
+    if reset not in ("earliest", "latest", "none"):
+        raise CliError(f"Invalid value {reset} for configuration auto.offset.reset: String "
+                       "must be one of: latest, earliest, none")
     # Kafka's loop runs while messageCount < maxMessages, or forever for -1 (the default)
     limit = None if args.max_messages in (None, -1) else args.max_messages
     manager = open_manager(args, write=False)
@@ -328,9 +347,21 @@ def run_consume(args) -> int:
         else:
             parts = manager.load_topic(args.topic)  # (one it cannot read is left out)
         positions = {}
+        committer = None
+        if group is not None:
+            committer = GroupCommitter(args, manager, group, args.topic,
+                                       int(consumer.get("auto.commit.interval.ms", 5000)))
         for p in parts:
             lg = manager.get_log(args.topic, p)
-            if start is not None:
+            if committer is not None and p in committer.committed:
+                positions[p] = committer.committed[p]
+            elif committer is not None and reset == "none":
+                raise CliError(f"Undefined offset with no reset policy for partitions: "
+                               f"[{args.topic}-{p}]")
+            elif committer is not None:
+                positions[p] = lg.log_start_offset if reset == "earliest" else \
+                    lg.log_end_offset
+            elif start is not None:
                 positions[p] = (lg.log_start_offset if start == "earliest" else
                                 lg.log_end_offset if start == "latest" else start)
             else:
@@ -374,6 +405,8 @@ def run_consume(args) -> int:
                             return 0
                     positions[p] = max(positions[p], batch.next_offset)
             out.flush()
+            if committer is not None:
+                committer.maybe_commit(positions)
             if progressed:
                 last_data = time.monotonic()
             elif args.timeout_ms is not None and \
@@ -393,7 +426,67 @@ def run_consume(args) -> int:
         except BrokenPipeError:
             pass
         print(f"Processed a total of {count} messages", file=sys.stderr)
-        manager.shutdown()
+        try:
+            if committer is not None:  # the console consumer commits at close
+                committer.commit(positions)
+        finally:
+            manager.shutdown()
+
+
+class GroupCommitter:
+    """``consume --group``'s offsets: the group's committed offsets of ``topic`` to start
+    from (:attr:`committed`), and commits of what was printed every ``interval_ms`` and at
+    the end, as the console consumer's auto-commit and close do (offset commit records to
+    the group's partition of ``__consumer_offsets``: log.group_writes, directly or through
+    the daemon holding the log dirs). Raises CliError for a group with active members
+    (their commits are the coordinator's to take)."""
+
+    def __init__(self, args, manager, group: str, topic: str, interval_ms: int):
+        from ..log.group_view import describe
+        from ..log.groups import GroupStore
+
+        self.args, self.group, self.topic = args, group, topic
+        self.interval = interval_ms / 1000
+        store = GroupStore(manager)
+        store.catch_up()
+        d = describe(store, group)
+        if d is not None and d.state not in ("Empty", "Dead"):
+            raise CliError(f"Consumer group '{group}' has active members (state {d.state}): "
+                           "kafkafs consume --group commits only for an inactive group")
+        self.committed = {} if d is None else \
+            {p: c.offset for (t, p), c in d.offsets.items() if t == topic and c.offset >= 0}
+        self._last = dict(self.committed)
+        self._at = time.monotonic()
+
+    def maybe_commit(self, positions: dict[int, int]) -> None:
+        if time.monotonic() - self._at >= self.interval:
+            self.commit(positions)
+
+    def commit(self, positions: dict[int, int]) -> None:
+        """Commit the positions that moved since the last commit."""
+        from ..core import control
+        from ..log.group_writes import append_group_records, offset_commit_records
+        from .mount import mount_serving
+
+        self._at = time.monotonic()
+        moved = {p: o for p, o in positions.items() if self._last.get(p) != o}
+        if not moved:
+            return
+        records = offset_commit_records(self.group, [(self.topic, p, o)
+                                                     for p, o in sorted(moved.items())])
+        try:
+            writer = open_manager(self.args, write=True)
+        except CliError:
+            mnt = mount_serving(broker_config(self.args).log_dirs)
+            if mnt is None:
+                raise
+            control.group_records(mnt, self.group, records)
+        else:
+            try:
+                append_group_records(writer, self.group, records)
+            finally:
+                writer.shutdown()
+        self._last.update(moved)
 
 
 # -- get-offsets -------------------------------------------------------------------------
