@@ -336,7 +336,7 @@ def test_consume_with_a_group_starts_from_and_commits_its_offsets(tmp_path):
     # audit committed orders-1 at 7: from there; the others from the beginning
     rc, lines, _err = consume("--group", "audit", "--from-beginning")
     assert rc == 0
-    assert [x for x in lines if x.startswith("Partition:1")][0] == "Partition:1\tOffset:7\tv7"
+    assert next(x for x in lines if x.startswith("Partition:1")) == "Partition:1\tOffset:7\tv7"
     assert len(lines) == 10 + 13 + 30
     assert sorted(c[:4] for c in _raw_commits(d, "audit")[1:]) == [
         ("orders", 0, 4, 10), ("orders", 1, 4, 20), ("orders", 2, 4, 30)]
