@@ -376,6 +376,12 @@ class GroupStore:
                 out.setdefault(g, p)
         return out
 
+    def home(self, group_id: str) -> GroupPartition | None:
+        """The coordinator's partition of ``group_id`` (whether it has the group yet or
+        not), None without ``__consumer_offsets``."""
+        parts = self.partitions()
+        return parts.get(coordinator_partition(group_id, max(parts) + 1)) if parts else None
+
     def partition_of(self, group_id: str) -> GroupPartition | None:
         """The partition holding ``group_id``: the coordinator's, else (a copy whose
         partitions were renumbered) any that has it; None when none has."""

@@ -71,11 +71,16 @@ class _GroupKind(Kind):
     async def fresh(self, group: str | None = None) -> None:
         """Catch the store up (the group's partition, or every partition)."""
         store = self.store
-        gp = None if group is None else store.partition_of(group)
-        parts = store.partitions().values() if gp is None else (gp,)
-        if all(p.up_to_date for p in parts):
-            return  # nothing appended since: no trip to a worker thread
-        await trio.to_thread.run_sync(store.catch_up if gp is None else gp.catch_up)
+        # a group's own partition first (the coordinator's); every partition only when it
+        # is not there (a copy whose partitions were renumbered)
+        gp = None if group is None else store.home(group)
+        if gp is not None:
+            if not gp.up_to_date:
+                await trio.to_thread.run_sync(gp.catch_up)
+            if gp.has(group):
+                return
+        if not all(p.up_to_date for p in store.partitions().values()):
+            await trio.to_thread.run_sync(store.catch_up)
 
     async def description(self, group: str) -> GroupDescription:
         await self.fresh(group)
