@@ -20,7 +20,18 @@ def build_parser() -> argparse.ArgumentParser:
                     "the Kafka tools on them without a broker.")
     parser.add_argument("--version", action="version", version=f"kafkafs {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    from . import check, clients, compact, consumer_groups, demo, dump, mount, pipeline, topics
+    from . import (
+        check,
+        clients,
+        compact,
+        consumer_groups,
+        demo,
+        dump,
+        mount,
+        pipeline,
+        topics,
+        transactions,
+    )
 
     mount.register(sub)
     topics.register(sub)
@@ -29,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.register(sub)
     compact.register(sub)
     consumer_groups.register(sub)
+    transactions.register(sub)
     demo.register(sub)
     pipeline.register(sub)
     return parser

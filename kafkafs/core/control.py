@@ -40,6 +40,7 @@ COMMIT_STAGED = "user.kafkafs.commit_staged"  # set, root: publish a bulk write'
 ADOPT = "user.kafkafs.adopt"  # set, root or topic dir: a topic from staged dirs (older writers)
 APPEND_STAGED = "user.kafkafs.append_staged"  # set, partition dir: a staged run (older writers)
 GROUP_RECORDS = "user.kafkafs.group_records"  # set, root: a group coordinator's records
+APPEND_MARKER = "user.kafkafs.append_marker"  # set, partition dir: an end transaction marker
 
 # where each settable request is taken: "root", "topic" (a topic dir), "partition"
 TARGETS = {
@@ -48,6 +49,7 @@ TARGETS = {
     ADOPT: ("root", "topic"),
     APPEND_STAGED: ("partition",),
     GROUP_RECORDS: ("root",),
+    APPEND_MARKER: ("partition",),
 }
 
 
@@ -121,6 +123,8 @@ class ControlHandler:
             await self.adopt(topic, value)
         elif name == GROUP_RECORDS:
             await self.group_records(value)
+        elif name == APPEND_MARKER:
+            await self.append_marker(topic, partition, value)
         else:
             await self.append_staged(topic, partition, value)
 
@@ -187,6 +191,36 @@ class ControlHandler:
         if where is not None:
             log.info("Appended %d record(s) of group %s to __consumer_offsets-%d",
                      len(records), group, where[0])
+
+    async def append_marker(self, topic: str, partition: int, value: bytes) -> None:
+        """``user.kafkafs.append_marker`` on ``<topic>/<p>``: the value is one COMMIT or
+        ABORT marker batch (``kafkafs transactions abort``), appended as a broker appends
+        ``WriteTxnMarkers``' markers (:meth:`Log.append_encoded`: the producer state and
+        ``.txnindex`` follow), then flushed. Raises InvalidRequestError for anything that
+        is not one such batch, and the log's errors."""
+        from ..record.batch import RecordBatch
+        from ..record.control import parse_control_key
+
+        try:
+            batch = RecordBatch.from_buffer(bytearray(value))
+            (record,) = batch.record_tuples()
+            _version, kind = parse_control_key(record[2])
+            if not (batch.is_control and batch.is_transactional and kind in (0, 1)) or \
+                    batch.size != len(value):
+                raise ValueError("not one end transaction marker batch")
+        except (ValueError, TypeError) as exc:
+            raise InvalidRequestError(f"a malformed marker: {exc}") from None
+        await self.core.commits.wait(topic, partition)
+        lg = self.core.manager.get_log(topic, partition)
+
+        def work():
+            first = lg.append_encoded(bytearray(value))[0]
+            lg.flush()
+            return first
+
+        offset = await _in_thread(work)
+        log.info("Appended a %s marker of producer %d at offset %d of %s",
+                 "COMMIT" if kind else "ABORT", batch.producer_id, offset, lg.name)
 
     async def adopt(self, target_topic: str | None, value: bytes) -> None:
         """``user.kafkafs.adopt``: the value is JSON ``{"log_dir": one of the daemon's log
@@ -389,6 +423,14 @@ def group_records(mount: str, group: str, records: list[tuple]) -> None:
         for k, v in records]}
     request(mount, GROUP_RECORDS, json.dumps(req).encode(),
             f"append {len(records)} record(s) of group {group}", mount)
+
+
+def append_marker(mount: str, topic: str, partition: int, marker: bytes) -> None:
+    """Have the daemon mounted at ``mount`` append an end transaction ``marker`` batch to
+    ``topic``-``partition`` (:meth:`ControlHandler.append_marker`). Raises
+    DaemonRefusedError."""
+    request(os.path.join(mount, topic, str(partition)), APPEND_MARKER, marker,
+            f"append a transaction marker to {topic}-{partition}", mount)
 
 
 def compact(path: str) -> None:

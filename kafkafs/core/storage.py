@@ -33,6 +33,7 @@ from ..log.config import BrokerConfig
 from ..log.groups import GroupStore
 from ..log.keymap import KeyMaps
 from ..log.manager import LogManager
+from ..log.txn_state import TransactionStore
 from . import tasks
 from .commits import CommitGate
 from .control import ControlHandler
@@ -59,6 +60,7 @@ class StorageCore:
         self.manager = manager or LogManager(config, read_only=read_only)
         self.key_maps = KeyMaps()
         self.groups = GroupStore(self.manager)  # __consumer_offsets replayed (log.groups)
+        self.transactions = TransactionStore(self.manager)  # __transaction_state (log.txn_state)
         self.commits = CommitGate()
         self.control = ControlHandler(self)
         self.on_topic_replaced: list[Callable[[str], None]] = []

@@ -46,6 +46,8 @@ GROUP_TOPIC = "group_topic"  # groups/<g>/<t>/: name = (group, topic)
 GROUP_OFFSET = "group_offset"  # groups/<g>/<t>/<p>: name = (group, topic, partition)
 GROUP_STATE = "group_state"  # groups/<g>/state: name = the group id
 GROUP_LAG = "group_lag"  # groups/<g>/lag: name = the group id
+TXNS = "txns"  # __transaction_state/transactions/ (fs.nodes.transactions)
+TXN = "txn"  # transactions/<id>: name = the transactional id
 
 OFFSET_INODES = 1 << 62  # the computed inode numbers of offset/N (module docstring)
 KEY_INODES = 1 << 63  # added for key/<k> versions

@@ -29,6 +29,7 @@ from .rendered import JsonlFile, MessagesFile
 from .root import RootDir
 from .segments import SegmentFile, SegmentsDir
 from .topic import TopicDir
+from .transactions import TransactionFile, TransactionsDir
 
 KINDS: tuple[type[Kind], ...] = (
     RootDir,
@@ -53,6 +54,8 @@ KINDS: tuple[type[Kind], ...] = (
     GroupOffsetFile,
     GroupStateFile,
     GroupLagFile,
+    TransactionsDir,
+    TransactionFile,
 )
 
 # kinds with one node per name, dropped when the kernel forgets it (fs.tree InodeTable)
