@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         dump,
         mount,
         pipeline,
+        reassign,
         topics,
         transactions,
     )
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     compact.register(sub)
     consumer_groups.register(sub)
     transactions.register(sub)
+    reassign.register(sub)
     demo.register(sub)
     pipeline.register(sub)
     return parser

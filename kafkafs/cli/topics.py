@@ -50,6 +50,8 @@ def run(args) -> int:
         if args.list:
             for t in manager.topics():
                 print(t)
+        elif args.describe and _describe_from_metadata(manager, args.topic):
+            pass
         elif args.describe:
             topics = [args.topic] if args.topic else manager.topics()
             # the cleaner's checkpoints and saved results, read once for every topic
@@ -123,6 +125,41 @@ def _job(args) -> Job:
 
     return Job("change the topic", alter,
                "kafka-topics.sh / kafka-configs.sh --bootstrap-server ...")
+
+
+def _describe_from_metadata(manager, topic: str | None) -> bool:
+    """``kafka-topics --describe`` of a KRaft broker's log dir: the topics, partitions and
+    configs replayed from ``__cluster_metadata`` (log.cluster_metadata), in Kafka 4.x's
+    lines (``Topic: T<TAB>TopicId: ...<TAB>Configs: k=v,...``, then per partition
+    ``<TAB>Topic: T<TAB>Partition: P<TAB>Leader: L<TAB>Replicas: ...<TAB>Isr: ...<TAB>Elr:
+    ...<TAB>LastKnownElr: ...``). Topics in name order; Configs are the topic's own
+    ConfigRecords. False when the log dirs hold no cluster metadata (the caller describes
+    the local partitions instead)."""
+    from ..log.cluster_metadata import load_metadata
+
+    meta = load_metadata(manager)
+    if meta is None or not meta.topics:
+        return False
+    names = [topic] if topic else sorted(meta.topics)
+    for name in names:
+        t = meta.topics.get(name)
+        if t is None:
+            raise CliError(f"Topic '{name}' does not exist as expected")
+        parts = [t.partitions[p] for p in sorted(t.partitions)]
+        rf = len(parts[0].replicas) - len(parts[0].adding) if parts else 0
+        configs = ",".join(f"{k}={v}" for k, v in sorted(t.configs.items()))
+        topic_id = "" if t.topic_id == "AAAAAAAAAAAAAAAAAAAAAA" else f"\tTopicId: {t.topic_id}"
+        print(f"Topic: {name}{topic_id}\tPartitionCount: {len(parts)}\t"
+              f"ReplicationFactor: {rf}\tConfigs: {configs}")
+        for p in parts:
+            ids = (lambda xs: ",".join(map(str, xs)))
+            leader = "none" if p.leader < 0 else str(p.leader)
+            moving = f"\tAdding Replicas: {ids(p.adding)}\tRemoving Replicas: " \
+                f"{ids(p.removing)}" if p.adding or p.removing else ""
+            print(f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {leader}\t"
+                  f"Replicas: {ids(p.replicas)}\tIsr: {ids(p.isr)}{moving}\t"
+                  f"Elr: {ids(p.elr)}\tLastKnownElr: {ids(p.last_known_elr)}")
+    return True
 
 
 def _describe(manager, topic: str, cm: LogCleanerManager, saved: dict) -> None:

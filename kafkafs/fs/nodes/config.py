@@ -40,7 +40,34 @@ class ConfigFile(Kind):
             if k in overrides:
                 out.append("# (override)")
             out.append(f"{k}={v}")
+        records = self.metadata_configs(topic)
+        if records:
+            out.append("# the topic's ConfigRecords in __cluster_metadata (a KRaft broker's "
+                       "overrides; shown, not applied):")
+            out += [f"# {k}={v}" for k, v in sorted(records.items())]
         return ("\n".join(out) + "\n").encode()
+
+    def metadata_configs(self, topic: str) -> dict[str, str]:
+        """The topic's ConfigRecords replayed from ``__cluster_metadata``
+        (log.cluster_metadata), replayed again only when that log changed."""
+        from ...log.cluster_metadata import load_metadata
+        from ...log.errors import LogError
+        from ...record.errors import CorruptRecordError
+        from ...record.internal import METADATA_TOPIC
+
+        manager = self.fs.manager
+        if 0 not in manager.partitions(METADATA_TOPIC):
+            return {}
+        try:
+            mark = manager.get_log(METADATA_TOPIC, 0).log_end_offset
+            cached = getattr(self, "_meta", None)
+            if cached is None or cached[0] != mark:
+                self._meta = cached = (mark, load_metadata(manager))
+        except (LogError, CorruptRecordError, OSError):
+            return {}
+        meta = cached[1]
+        t = None if meta is None else meta.topics.get(topic)
+        return {} if t is None else dict(t.configs)
 
     def store(self, topic: str, props: dict[str, str]) -> None:
         """Replace ``topic``'s overrides with the checked ``props`` written to its config
