@@ -83,16 +83,16 @@ def test_topics_describe_from_the_metadata(tmp_path):
     make_kraft_dir(d)
     out = kafkafs("topics", "--log-dirs", d, "--describe").stdout.decode().splitlines()
     assert out == [
-        "Topic: orders\tTopicId: Uj5wn_FqTXirEASvVZRY1w\tPartitionCount: 2\t"
-        "ReplicationFactor: 2\tConfigs: retention.ms=1000",
-        "\tTopic: orders\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2\tElr: \t"
-        "LastKnownElr: ",
-        "\tTopic: orders\tPartition: 1\tLeader: 2\tReplicas: 1,2\tIsr: 2\tElr: \t"
-        "LastKnownElr: ",
-        "Topic: pay\tTopicId: AAECAwQFBgcICQoLDA0ODw\tPartitionCount: 1\t"
-        "ReplicationFactor: 2\tConfigs: ",
-        "\tTopic: pay\tPartition: 0\tLeader: 2\tReplicas: 2,3\tIsr: 2,3\tElr: \t"
-        "LastKnownElr: "]
+        ("Topic: orders\tTopicId: Uj5wn_FqTXirEASvVZRY1w\tPartitionCount: 2\t"
+        "ReplicationFactor: 2\tConfigs: retention.ms=1000"),
+        ("\tTopic: orders\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2\tElr: \t"
+        "LastKnownElr: "),
+        ("\tTopic: orders\tPartition: 1\tLeader: 2\tReplicas: 1,2\tIsr: 2\tElr: \t"
+        "LastKnownElr: "),
+        ("Topic: pay\tTopicId: AAECAwQFBgcICQoLDA0ODw\tPartitionCount: 1\t"
+        "ReplicationFactor: 2\tConfigs: "),
+        ("\tTopic: pay\tPartition: 0\tLeader: 2\tReplicas: 2,3\tIsr: 2,3\tElr: \t"
+        "LastKnownElr: ")]
     r = kafkafs("topics", "--log-dirs", d, "--describe", "--topic", "nope", check=False)
     assert r.returncode == 1 and b"Topic 'nope' does not exist as expected" in r.stderr
 
