@@ -72,6 +72,22 @@ def consume(d):
                    "--timeout-ms", "0").stdout.splitlines()
 
 
+def spark_values(d):
+    """The values Spark's kafkalog source reads under read_committed (its planner and
+    executor in this process)."""
+    from kafkafs.spark.options import parse_options
+    from kafkafs.spark.plan import group_tasks, plan_read
+    from kafkafs.spark.reader import read_partition
+
+    opts = parse_options({"path": d, "subscribe": "orders",
+                          "kafka.isolation.level": "read_committed"})
+    out = []
+    for task in group_tasks(plan_read(opts)):
+        for rb in read_partition(task):
+            out += rb.to_pydict()["value"]
+    return out
+
+
 def test_the_abort_marker_is_kafkas():
     """The marker of Kafka's worked example (WriteTxnMarkers, MemoryRecords.
     withEndTransactionMarker): offset 5, leader epoch 0, time 1700000000000, producer 1000
@@ -111,10 +127,12 @@ def test_find_hanging_and_abort(tmp_path):
                        "--start-offset", "4", check=False)
     assert rc == 1 and "Could not find any open transactions starting at offset 4" in err
 
+    assert spark_values(d) == [b"before", b"committed-1"]
     rc, _out, err = tx(d, "abort", "--topic", "orders", "--partition", "0",
                        "--start-offset", "3")
     assert rc == 0, err
     assert consume(d) == [b"before", b"committed-1", b"after"]  # aborted records hidden
+    assert spark_values(d) == [b"before", b"committed-1", b"after"]
     assert table(tx(d, "find-hanging", "--topic", "orders")[1])[1:] == []
     r = kafkafs("check", "--log-dirs", d)
     assert b"clean" in r.stdout
