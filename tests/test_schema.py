@@ -252,6 +252,30 @@ def test_transaction_log_records():
         '"transactionStartTimestampMs":13}}')
 
 
+def test_a_nullable_array_of_structs_has_no_presence_byte_per_element():
+    """Kafka's generated code writes a nullable array as its count (-1: null) and then the
+    elements as they are: the int8 presence byte is a nullable struct field's (KIP-893),
+    never an array element's. TransactionLogValue v0 and v1 packed by hand as
+    TransactionLogValue.write does (the v1 partitions: compact array, compact string,
+    compact array of int32, each element's empty tagged-field section)."""
+    m = tables.schema("txn").message("TransactionLogValue")
+    v0 = (struct.pack(">qhib", 7, 1, 60000, 1) + struct.pack(">i", 1)
+          + struct.pack(">h", 6) + b"orders" + struct.pack(">iii", 2, 0, 3)
+          + struct.pack(">qq", 123, 100))
+    assert m.decode(v0, 0)["transactionPartitions"] == [{"topic": "orders",
+                                                         "partitionIds": [0, 3]}]
+    assert m.encode(m.decode(v0, 0), 0) == v0
+    v1 = (struct.pack(">qhib", 7, 1, 60000, 1) + bytes([2])  # one element, count + 1
+          + bytes([7]) + b"orders" + bytes([3]) + struct.pack(">ii", 0, 3) + b"\0"
+          + struct.pack(">qq", 123, 100) + b"\0")
+    assert m.decode(v1, 1)["transactionPartitions"] == [{"topic": "orders",
+                                                         "partitionIds": [0, 3]}]
+    assert m.encode(m.decode(v1, 1), 1) == v1
+    null = struct.pack(">qhib", 7, 1, 60000, 0) + struct.pack(">i", -1) + struct.pack(">qq", 1, 1)
+    assert m.decode(null, 0)["transactionPartitions"] is None
+    assert m.encode(m.decode(null, 0), 0) == null
+
+
 def _metadata_value(name, version, data):
     m = tables.schema("metadata").message(name)
     return bytes([1, m.api, version]) + m.encode(data, version)

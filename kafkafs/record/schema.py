@@ -464,8 +464,13 @@ def _read_value(r: _Reader, f: Field, t: str, version: int, flexible: bool):
         if n > len(r.buf) - r.pos:  # every element takes a byte at least
             raise CorruptRecordError(f"field {f.name}: {n} elements cannot fit")
         el = t[2:]
+        if f.struct is not None:  # elements carry no presence byte, however nullable the array
+            return [_read_struct(r, f.struct, version, flexible) for _ in range(n)]
+        s = _FIXED.get(el)
+        if s is not None:
+            return [r.fixed(s) for _ in range(n)]
         return [_read_value(r, f, el, version, flexible) for _ in range(n)]
-    # a struct (nullable struct fields are written with an int8 presence byte)
+    # a struct field (a nullable one is written with an int8 presence byte, KIP-893)
     if version in f.nullable and r.fixed(_FIXED["int8"]) < 0:
         return None
     return _read_struct(r, f.struct, version, flexible)
@@ -547,8 +552,12 @@ def _write_value(out: bytearray, f: Field, t: str, v, version: int, flexible: bo
         out += v
     elif t.startswith("[]"):
         _write_length(out, len(v), flexible, True)
-        for item in v:
-            _write_value(out, f, t[2:], item, version, flexible)
+        if f.struct is not None:  # no presence byte before an element (Kafka's generated code)
+            for item in v:
+                _write_struct(out, f.struct, item, version, flexible)
+        else:
+            for item in v:
+                _write_value(out, f, t[2:], item, version, flexible)
     else:
         if version in f.nullable:
             out += b"\x01"
