@@ -276,6 +276,48 @@ def test_a_nullable_array_of_structs_has_no_presence_byte_per_element():
     assert m.encode(m.decode(null, 0), 0) == null
 
 
+def test_a_null_struct_in_a_tagged_field_is_the_varint_zero():
+    """Kafka's generated code reads a tagged nullable struct's presence as an unsigned
+    varint (<= 0: null) and, having no default for ConsumerGroupMemberMetadataValue's
+    ClassicMemberMetadata (its JSON default is a JSON null), writes every consumer-protocol
+    member's null one as tag 0, size 1, byte 00 (GroupCoordinatorRecordHelpers)."""
+    m = tables.schema("group").message("ConsumerGroupMemberMetadataValue")
+    head = (b"\0" + b"\0" + bytes([2]) + b"c" + bytes([2]) + b"h" + bytes([2, 2]) + b"t"
+            + b"\0" + struct.pack(">i", 45000) + bytes([6]) + b"range")
+    with_null = head + bytes([1, 0, 1, 0])  # one tagged field: tag 0, size 1, varint 0
+    data = m.decode(with_null, 0)
+    assert data["classicMemberMetadata"] is None and data["subscribedTopicNames"] == ["t"]
+    assert m.encode(data, 0) == with_null
+    classic = {"sessionTimeoutMs": 10, "supportedProtocols": [{"name": "r", "metadata": b"x"}]}
+    body = b"\1" + struct.pack(">i", 10) + bytes([2, 2]) + b"r" + bytes([2]) + b"x" + b"\0\0"
+    with_struct = head + bytes([1, 0, len(body)]) + body
+    assert m.decode(with_struct, 0)["classicMemberMetadata"] == classic
+    assert m.encode(m.decode(with_struct, 0), 0) == with_struct
+
+
+def test_a_field_of_its_own_flexibility_requests_responses_and_unstable_versions():
+    """RequestHeader.ClientId keeps its int16 length in the flexible header v2
+    ("flexibleVersions": "none"); a request and its response share an api key and are told
+    apart by their names; ``unstable`` is latestVersionUnstable."""
+    s = parse_tables(
+        "message RequestHeader versions 1-2 flexible 2+\n"
+        "  RequestApiKey int16 0+\n  RequestApiVersion int16 0+\n  CorrelationId int32 0+\n"
+        "  ClientId string 1+ nullable 1+ flexible none\n"
+        "message PingRequest api 99 versions 0-1 flexible 1+ unstable\n  Id int32 0+\n"
+        "message PingResponse api 99 versions 0-1 flexible 1+\n  Name string 0+\n")
+    h = s.message("RequestHeader")
+    v2 = struct.pack(">hhih", 3, 12, 7, 2) + b"me" + b"\0"  # int16 length, then no tags
+    assert h.decode(v2, 2) == {"requestApiKey": 3, "requestApiVersion": 12,
+                               "correlationId": 7, "clientId": "me"}
+    assert h.encode(h.decode(v2, 2), 2) == v2
+    assert h.encode({"requestApiKey": 3, "requestApiVersion": 12, "correlationId": 7,
+                     "clientId": None}, 2) == struct.pack(">hhih", 3, 12, 7, -1) + b"\0"
+    assert s.by_api(99, "Request").name == "PingRequest" and s.message("PingRequest").unstable
+    assert s.by_api(99, "Response").name == "PingResponse"
+    assert not s.message("PingResponse").unstable
+    assert s.message("PingResponse").encode({"name": "ab"}, 1) == b"\3ab\0"
+
+
 def _metadata_value(name, version, data):
     m = tables.schema("metadata").message(name)
     return bytes([1, m.api, version]) + m.encode(data, version)

@@ -12,12 +12,15 @@ message and version, no function per record type.
 
 The table language (one text per module, parsed once):
 
-* ``message <Name> [api <N>] versions <V> flexible <V>``: a message; ``api`` its record
-  type or api key; ``versions`` Kafka's ``validVersions``; ``flexible`` its
-  ``flexibleVersions`` (``none``);
+* ``message <Name> [api <N>] versions <V> flexible <V> [unstable]``: a message; ``api`` its
+  record type or api key (a request and its response share it: their names end with
+  ``Request`` and ``Response``); ``versions`` Kafka's ``validVersions``; ``flexible`` its
+  ``flexibleVersions`` (``none``); ``unstable`` its ``latestVersionUnstable``;
 * ``struct <Name> versions <V>``: one of the ``commonStructs`` of the message before it;
 * field lines, indented two spaces per level: ``<name> <type> <versions> [nullable <V>]
-  [tag <N>] [tagged <V>] [default <X>] [ignorable]``; a type is a primitive (``bool int8
+  [tag <N>] [tagged <V>] [default <X>] [ignorable] [flexible <V>]``, ``flexible`` the
+  field's own ``flexibleVersions`` (a string or bytes field written as in versions that are
+  not flexible outside them: ``RequestHeader.ClientId``); a type is a primitive (``bool int8
   int16 int32 int64 uint16 uint32 float64 string bytes uuid records``), ``[]<type>``, or a
   struct's name -- declared inline by the field lines indented under the field, or a
   ``struct`` block;
@@ -104,7 +107,8 @@ class Field:
     """One field: ``name``, ``type`` (a primitive, ``[]T`` or a struct name),
     ``versions``, ``nullable`` versions, ``tag`` (None: not tagged) and the versions it is
     tagged in, ``default`` (the text of the table, None when it gives none), ``ignorable``,
-    and ``struct`` for a struct-typed field (resolved when the tables are parsed)."""
+    ``flexible`` its own flexible versions (None: the message's), and ``struct`` for a
+    struct-typed field (resolved when the tables are parsed)."""
 
     name: str
     type: str
@@ -114,6 +118,7 @@ class Field:
     tagged: Versions = field(default_factory=lambda: Versions.parse("none"))
     default: str | None = None
     ignorable: bool = False
+    flexible: Versions | None = None
     fields: list[Field] = field(default_factory=list)  # an inline struct's
     struct: Struct | None = None
     line: int = 0  # of the table, for errors
@@ -197,11 +202,13 @@ class Struct:
 
 @dataclass
 class Message(Struct):
-    """A top-level message: also its ``api`` number (None: none) and ``flexible``
-    versions. ``decode``/``encode`` are :class:`Schema`'s."""
+    """A top-level message: also its ``api`` number (None: none), ``flexible`` versions and
+    ``unstable`` (its newest version is not yet stable). ``decode``/``encode`` are
+    :class:`Schema`'s."""
 
     api: int | None = None
     flexible: Versions = field(default_factory=lambda: Versions.parse("none"))
+    unstable: bool = False
     structs: dict[str, Struct] = field(default_factory=dict)
 
     def decode(self, buf, version: int, pos: int = 0, exact: bool = True) -> dict:
@@ -252,7 +259,7 @@ class Schema:
 
     def by_api(self, api: int, role: str = "") -> Message | None:
         """The message with ``api`` whose name ends with ``role`` (``"Key"``, ``"Value"``,
-        ``""`` for neither), or None."""
+        ``"Request"``, ``"Response"``, ``""`` for none of them), or None."""
         return self._by_api.get((api, role))
 
     def __iter__(self) -> Iterator[Message]:
@@ -260,7 +267,7 @@ class Schema:
 
 
 def _role(name: str) -> str:
-    for suffix in ("Key", "Value"):
+    for suffix in ("Key", "Value", "Request", "Response"):
         if name.endswith(suffix):
             return suffix
     return ""
@@ -337,6 +344,7 @@ def _message_line(words: list[str]) -> Message:
     if "api" in words:
         m.api = int(words[words.index("api") + 1])
     m.flexible = _keyword(words, "flexible", "none")
+    m.unstable = "unstable" in words
     return m
 
 
@@ -354,6 +362,8 @@ def _field_line(words: list[str]) -> Field:
             f.tagged = Versions.parse(words[i + 1])
         elif w == "default":
             f.default = words[i + 1]
+        elif w == "flexible":
+            f.flexible = Versions.parse(words[i + 1])
         elif w == "ignorable":
             f.ignorable = True
             i += 1
@@ -484,8 +494,11 @@ def _read_struct(r: _Reader, s: Struct, version: int, flexible: bool) -> dict:
             out[f.name] = f.default_value()
             continue
         s_ = _FIXED.get(f.type)
-        out[f.name] = r.fixed(s_) if s_ is not None else \
-            _read_value(r, f, f.type, version, flexible)
+        if s_ is not None:
+            out[f.name] = r.fixed(s_)
+        else:
+            out[f.name] = _read_value(r, f, f.type, version, flexible if f.flexible is None
+                                      else flexible and version in f.flexible)
     if flexible:
         for _ in range(r.uvarint()):
             tag = r.uvarint()
@@ -496,7 +509,12 @@ def _read_struct(r: _Reader, s: Struct, version: int, flexible: bool) -> dict:
                 out.setdefault("_unknown_tagged_fields", []).append((tag, bytes(data)))
                 continue
             sub = _Reader(bytes(data))
-            out[f.name] = _read_value(sub, f, f.type, version, flexible)
+            if f.struct is not None and not f.is_array and sub.buf[:1] == b"\0" and \
+                    version in f.nullable:
+                sub.pos = 1  # a null struct in a tagged field: the varint 0, not int8 -1
+                out[f.name] = None
+            else:
+                out[f.name] = _read_value(sub, f, f.type, version, flexible)
             if sub.pos != len(sub.buf):
                 raise CorruptRecordError(f"tagged field {f.name}: {len(sub.buf) - sub.pos} "
                                          "bytes left over")
@@ -580,10 +598,14 @@ def _write_struct(out: bytearray, s: Struct, value: dict, version: int,
         if f.tag is not None and version in f.tagged and flexible:
             if v != f.default_value():
                 buf = bytearray()
-                _write_value(buf, f, f.type, v, version, flexible)
+                if v is None and f.struct is not None and not f.is_array:
+                    buf.append(0)  # a null struct in a tagged field: the varint 0, not int8 -1
+                else:
+                    _write_value(buf, f, f.type, v, version, flexible)
                 tagged.append((f.tag, bytes(buf)))
             continue
-        _write_value(out, f, f.type, v, version, flexible)
+        _write_value(out, f, f.type, v, version, flexible if f.flexible is None
+                     else flexible and version in f.flexible)
     if flexible:
         tagged += value.get("_unknown_tagged_fields", [])
         tagged.sort()

@@ -191,7 +191,9 @@ message ConsumerGroupMemberMetadataKey api 5 versions 0 flexible none
 
 # ConsumerGroupMemberMetadataValue.json @ be816b82d25370ceac697ccf7c88cea873e9b4e3
 #   (tag 4.1.1, same file at 4.1.0 13f70256db3c; last changed by d67379c3105c 2024-12-20 KAFKA-18301; same facts as indexed @ b091e287e82407780c72c00b0f4b1527d9fc6e0e)
-# ClassicMemberMetadata, ClassicProtocol: inline structs.
+# ClassicMemberMetadata, ClassicProtocol: inline structs. ClassicMemberMetadata's JSON
+# "default": null is a JSON null, so Kafka's generator gives it no default (the empty struct),
+# and writes a null one as tag 0, size 1, varint 0 (MessageDataGenerator): no default here.
 message ConsumerGroupMemberMetadataValue api 5 versions 0 flexible 0+
   InstanceId string 0+ nullable 0+
   RackId string 0+ nullable 0+
@@ -201,7 +203,7 @@ message ConsumerGroupMemberMetadataValue api 5 versions 0 flexible 0+
   SubscribedTopicRegex string 0+ nullable 0+
   RebalanceTimeoutMs int32 0+ default -1
   ServerAssignor string 0+ nullable 0+
-  ClassicMemberMetadata ClassicMemberMetadata 0+ nullable 0+ tag 0 tagged 0+ default null
+  ClassicMemberMetadata ClassicMemberMetadata 0+ nullable 0+ tag 0 tagged 0+
     SessionTimeoutMs int32 0+
     SupportedProtocols []ClassicProtocol 0+
       Name string 0+
