@@ -298,4 +298,4 @@ def test_coordinator_partition_matches_the_jvm(spark):
     ids = ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 30))) for _ in range(300)]
     jvm = spark.sparkContext._jvm
     for g in ids:
-        assert java_string_hash(g) == jvm.java.lang.String(g).hashCode(), g
+        assert java_string_hash(g) == jvm.java.util.Objects.hashCode(g), g
