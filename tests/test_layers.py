@@ -13,8 +13,10 @@ Layers (a module may import its own layer and the ones listed for it):
   and the leaf helpers;
 * ``kafkafs.fs``, ``kafkafs.spark`` -- also ``kafkafs.core`` (the FUSE frontend is given a
   core; Spark's writer asks a daemon through the control requests' client side);
-* ``kafkafs.daemon`` -- also ``kafkafs.fs`` (it composes the core with its frontends);
-* ``kafkafs.cli`` -- also ``kafkafs.fs``, ``kafkafs.daemon`` and ``kafkafs.spark`` (commands
+* ``kafkafs.net`` -- the Kafka wire-protocol frontend: also ``kafkafs.core``;
+* ``kafkafs.daemon`` -- also ``kafkafs.fs`` and ``kafkafs.net`` (it composes the core with
+  its frontends);
+* ``kafkafs.cli`` -- also ``kafkafs.fs``, ``kafkafs.net``, ``kafkafs.daemon`` and ``kafkafs.spark`` (commands
   start them) and the root package (``__version__``);
 * leaf helpers ``kafkafs.escapes``, ``kafkafs.mounttable`` and the root ``kafkafs`` (its
   ``__init__``): nothing of kafkafs; ``kafkafs.__main__``: ``kafkafs.cli``.
@@ -44,9 +46,10 @@ ALLOWED: dict[str, set[str]] = {
     "kafkafs.core": LOWER,
     "kafkafs.fs": LOWER | {"kafkafs.core"},
     "kafkafs.spark": LOWER | {"kafkafs.core"},
-    "kafkafs.daemon": LOWER | {"kafkafs.core", "kafkafs.fs"},
-    "kafkafs.cli": LOWER | {"kafkafs.core", "kafkafs.fs", "kafkafs.daemon", "kafkafs.spark",
-                            "kafkafs"},
+    "kafkafs.net": LOWER | {"kafkafs.core"},
+    "kafkafs.daemon": LOWER | {"kafkafs.core", "kafkafs.fs", "kafkafs.net"},
+    "kafkafs.cli": LOWER | {"kafkafs.core", "kafkafs.fs", "kafkafs.net", "kafkafs.daemon",
+                            "kafkafs.spark", "kafkafs"},
     "kafkafs.escapes": set(),
     "kafkafs.mounttable": set(),
     "kafkafs": set(),

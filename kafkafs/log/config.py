@@ -154,6 +154,10 @@ _TOPIC_KEYS: dict[str, tuple[str, object, object]] = {
     "file.delete.delay.ms": ("file_delete_delay_ms", _long_at_least(0), 60000),
     "max.message.bytes": ("max_message_bytes", _int_at_least(0), 1024 * 1024 + 12),
     "message.timestamp.type": ("message_timestamp_type", _ts_type, "CreateTime"),
+    "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", _long_at_least(0),
+                                        LONG_MAX),
+    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", _long_at_least(0),
+                                       _HOUR),
     "compression.type": ("compression_type", _compression, "producer"),
     "cleanup.policy": ("cleanup_policy", _policy, "delete"),
     "delete.retention.ms": ("delete_retention_ms", _long_at_least(0), 24 * _HOUR),
@@ -193,6 +197,8 @@ _SYNONYMS: list[tuple[str, str, int]] = [
     ("log.segment.delete.delay.ms", "file.delete.delay.ms", 1),
     ("message.max.bytes", "max.message.bytes", 1),
     ("log.message.timestamp.type", "message.timestamp.type", 1),
+    ("log.message.timestamp.before.max.ms", "message.timestamp.before.max.ms", 1),
+    ("log.message.timestamp.after.max.ms", "message.timestamp.after.max.ms", 1),
     ("compression.type", "compression.type", 1),
     ("log.cleanup.policy", "cleanup.policy", 1),
     ("log.cleaner.delete.retention.ms", "delete.retention.ms", 1),
@@ -235,6 +241,24 @@ _BROKER_KEYS: dict[str, tuple[str, object, object]] = {
     "auto.create.topics.enable": ("auto_create_topics_enable", _parse_bool, True),
     "node.id": ("node_id", _INT, -1),
     "broker.id": ("broker_id", _INT, -1),
+    # the network listener (kafkafs.net; SocketServerConfigs, GroupCoordinatorConfig, ...)
+    "listeners": ("listeners", str, "PLAINTEXT://127.0.0.1:9092"),
+    "advertised.listeners": ("advertised_listeners", str, ""),
+    "socket.request.max.bytes": ("socket_request_max_bytes", _int_at_least(1), 104857600),
+    "queued.max.requests": ("queued_max_requests", _int_at_least(1), 500),
+    "connections.max.idle.ms": ("connections_max_idle_ms", _LONG, 600000),
+    "fetch.max.bytes": ("fetch_max_bytes", _int_at_least(0), 57671680),
+    "max.incremental.fetch.session.cache.slots": (
+        "max_incremental_fetch_session_cache_slots", _int_at_least(0), 1000),
+    "offsets.topic.num.partitions": ("offsets_topic_num_partitions", _int_at_least(1), 50),
+    "transaction.state.log.num.partitions": ("transaction_state_log_num_partitions",
+                                             _int_at_least(1), 50),
+    "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", _int_at_least(0),
+                                         3000),
+    "group.min.session.timeout.ms": ("group_min_session_timeout_ms", _INT, 6000),
+    "group.max.session.timeout.ms": ("group_max_session_timeout_ms", _INT, 1800000),
+    "group.max.size": ("group_max_size", _int_at_least(1), 2147483647),
+    "offsets.retention.minutes": ("offsets_retention_minutes", _int_at_least(1), 10080),
     # kafkafs's own (not Kafka's): the descriptor budget (kafkafs.log.handles) and the
     # largest partition count a topic may be given
     "kafkafs.max.open.files": ("kafkafs_max_open_files", _int_at_least(1), 1000),
@@ -268,6 +292,8 @@ class LogConfig:
     file_delete_delay_ms: int = 60000
     max_message_bytes: int = 1024 * 1024 + 12
     message_timestamp_type: str = "CreateTime"
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = _HOUR
     compression_type: str = "producer"
     cleanup_policy: str = "delete"
     delete_retention_ms: int = 24 * _HOUR
@@ -372,6 +398,20 @@ class BrokerConfig:
     num_recovery_threads_per_data_dir: int = 1
     auto_create_topics_enable: bool = True
     node_id: int = -1
+    listeners: str = "PLAINTEXT://127.0.0.1:9092"
+    advertised_listeners: str = ""
+    socket_request_max_bytes: int = 104857600
+    queued_max_requests: int = 500
+    connections_max_idle_ms: int = 600000
+    fetch_max_bytes: int = 57671680
+    max_incremental_fetch_session_cache_slots: int = 1000
+    offsets_topic_num_partitions: int = 50
+    transaction_state_log_num_partitions: int = 50
+    group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
+    group_max_size: int = 2147483647
+    offsets_retention_minutes: int = 10080
     kafkafs_max_open_files: int = 1000
     kafkafs_max_partitions_per_topic: int = 10000
     kafkafs_cache_max_bytes: int = 128 * 1024 * 1024

@@ -89,7 +89,28 @@ class ReadOnlyLogError(LogError):
 
 class InvalidRecordError(LogError):
     """A record the log refuses as it is (Kafka ``InvalidRecordException``), e.g. a record
-    without a key appended to a compacted topic."""
+    without a key appended to a compacted topic. ``record_errors``: ``(index in the batch,
+    message)`` of each record refused, when records were (Kafka's ``RecordErrors``)."""
+
+    def __init__(self, message: str, record_errors=()):
+        super().__init__(message)
+        self.record_errors = list(record_errors)
+
+
+class InvalidTimestampError(InvalidRecordError):
+    """A record whose timestamp is out of the topic's bounds
+    (``message.timestamp.before.max.ms``/``after.max.ms``), or a producer's batch claiming
+    LogAppendTime (Kafka ``InvalidTimestampException``)."""
+
+
+class OutOfOrderSequenceError(LogError):
+    """An idempotent producer's batch whose first sequence does not follow the last one the
+    partition holds for that producer (Kafka ``OutOfOrderSequenceException``)."""
+
+
+class InvalidProducerEpochError(LogError):
+    """A producer's batch with an epoch below the one the partition last saw for it (Kafka
+    ``InvalidProducerEpochException``: the producer was fenced)."""
 
 
 class LogCleaningAbortedError(LogError):

@@ -950,6 +950,34 @@ class Log:
         return offset, ts
 
     # -- retention -------------------------------------------------------------------
+    def increment_log_start_offset(self, new_offset: int) -> int:
+        """Move the log start offset up to ``new_offset`` (Kafka
+        ``UnifiedLog.maybeIncrementLogStartOffset``, what DeleteRecords does): records below
+        it are gone for every reader at once, and the segments wholly below it go with the
+        next retention pass (:meth:`delete_old_segments`). An offset at or below the log
+        start offset changes nothing. Returns the log start offset. Raises
+        OffsetOutOfRangeError for an offset above the high watermark (the log end offset),
+        ReadOnlyLogError."""
+        if not self.writable:
+            raise ReadOnlyLogError(f"{self.name} is read-only")
+        with self.lock:
+            if new_offset > self._log_end_offset:
+                raise OffsetOutOfRangeError(
+                    f"Cannot increment the log start offset to {new_offset} of partition "
+                    f"{self.name} since it is larger than the high watermark "
+                    f"{self._log_end_offset}")
+            if new_offset <= self.log_start_offset:
+                return self.log_start_offset
+            self.log_start_offset = new_offset
+            self.recovery_point = max(self.recovery_point, new_offset)
+            self.producer_state.on_log_start_offset_incremented(new_offset)
+            self._update_first_unstable_offset()
+            start = self.log_start_offset
+        log.info("Incremented the log start offset of %s to %d (records deleted)", self.name,
+                 start)
+        self._notify()  # outside the lock (see the class docstring)
+        return start
+
     def delete_old_segments(self, now: int | None = None) -> int:
         """Apply retention (``UnifiedLog.deleteOldSegments``): whole segments from the oldest
         that are past ``retention.ms`` (by largest timestamp), beyond ``retention.bytes``, or

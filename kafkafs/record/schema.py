@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 
 from .errors import CorruptRecordError
 
-__all__ = ["Field", "Message", "Schema", "Struct", "Versions", "parse_tables"]
+__all__ = ["Deferred", "Field", "Message", "Schema", "Struct", "Versions", "parse_tables"]
 
 PRIMITIVES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint16", "uint32",
                         "float64", "string", "bytes", "uuid", "records"})
@@ -63,6 +63,27 @@ _ZERO = {"bool": False, "int8": 0, "int16": 0, "int32": 0, "int64": 0, "uint16":
          "uint32": 0, "float64": 0.0, "string": "", "bytes": b"", "records": None,
          "uuid": bytes(16)}
 _I16, _I32 = _FIXED["int16"], _FIXED["int32"]
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """The value of a ``records`` field whose bytes the caller sends itself (a range of a
+    segment file sent with ``os.sendfile``, as Kafka's ``FileRecords`` is sent by its network
+    layer): ``size`` bytes, ``ref`` whatever the caller needs to find them.
+    :meth:`Message.encode_parts` writes its length and leaves it in the list of parts."""
+
+    size: int
+    ref: object = None
+
+
+class _Parts(bytearray):
+    """The output of :meth:`Message.encode_parts`: bytes, and where a :class:`Deferred` goes."""
+
+    __slots__ = ("deferred",)
+
+    def __init__(self):
+        super().__init__()
+        self.deferred: list[tuple[int, Deferred]] = []
 
 
 # -- versions ---------------------------------------------------------------------------------
@@ -240,6 +261,31 @@ class Message(Struct):
         out = bytearray()
         _write_struct(out, self, value, version, version in self.flexible)
         return bytes(out)
+
+    def encode_parts(self, value: dict, version: int) -> tuple[list, int]:
+        """``(parts, size)``: ``value`` encoded as :meth:`encode` does, where a ``records``
+        field may hold a :class:`Deferred`; ``parts`` are bytes-like objects and the
+        Deferred values in wire order, ``size`` the byte count of all of them. Unlike
+        :meth:`encode`, a field the version does not carry is left out whatever its value
+        (a response built once for every version its request may come in). Raises as
+        :meth:`encode` otherwise."""
+        if version not in self.versions:
+            raise ValueError(f"{self.name} has no version {version} (valid: {self.versions})")
+        out = _Parts()
+        _write_struct(out, self, value, version, version in self.flexible)
+        parts: list = []
+        pos = 0
+        view = memoryview(out)
+        size = len(out)
+        for at, d in out.deferred:
+            if at > pos:
+                parts.append(view[pos:at])
+            parts.append(d)
+            pos = at
+            size += d.size
+        if pos < len(out):
+            parts.append(view[pos:])
+        return parts, size
 
 
 class Schema:
@@ -561,6 +607,11 @@ def _write_value(out: bytearray, f: Field, t: str, v, version: int, flexible: bo
             raise ValueError(f"field {f.name}: a string of {len(data)} bytes")
         _write_length(out, len(data), flexible, False)
         out += data
+    elif isinstance(v, Deferred):
+        if t != "records" or not isinstance(out, _Parts):
+            raise ValueError(f"field {f.name}: a deferred value outside encode_parts' records")
+        _write_length(out, v.size, flexible, True)
+        out.deferred.append((len(out), v))
     elif t in ("bytes", "records"):
         _write_length(out, len(v), flexible, True)
         out += v
@@ -592,7 +643,8 @@ def _write_struct(out: bytearray, s: Struct, value: dict, version: int,
         present = f.name in value
         v = value[f.name] if present else f.default_value()
         if version not in f.versions:
-            if present and v != f.default_value() and not f.ignorable:
+            if present and v != f.default_value() and not f.ignorable and \
+                    not isinstance(out, _Parts):  # (encode_parts: a response, see there)
                 raise ValueError(f"{s.name}.{f.name} cannot be written in version {version}")
             continue
         if f.tag is not None and version in f.tagged and flexible:

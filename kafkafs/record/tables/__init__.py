@@ -9,6 +9,12 @@ on first use (:func:`schema`).
 * ``raft``: KRaft's control records (leader change, snapshot header and footer,
   ``kraft.version``, voters);
 * ``consumer_protocol``: a classic consumer group member's subscription and assignment.
+
+and the requests and responses of Kafka's wire protocol (:func:`protocol`), generated from
+Kafka's JSON message definitions by ``tools/json2ks.py``: ``proto_basic`` (headers,
+ApiVersions, Metadata, DescribeCluster, SASL), ``proto_data`` (Produce, Fetch, ListOffsets,
+OffsetForLeaderEpoch, DeleteRecords), ``proto_group`` (the group coordinator's APIs),
+``proto_admin`` (topics, configs, log dirs), ``proto_txn`` (producer ids, transactions).
 """
 
 from __future__ import annotations
@@ -18,9 +24,10 @@ import importlib
 
 from ..schema import Schema, parse_tables
 
-__all__ = ["FAMILIES", "schema"]
+__all__ = ["FAMILIES", "PROTOCOL_MODULES", "protocol", "schema"]
 
 FAMILIES = ("group", "txn", "share_state", "metadata", "raft", "consumer_protocol")
+PROTOCOL_MODULES = ("proto_basic", "proto_data", "proto_group", "proto_admin", "proto_txn")
 
 
 @functools.cache
@@ -29,3 +36,11 @@ def schema(family: str) -> Schema:
     if family not in FAMILIES:
         raise KeyError(family)
     return parse_tables(importlib.import_module(f"{__name__}.{family}").TABLE)
+
+
+@functools.cache
+def protocol() -> Schema:
+    """Every request and response of the wire protocol kafkafs knows, and the request and
+    response headers (``by_api(key, "Request")``, ``message("RequestHeader")``), parsed once."""
+    return parse_tables(*(importlib.import_module(f"{__name__}.{m}").TABLE
+                          for m in PROTOCOL_MODULES))

@@ -1,0 +1,180 @@
+"""The broker the network frontend plays: one node over one storage core (docs/design.md §9).
+
+:class:`Broker` holds what every api handler shares -- the storage core, the broker
+configuration, this node's id and endpoints, the cluster id of the log dirs, the api
+versions answered (:data:`SUPPORTED`) -- and dispatches each decoded request to its
+handler. Handlers live in one module per family of apis (``metadata``, ``produce``,
+``fetch``, ``offsets``, ``producer_ids``, ``coordinator``, ``admin``, ``configs``); each
+module's ``HANDLERS`` maps api keys to ``async fn(broker, request, conn) -> dict | None``
+(the response body, None for no response). A handler answers errors as Kafka does, in the
+response; an exception escaping it is a defect of kafkafs: it is logged with the request
+and the connection is closed.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+from collections.abc import Callable
+
+from ..core.storage import StorageCore
+from ..log import checkpoint as ckpt
+from ..log.config import BrokerConfig
+from ..log.errors import CorruptCheckpointError
+from ..record.tables import protocol
+from . import errors as K
+from .errors import ProtocolError
+from .listeners import Listener, advertised
+from .wire import API_VERSIONS, Request
+
+log = logging.getLogger(__name__)
+
+#: api key -> the newest version kafkafs answers when that is below the table's newest
+#: stable one (what the current clients use and kafkafs answers as Kafka does)
+_CAPS = {
+    8: 9,    # OffsetCommit 10 addresses topics by id (KIP-848's): clients use 9
+    9: 9,    # OffsetFetch likewise
+}
+
+
+class Connection:
+    """One client connection: ``peer`` (``host:port``), and what handlers keep for it."""
+
+    def __init__(self, peer: str):
+        self.peer = peer
+        self.client_software: tuple[str, str] | None = None
+
+
+class Broker:
+    """One node's answers over ``core`` (a started
+    :class:`~kafkafs.core.storage.StorageCore`), configured by ``config``. ``bind`` tells it
+    the listeners it serves (before the first request)."""
+
+    def __init__(self, core: StorageCore, config: BrokerConfig | None = None):
+        from . import admin, apis, configs, coordinator, fetch, metadata, offsets, produce, \
+            producer_ids
+        self.core = core
+        self.config = config or core.config
+        self.manager = core.manager
+        self.node_id = self._node_id()
+        self.cluster_id = self._cluster_id()
+        self.listeners: list[Listener] = []
+        self.endpoints: dict[str, Listener] = {}
+        self.handlers: dict[int, Callable] = {}
+        for mod in (apis, metadata, produce, fetch, offsets, producer_ids, coordinator, admin,
+                    configs):
+            self.handlers.update(mod.HANDLERS)
+        self.supported = supported_versions(self.handlers)
+        self._topic_ids: dict[str, bytes] = {}
+        self.state: dict[str, object] = {}  # per-family state, by module name
+        for mod in (fetch, producer_ids, coordinator):
+            self.state[mod.__name__.rsplit(".", 1)[1]] = mod.make_state(self)
+
+    def _node_id(self) -> int:
+        if self.config.node_id >= 0:
+            return self.config.node_id
+        for d in self.config.log_dirs:
+            try:
+                props = ckpt.read_properties(os.path.join(d, "meta.properties"))
+            except (OSError, CorruptCheckpointError):
+                continue
+            nid = props.get("node.id") or props.get("broker.id")
+            if nid and nid.lstrip("-").isdigit() and int(nid) >= 0:
+                return int(nid)
+        return 0
+
+    def _cluster_id(self) -> str:
+        for d in self.config.log_dirs:
+            try:
+                props = ckpt.read_properties(os.path.join(d, "meta.properties"))
+            except (OSError, CorruptCheckpointError):
+                continue
+            if props.get("cluster.id"):
+                return props["cluster.id"]
+        return "kafkafs"
+
+    def bind(self, listeners: list[Listener]) -> None:
+        """The listeners served (ports resolved); what Metadata advertises follows."""
+        self.listeners = listeners
+        self.endpoints = advertised(listeners, self.config.advertised_listeners)
+
+    @property
+    def endpoint(self) -> Listener:
+        """The endpoint Metadata and FindCoordinator give (the first listener's)."""
+        return self.endpoints[self.listeners[0].name]
+
+    def connection(self, peer: str) -> Connection:
+        return Connection(peer)
+
+    def connection_closed(self, conn: Connection) -> None:
+        pass
+
+    # -- topics -------------------------------------------------------------------------
+    def topic_id(self, topic: str) -> bytes:
+        """The topic's id as 16 bytes (zero when it has none), cached per topic."""
+        tid = self._topic_ids.get(topic)
+        if tid is None:
+            text = self.manager.topic_id(topic)
+            tid = uuid_bytes(text) if text else bytes(16)
+            if text:
+                self._topic_ids[topic] = tid
+        return tid
+
+    def topic_by_id(self, raw: bytes) -> str | None:
+        """The topic whose id is ``raw`` (16 bytes), or None."""
+        for topic, tid in self._topic_ids.items():
+            if tid == raw:
+                if self.manager.partitions(topic):
+                    return topic
+                break
+        text = ckpt.uuid_to_string(raw)
+        topic = self.manager.topic_names_by_id().get(text)
+        if topic is not None:
+            self._topic_ids[topic] = raw
+        return topic
+
+    def forget_topic(self, topic: str) -> None:
+        """Drop what is cached of ``topic`` (deleted or replaced)."""
+        self._topic_ids.pop(topic, None)
+
+    # -- dispatch ---------------------------------------------------------------------
+    async def handle(self, request: Request, conn: Connection) -> dict | None:
+        """The response body to ``request`` (None: no response). Raises ProtocolError when
+        the connection must close."""
+        handler = self.handlers.get(request.api_key)
+        if handler is None:
+            raise ProtocolError(f"api key {request.api_key} is not served")
+        try:
+            return await handler(self, request, conn)
+        except ProtocolError:
+            raise
+        except Exception as exc:
+            log.exception("%s v%d from %s (client %r, correlation id %d) failed",
+                          request.response.name.removesuffix("Response"), request.api_version,
+                          conn.peer, request.client_id, request.correlation_id)
+            raise ProtocolError(f"internal error answering it: {exc!r}") from exc
+
+
+def supported_versions(handlers) -> dict[int, tuple[int, int]]:
+    """api key -> (min, max) versions answered: the request table's versions (its newest
+    left out while it is unstable), capped by :data:`_CAPS`; Produce from 0, as Kafka
+    advertises it (a version below 3 is refused when it comes: KAFKA-18659)."""
+    schema = protocol()
+    out = {}
+    for key in handlers:
+        msg = schema.by_api(key, "Request")
+        lo, hi = msg.versions.low, msg.versions.high
+        if msg.unstable:
+            hi -= 1
+        hi = min(hi, _CAPS.get(key, hi))
+        out[key] = (0 if key == 0 else lo, hi)
+    return out
+
+
+def uuid_bytes(text: str) -> bytes:
+    """Kafka's ``Uuid.fromString``: the 16 bytes of unpadded base64url text."""
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+__all__ = ["API_VERSIONS", "Broker", "Connection", "K", "supported_versions", "uuid_bytes"]
