@@ -386,7 +386,7 @@ class Context:
         ``node.id``/``broker.id`` of a log dir's ``meta.properties``."""
         host, port = "localhost", "9092"
         config = self.manager.config
-        listeners = config.extra.get("advertised.listeners") or config.extra.get("listeners")
+        listeners = config.advertised_listeners or config.listeners
         if listeners:
             m = re.match(r"[^:]+://([^:,]*):(\d+)", listeners)
             if m:

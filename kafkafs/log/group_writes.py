@@ -82,7 +82,7 @@ def offsets_topic_config(config) -> tuple[int, dict[str, str]]:
     ``offsets.topic.num.partitions``, default 50, ``offsets.topic.segment.bytes``,
     compacted), from a :class:`~kafkafs.log.config.BrokerConfig`'s raw properties."""
     props = config.extra
-    partitions = int(props.get("offsets.topic.num.partitions", 50))
+    partitions = config.offsets_topic_num_partitions
     overrides = {"cleanup.policy": "compact",
                  "segment.bytes": str(props.get("offsets.topic.segment.bytes", 104857600))}
     return partitions, overrides

@@ -104,6 +104,10 @@ class Broker:
         """The endpoint Metadata and FindCoordinator give (the first listener's)."""
         return self.endpoints[self.listeners[0].name]
 
+    async def run(self) -> None:
+        """The node's own timers (the group coordinator's), until cancelled."""
+        await self.state["coordinator"].run()
+
     def connection(self, peer: str) -> Connection:
         return Connection(peer)
 

@@ -131,6 +131,7 @@ class NetServer:
         for lst in bound:
             log.info("Listening for Kafka clients on %s", lst)
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.broker.run)
             for sock in socks:
                 nursery.start_soon(trio.serve_listeners, self._connection,
                                    [trio.SocketListener(sock)])
