@@ -484,6 +484,22 @@ class BrokerConfig:
         return replace(self, log_dirs=tuple(os.path.abspath(d) for d in dirs))
 
 
+def broker_properties(config: BrokerConfig) -> dict[str, str]:
+    """Every broker-only key kafkafs reads, as ``name -> string`` of its effective value
+    (what DescribeConfigs of the broker lists), then the keys it keeps without using."""
+    out = {}
+    for key, (attr, _p, _d) in _BROKER_KEYS.items():
+        if key in ("broker.id", "log.dir"):
+            continue
+        value = getattr(config, attr, None)
+        if key == "log.dirs":
+            value = ",".join(config.log_dirs)
+        if value is not None:
+            out[key] = str(value).lower() if isinstance(value, bool) else str(value)
+    out.update({k: str(v) for k, v in config.extra.items()})
+    return out
+
+
 def parse_log_dirs(raw: str) -> tuple[str, ...]:
     """Split a ``log.dirs`` value (comma-separated) into absolute paths."""
     dirs = tuple(os.path.abspath(d.strip()) for d in raw.split(",") if d.strip())
@@ -498,6 +514,7 @@ __all__ = [
     "TOPIC_KEYS",
     "BrokerConfig",
     "LogConfig",
+    "broker_properties",
     "check_topic_config",
     "format_properties",
     "parse_log_dirs",

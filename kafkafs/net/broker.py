@@ -66,7 +66,7 @@ class Broker:
                     configs):
             self.handlers.update(mod.HANDLERS)
         self.supported = supported_versions(self.handlers)
-        self._topic_ids: dict[str, bytes] = {}
+        self._topic_ids: dict[str, tuple] = {}  # topic -> (its partition 0's Log, id)
         self.state: dict[str, object] = {}  # per-family state, by module name
         for mod in (fetch, producer_ids, coordinator):
             self.state[mod.__name__.rsplit(".", 1)[1]] = mod.make_state(self)
@@ -116,26 +116,27 @@ class Broker:
 
     # -- topics -------------------------------------------------------------------------
     def topic_id(self, topic: str) -> bytes:
-        """The topic's id as 16 bytes (zero when it has none), cached per topic."""
-        tid = self._topic_ids.get(topic)
-        if tid is None:
-            text = self.manager.topic_id(topic)
-            tid = uuid_bytes(text) if text else bytes(16)
-            if text:
-                self._topic_ids[topic] = tid
+        """The topic's id as 16 bytes (zero when it has none), cached per topic while its
+        first partition's Log is the same object (a topic deleted and made again by any
+        door has new logs, and a new id)."""
+        first = self.manager.logs.get((topic, 0))
+        hit = self._topic_ids.get(topic)
+        if hit is not None and first is not None and hit[0] is first:
+            return hit[1]
+        text = self.manager.topic_id(topic)
+        tid = uuid_bytes(text) if text else bytes(16)
+        if text and first is not None:
+            self._topic_ids[topic] = (first, tid)
         return tid
 
     def topic_by_id(self, raw: bytes) -> str | None:
         """The topic whose id is ``raw`` (16 bytes), or None."""
-        for topic, tid in self._topic_ids.items():
-            if tid == raw:
-                if self.manager.partitions(topic):
-                    return topic
-                break
-        text = ckpt.uuid_to_string(raw)
-        topic = self.manager.topic_names_by_id().get(text)
+        for topic, (_lg, tid) in list(self._topic_ids.items()):
+            if tid == raw and self.manager.partitions(topic) and self.topic_id(topic) == raw:
+                return topic
+        topic = self.manager.topic_names_by_id().get(ckpt.uuid_to_string(raw))
         if topic is not None:
-            self._topic_ids[topic] = raw
+            self.topic_id(topic)
         return topic
 
     def forget_topic(self, topic: str) -> None:
