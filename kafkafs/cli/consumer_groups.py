@@ -386,7 +386,8 @@ class Context:
         ``node.id``/``broker.id`` of a log dir's ``meta.properties``."""
         host, port = "localhost", "9092"
         config = self.manager.config
-        listeners = config.advertised_listeners or config.listeners
+        listeners = config.advertised_listeners or config.listeners or \
+            "PLAINTEXT://localhost:9092"
         if listeners:
             m = re.match(r"[^:]+://([^:,]*):(\d+)", listeners)
             if m:

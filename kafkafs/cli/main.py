@@ -30,11 +30,13 @@ def build_parser() -> argparse.ArgumentParser:
         mount,
         pipeline,
         reassign,
+        serve,
         topics,
         transactions,
     )
 
     mount.register(sub)
+    serve.register(sub)
     topics.register(sub)
     clients.register(sub)
     dump.register(sub)
@@ -56,7 +58,7 @@ def _damage_said_once(command: str):
     printed: a command that meets damage on its way says so itself, in its one ``error:
     FILE: position N: REASON`` line (docs/cli.md). Restored afterwards (tests call main()
     in-process)."""
-    if command == "mount":
+    if command in ("mount", "serve"):
         yield
         return
     with silenced("kafkafs.damage"):

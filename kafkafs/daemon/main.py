@@ -17,7 +17,6 @@ wait for the unmount, then fail.
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import signal
@@ -31,11 +30,11 @@ from ..escapes import unescape
 from ..fs.measure import keep_views_measured
 from ..fs.operations import FsOptions, KafkaFS
 from ..log.config import BrokerConfig
-from ..log.errors import LogDirLockedError
-from ..log.inspect import lock_holder
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
-from ..log.manager import is_locked
+from ..net.broker import Broker
+from ..net.server import NetServer
 from . import malloc, notify, readahead
+from .logdirs import check_log_dirs, listeners_of
 from .options import batch_size_option, check_fuse_options, split_options
 
 log = logging.getLogger(__name__)
@@ -81,7 +80,7 @@ def preflight(config: BrokerConfig, options: list[str], read_only: bool = False,
     (a directory, or one that can be created; read-only: one that exists) and, with
     ``locks``, no log dir locked by another process (a writable mount). Returns the file
     system options, ``read_ahead_kb`` and the FUSE options. Raises ValueError, OSError,
-    LogDirLockedError, MountError."""
+    LogDirLockedError, MountError, InvalidConfigError (``listeners``)."""
     own, fuse_opts = split_options(options)
     fsopt = fs_options(own)
     ra_kb = read_ahead_kb(own)
@@ -89,38 +88,9 @@ def preflight(config: BrokerConfig, options: list[str], read_only: bool = False,
     check_fuse_options(fuse_opts)
     if not os.path.exists("/dev/fuse"):
         raise MountError("FUSE is not available here: there is no /dev/fuse (modprobe fuse)")
-    for d in config.log_dirs:
-        check_log_dir(d, fsopt.read_only)
-    if locks and not fsopt.read_only:
-        held = is_locked(config.log_dirs)
-        if held is not None:
-            who = lock_holder(held)
-            raise LogDirLockedError(
-                f"Failed to acquire lock on file .lock in {held}. A Kafka instance in another "
-                "process or thread is using this directory"
-                + (f": {who}." if who else " (a running kafkafs daemon or broker)."))
+    listeners_of(config)  # (InvalidConfigError for a bad listeners value)
+    check_log_dirs(config, fsopt.read_only, locks=locks)
     return fsopt, ra_kb, fuse_opts
-
-
-def check_log_dir(d: str, read_only: bool) -> None:
-    """Refuse a log dir the LogManager would fail on part-way: some other file, a missing
-    one on a read-only mount, one that cannot be created (its nearest existing ancestor is
-    no directory this user may write). Raises OSError."""
-    if os.path.lexists(d) and not os.path.isdir(d):
-        raise NotADirectoryError(errno.ENOTDIR, "log dir is not a directory", d)
-    if os.path.isdir(d):
-        return
-    if read_only:
-        raise FileNotFoundError(errno.ENOENT, "log dir does not exist", d)
-    parent = os.path.dirname(os.path.abspath(d))
-    while not os.path.lexists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent):
-        raise NotADirectoryError(errno.ENOTDIR, "cannot create the log dir: not a directory",
-                                 parent)
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise PermissionError(errno.EACCES, "cannot create the log dir: permission denied",
-                              parent)
 
 
 async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
@@ -130,9 +100,11 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
     before :func:`preflight` passes. Raises LogDirLockedError, OSError, ValueError,
     MountError."""
     fsopt, ra_kb, fuse_opts = preflight(config, options, read_only)
+    listeners = listeners_of(config)
     core = StorageCore(config, read_only=fsopt.read_only)
     await core.startup()
     operations = KafkaFS(core, fsopt)  # the first frontend
+    net = NetServer(Broker(core)) if listeners else None  # the second, when configured
     for name in ("fsname", "subtype"):  # kafkafs, unless -o gives its own
         if not any(o.startswith(name + "=") for o in fuse_opts):
             fuse_opts.add(f"{name}=kafkafs")
@@ -144,6 +116,8 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
     # SIGTERM (systemd after ExecStop) cannot kill it half-way through flushing
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         try:
+            if net is not None:
+                await net.bind(listeners)  # (a port in use: refused before the mount)
             try:
                 pyfuse3.init(operations, mountpoint, fuse_opts)
             except RuntimeError as exc:  # libfuse printed its reason on stderr already
@@ -159,6 +133,8 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
                 nursery.start_soon(keep_views_measured, operations,
                                    config.log_flush_offset_checkpoint_interval_ms)
                 await core.start_tasks(nursery)
+                if net is not None:
+                    await nursery.start(net.serve)
                 notify.ready(f"Mounted {mountpoint}")
                 await pyfuse3.main()
                 # pyfuse3.main returns when the kernel ends the session (fusermount3 -u)

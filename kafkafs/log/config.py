@@ -242,7 +242,8 @@ _BROKER_KEYS: dict[str, tuple[str, object, object]] = {
     "node.id": ("node_id", _INT, -1),
     "broker.id": ("broker_id", _INT, -1),
     # the network listener (kafkafs.net; SocketServerConfigs, GroupCoordinatorConfig, ...)
-    "listeners": ("listeners", str, "PLAINTEXT://127.0.0.1:9092"),
+    # ("": not given; kafkafs serve then listens on PLAINTEXT://127.0.0.1:9092, a mount not)
+    "listeners": ("listeners", str, ""),
     "advertised.listeners": ("advertised_listeners", str, ""),
     "socket.request.max.bytes": ("socket_request_max_bytes", _int_at_least(1), 104857600),
     "queued.max.requests": ("queued_max_requests", _int_at_least(1), 500),
@@ -398,7 +399,7 @@ class BrokerConfig:
     num_recovery_threads_per_data_dir: int = 1
     auto_create_topics_enable: bool = True
     node_id: int = -1
-    listeners: str = "PLAINTEXT://127.0.0.1:9092"
+    listeners: str = ""
     advertised_listeners: str = ""
     socket_request_max_bytes: int = 104857600
     queued_max_requests: int = 500

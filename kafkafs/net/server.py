@@ -107,12 +107,12 @@ class NetServer:
         self.idle_s = idle / 1000 if idle >= 0 else float("inf")
         self.limiter = trio.CapacityLimiter(config.queued_max_requests)
         self.connections = 0
+        self.socks: list = []
 
-    async def serve(self, listeners: list[Listener], *,
-                    task_status=trio.TASK_STATUS_IGNORED) -> None:
-        """Bind every listener, tell ``task_status`` the bound ones (port 0 resolved), then
-        accept connections until cancelled. Raises OSError (a port in use, an address this
-        machine does not have) before anything is served."""
+    async def bind(self, listeners: list[Listener]) -> list[Listener]:
+        """Bind every listener; returns them with their bound ports (port 0 resolved).
+        Raises OSError (a port in use, an address this machine does not have) with nothing
+        bound."""
         socks, bound = [], []
         try:
             for lst in listeners:
@@ -120,22 +120,39 @@ class NetServer:
                 sock = trio.socket.socket(family, socket.SOCK_STREAM)
                 socks.append(sock)
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                await sock.bind((lst.host, lst.port))
+                try:
+                    await sock.bind((lst.host, lst.port))
+                except OSError as exc:
+                    raise OSError(exc.errno, f"cannot listen on {lst}: {exc.strerror}") \
+                        from None
                 sock.listen(socket.SOMAXCONN)
                 bound.append(Listener(lst.name, lst.host, sock.getsockname()[1]))
         except BaseException:
             for s in socks:
                 s.close()
             raise
+        self.socks = socks
         self.broker.bind(bound)
-        for lst in bound:
+        return bound
+
+    async def serve(self, listeners: list[Listener] | None = None, *,
+                    task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Accept connections on the bound listeners (binding ``listeners`` first when
+        given) until cancelled; ``task_status`` is told the bound listeners."""
+        if listeners is not None:
+            await self.bind(listeners)
+        for lst in self.broker.listeners:
             log.info("Listening for Kafka clients on %s", lst)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self.broker.run)
-            for sock in socks:
-                nursery.start_soon(trio.serve_listeners, self._connection,
-                                   [trio.SocketListener(sock)])
-            task_status.started(bound)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.broker.run)
+                for sock in self.socks:
+                    nursery.start_soon(trio.serve_listeners, self._connection,
+                                       [trio.SocketListener(sock)])
+                task_status.started(self.broker.listeners)
+        finally:
+            for sock in self.socks:
+                sock.close()
 
     async def _connection(self, stream: trio.SocketStream) -> None:
         try:
