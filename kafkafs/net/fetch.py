@@ -80,16 +80,16 @@ def _read_partition(broker, topic, index, st: PartitionState, isolation, limit, 
     if cle >= 0:
         epoch = leader_epoch(lg)
         if cle < epoch:
-            return _Read(key, _error_part(index, K.FENCED_LEADER_EPOCH), lg, error=True)
+            return _Read(key, _error_part(index, K.FENCED_LEADER_EPOCH), lg=lg, error=True)
         if cle > epoch:
-            return _Read(key, _error_part(index, K.UNKNOWN_LEADER_EPOCH), lg, error=True)
+            return _Read(key, _error_part(index, K.UNKNOWN_LEADER_EPOCH), lg=lg, error=True)
     try:
         info = lg.read(st.fetch_offset, limit, isolation, min_one_message=min_one)
     except OffsetOutOfRangeError:
-        return _Read(key, _error_part(index, K.OFFSET_OUT_OF_RANGE), lg, error=True)
+        return _Read(key, _error_part(index, K.OFFSET_OUT_OF_RANGE), lg=lg, error=True)
     except (LogError, CorruptRecordError, OSError) as exc:
         log.warning("fetch from %s at %d failed: %s", lg.name, st.fetch_offset, exc)
-        return _Read(key, _error_part(index, K.code_of(exc)), lg, error=True)
+        return _Read(key, _error_part(index, K.code_of(exc)), lg=lg, error=True)
     size = 0 if info.first_entry_incomplete and not min_one else info.size
     aborted = None
     if isolation == FETCH_TXN_COMMITTED:
@@ -247,7 +247,8 @@ async def fetch(broker, request, conn) -> dict:
         for r in reads:  # those that returned data go last next time
             if r.size and r.key in session.partitions:
                 session.partitions.move_to_end(r.key)
-        session.epoch = FetchSessions.next_epoch(session.epoch)
+        if incremental:  # (a new session expects epoch 1 next: it was made with it)
+            session.epoch = FetchSessions.next_epoch(session.epoch)
         session.last_used = time.monotonic()
         if incremental and not session.partitions:
             sessions.close(session.id)
