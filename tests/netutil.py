@@ -24,10 +24,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LISTENING = re.compile(rb"Listening for Kafka clients on PLAINTEXT://[^:]*:(\d+)")
 
 
-def _port_from(path: str, proc, timeout: float) -> int:
+def _port_from(path: str, proc, timeout: float, start: int = 0) -> int:
+    """The port of the first "Listening" line written to ``path`` past byte ``start``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with open(path, "rb") as f:
+            f.seek(start)
             m = _LISTENING.search(f.read())
         if m:
             return int(m.group(1))
@@ -64,11 +66,12 @@ class Server:
             args += ["--override", o]
         args += self.extra_args
         self._out = open(self.log_path, "ab")
+        start = self._out.tell()
         env = dict(os.environ)
         env.pop("KAFKAFS_LOG_DIRS", None)
         self.proc = subprocess.Popen(args, stdout=self._out, stderr=self._out, cwd=ROOT,
                                      env=env)
-        self.port = _port_from(self.log_path, self.proc, timeout)
+        self.port = _port_from(self.log_path, self.proc, timeout, start)
         return self
 
     @property
@@ -100,8 +103,9 @@ def start_mounted(mount, timeout: float = 30.0) -> str:
     bootstrap address."""
     for o in NET_OVERRIDES:
         mount.extra_args += ["--override", o]
+    start = os.path.getsize(mount.stderr_path) if os.path.exists(mount.stderr_path) else 0
     mount.start()
-    port = _port_from(mount.stderr_path, mount.proc, timeout)
+    port = _port_from(mount.stderr_path, mount.proc, timeout, start)
     return f"127.0.0.1:{port}"
 
 

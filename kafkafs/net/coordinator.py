@@ -114,6 +114,7 @@ class Group:
         self.new_member_added = False
         self.sync_deadline: float | None = None
         self.state_timestamp = -1
+        self.recorded = False  # a GroupMetadata record of it is in the log
 
     def transition(self, state: str) -> None:
         self.previous, self.state = self.state, state
@@ -247,6 +248,7 @@ class Coordinator:
                               "assignment": m.assignment} for m in g.members.values()]
                  if g.protocol is not None else []}
         data = _I16.pack(3) + self.schema.by_api(2, "Value").encode(value, 3)
+        g.recorded = True
         return self._group_key(g.id), data
 
     def _home(self, group_id: str):
@@ -278,8 +280,8 @@ class Coordinator:
         door deleted since is forgotten."""
         g = self.groups.get(group_id)
         if g is not None:
-            if g.state == EMPTY and not g.members and not g.pending:
-                if self.stored(group_id) is None:
+            if g.state == EMPTY and not g.members and not g.pending and g.recorded:
+                if self.stored(group_id) is None:  # (deleted through another door)
                     del self.groups[group_id]
                     return None
             return g
@@ -292,6 +294,7 @@ class Coordinator:
             g.state = DEAD  # another protocol's group: not served here
             return g
         g = Group(group_id)
+        g.recorded = stored.kind is not None
         md = stored.metadata
         if md is not None:
             g.generation = md["generation"]
@@ -780,6 +783,9 @@ class Coordinator:
     async def delete_group(self, gid: str) -> int:
         g = self.get(gid)
         stored = self.stored(gid)
+        if stored is None and g is not None and not g.recorded and g.state == EMPTY:
+            self.groups.pop(gid, None)  # a simple group whose offsets are all gone
+            return K.NONE
         if g is None and stored is None:
             return K.GROUP_ID_NOT_FOUND
         if g is not None and g.state == DEAD and stored is None:
