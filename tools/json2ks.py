@@ -51,7 +51,9 @@ APIS = ("ApiVersions Metadata DescribeCluster Produce Fetch ListOffsets OffsetFo
         "DescribeLogDirs AddPartitionsToTxn AddOffsetsToTxn EndTxn TxnOffsetCommit "
         "WriteTxnMarkers DescribeProducers DescribeTransactions ListTransactions SaslHandshake "
         "SaslAuthenticate ConsumerGroupHeartbeat ConsumerGroupDescribe "
-        "GetTelemetrySubscriptions").split()
+        "GetTelemetrySubscriptions DescribeTopicPartitions ElectLeaders "
+        "AlterPartitionReassignments ListPartitionReassignments AlterReplicaLogDirs "
+        "ListConfigResources").split()
 API_FILES = {"Header": ("RequestHeader", "ResponseHeader")}
 API_FILES.update({a: (a + "Request", a + "Response") for a in APIS})
 
@@ -65,10 +67,14 @@ GROUPS = {
                     "ConsumerGroupHeartbeat ConsumerGroupDescribe"),
     "proto_admin": ("CreateTopics DeleteTopics CreatePartitions DescribeConfigs AlterConfigs "
                     "IncrementalAlterConfigs DescribeLogDirs"),
+    "proto_cluster": ("DescribeTopicPartitions ElectLeaders AlterPartitionReassignments "
+                      "ListPartitionReassignments AlterReplicaLogDirs ListConfigResources"),
     "proto_txn": ("InitProducerId AddPartitionsToTxn AddOffsetsToTxn EndTxn TxnOffsetCommit "
                   "WriteTxnMarkers DescribeProducers DescribeTransactions ListTransactions"),
 }
 GROUP_ABOUT = {
+    "proto_cluster": "describing topic partitions and the replica placement of one node "
+                     "(elections, reassignments, log dirs, config resources)",
     "proto_basic": "the request and response headers, ApiVersions, Metadata, DescribeCluster, "
                    "SASL and GetTelemetrySubscriptions",
     "proto_data": "producing, fetching and the offsets of partitions",

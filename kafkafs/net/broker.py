@@ -52,8 +52,8 @@ class Broker:
     the listeners it serves (before the first request)."""
 
     def __init__(self, core: StorageCore, config: BrokerConfig | None = None):
-        from . import admin, apis, configs, coordinator, fetch, metadata, offsets, produce, \
-            producer_ids
+        from . import admin, apis, cluster, configs, coordinator, fetch, metadata, offsets, \
+            produce, producer_ids
         self.core = core
         self.config = config or core.config
         self.manager = core.manager
@@ -63,7 +63,7 @@ class Broker:
         self.endpoints: dict[str, Listener] = {}
         self.handlers: dict[int, Callable] = {}
         for mod in (apis, metadata, produce, fetch, offsets, producer_ids, coordinator, admin,
-                    configs):
+                    configs, cluster):
             self.handlers.update(mod.HANDLERS)
         self.supported = supported_versions(self.handlers)
         self._topic_ids: dict[str, tuple] = {}  # topic -> (its partition 0's Log, id)

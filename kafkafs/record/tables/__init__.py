@@ -14,7 +14,9 @@ and the requests and responses of Kafka's wire protocol (:func:`protocol`), gene
 Kafka's JSON message definitions by ``tools/json2ks.py``: ``proto_basic`` (headers,
 ApiVersions, Metadata, DescribeCluster, SASL), ``proto_data`` (Produce, Fetch, ListOffsets,
 OffsetForLeaderEpoch, DeleteRecords), ``proto_group`` (the group coordinator's APIs),
-``proto_admin`` (topics, configs, log dirs), ``proto_txn`` (producer ids, transactions).
+``proto_admin`` (topics, configs, log dirs), ``proto_cluster`` (DescribeTopicPartitions,
+elections, reassignments, replica log dirs, config resources), ``proto_txn`` (producer ids,
+transactions).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from ..schema import Schema, parse_tables
 __all__ = ["FAMILIES", "PROTOCOL_MODULES", "protocol", "schema"]
 
 FAMILIES = ("group", "txn", "share_state", "metadata", "raft", "consumer_protocol")
-PROTOCOL_MODULES = ("proto_basic", "proto_data", "proto_group", "proto_admin", "proto_txn")
+PROTOCOL_MODULES = ("proto_basic", "proto_data", "proto_group", "proto_admin", "proto_cluster",
+                    "proto_txn")
 
 
 @functools.cache
