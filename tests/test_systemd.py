@@ -420,3 +420,46 @@ def test_namespace_mounts_do_not_reach_the_host(tmp_path):
         subprocess.run(["umount", str(target)], check=True)
     finally:
         subprocess.run(["umount", "-R", str(shared)], capture_output=True)
+
+
+# -- kafkafs-serve.service: the listener without a mount ---------------------------------
+
+SERVE = os.path.join(SYSTEMD, "kafkafs-serve.service")
+
+
+@needs_analyze
+def test_serve_unit_verifies_without_messages(tmp_path):
+    _runnable_copy(SERVE, str(tmp_path))
+    output = _verify(tmp_path, "./kafkafs-serve.service")
+    assert output == "", f"systemd-analyze verify complained:\n{output}"
+
+
+@needs_analyze
+def test_serve_unit_is_sandboxed_further(tmp_path):
+    """No mount to share with the host: a mount namespace and no capability, so systemd
+    rates it better than the mount's unit."""
+    _runnable_copy(SERVE, str(tmp_path))
+    env = dict(os.environ, SYSTEMD_LOG_COLOR="0", SYSTEMD_PAGER="", SYSTEMD_COLORS="0")
+    res = subprocess.run([ANALYZE, "security", "--offline=true", "./kafkafs-serve.service"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    m = re.search(r"Overall exposure level for kafkafs-serve\.service: ([0-9.]+)", res.stdout)
+    if m is None:
+        pytest.skip(f"systemd-analyze security --offline unsupported here: {res.stderr.strip()}")
+    assert float(m.group(1)) <= 3.0, res.stdout
+
+
+def test_serve_unit():
+    unit = parse_unit(SERVE)
+    assert one(unit, "Service", "Type") == "notify"
+    assert one(unit, "Service", "User") == "kafkafs"
+    assert unit["Service"].get("CapabilityBoundingSet") == []  # none at all
+    assert "AmbientCapabilities" not in unit["Service"]
+    assert words(unit, "Service", "RestrictAddressFamilies") >= {"AF_INET", "AF_UNIX"}
+    assert one(unit, "Service", "IPAddressAllow") == "localhost"  # as the default listener
+    assert one(unit, "Service", "ProtectSystem") == "strict"
+    assert "/var/lib/kafkafs" in words(unit, "Service", "ReadWritePaths")
+    from kafkafs.cli.main import build_parser
+
+    start = [a for a in one(unit, "Service", "ExecStart").split()[1:] if a != "$KAFKAFS_ARGS"]
+    args = build_parser().parse_args(start)
+    assert args.command == "serve" and args.config == "/etc/kafkafs/server.properties"
