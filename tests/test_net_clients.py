@@ -224,3 +224,36 @@ def test_consume_reads_what_clients_wrote(server, tmp_path):
                          capture_output=True, timeout=60)
     lines = out.stdout.decode().splitlines()
     assert lines == [f"k{i}\t" + json.dumps({"i": i}) for i in range(50)], out.stderr
+
+
+@needs_kcat
+def test_kcat_metadata_headers_timestamps_and_groups(server):
+    topic = topic_name("kc")
+    lines = "".join(f"line {i}\n" for i in range(10))
+    p = kcat(server, "-P", "-t", topic, "-H", "origin=kcat", "-H", "n=1", input=lines.encode())
+    assert p.returncode == 0, p.stderr
+    meta = kcat(server, "-L", "-t", topic)
+    assert f'topic "{topic}" with 1 partitions' in meta.stdout.decode(), meta.stdout
+    assert "leader 0, replicas: 0, isrs: 0" in meta.stdout.decode()
+    c = kcat(server, "-C", "-t", topic, "-e", "-f", "%o %h %s\n")
+    assert c.stdout.decode().splitlines()[0] == "0 origin=kcat,n=1 line 0"
+    # offsets by time (-Q) and consuming from a timestamp (-o s@T)
+    ts = [int(x) for x in kcat(server, "-C", "-t", topic, "-e", "-f", "%T\n")
+          .stdout.decode().split()]
+    q = kcat(server, "-Q", "-t", f"{topic}:0:{ts[3]}")
+    assert f"{topic} [0] offset " in q.stdout.decode(), q.stdout + q.stderr
+    offset = int(q.stdout.decode().split("offset")[1].split()[0])
+    assert ts[offset] >= ts[3] and (offset == 0 or ts[offset - 1] < ts[3])
+    c = kcat(server, "-C", "-t", topic, "-o", f"s@{ts[offset]}", "-e", "-f", "%o\n")
+    assert int(c.stdout.decode().split()[0]) == offset
+    # a balanced consumer group (-G): every record once, then the committed offsets
+    g = subprocess.Popen([kcat_bin, "-b", server.bootstrap, "-u", "-G", "kcat-group", "-o",
+                          "beginning", "-f", "%o %s\n", topic], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+    got = []
+    deadline = time.monotonic() + 30
+    while len(got) < 10 and time.monotonic() < deadline:
+        got.append(g.stdout.readline().decode().strip())
+    g.terminate()
+    g.wait(10)
+    assert got == [f"{i} line {i}" for i in range(10)]
