@@ -9,9 +9,11 @@ below version 7: UNSUPPORTED_COMPRESSION_TYPE), ``acks`` must be -1, 0 or 1
 (INVALID_REQUIRED_ACKS), an internal topic takes no client's writes
 (INVALID_TOPIC_EXCEPTION); then the batch is validated and appended by
 :func:`kafkafs.log.leader_append.append_as_leader`. With one replica, ``acks=all`` is
-``acks=1``: the answer comes once the batch is in the segment file (the page cache);
-it reaches the disk by the flush policy (``flush.messages``, ``flush.ms``), as on a
-broker. ``acks=0`` gets no answer; an error then closes the connection, as Kafka does.
+``acks=1``: the answer comes once the batch is in the segment file (the page cache),
+and, when ``flush.messages`` is reached with it, once the log is flushed (as Kafka's
+``UnifiedLog.append`` flushes before it returns: ``log.flush.interval.messages=1`` fsyncs
+every acknowledged batch); otherwise it reaches the disk by the flush scheduler
+(``flush.ms``), as on a broker. ``acks=0`` gets no answer; an error then closes the connection, as Kafka does.
 kafkafs has no transaction coordinator yet: a transactional batch gets INVALID_TXN_STATE.
 A record is readable through every door (``offset/N``, ``messages``, Fetch, Spark) the
 moment its answer is sent.
@@ -21,6 +23,8 @@ from __future__ import annotations
 
 import logging
 import time
+
+import trio
 
 from ..log.errors import LogError, UnknownTopicOrPartitionError
 from ..log.leader_append import append_as_leader
@@ -88,6 +92,7 @@ async def produce(broker, request, conn) -> dict | None:
     responses = []
     failed = False
     now = int(time.time() * 1000)
+    to_flush = []
     for t in topics:
         name = t["name"] if v <= 12 else broker.topic_by_id(t["topicId"])
         parts = []
@@ -96,8 +101,16 @@ async def produce(broker, request, conn) -> dict | None:
                                    now)
             failed = failed or r["errorCode"] != K.NONE
             parts.append(r)
+            lg = r.pop("_log", None)
+            if lg is not None and lg.unflushed_messages >= lg.config.flush_messages:
+                to_flush.append(lg)
         responses.append({"name": t["name"] if v <= 12 else "",
                           "topicId": t.get("topicId", bytes(16)), "partitionResponses": parts})
+    for lg in to_flush:  # (the flush policy's count reached: on disk before the answer)
+        try:
+            await trio.to_thread.run_sync(lg.flush)
+        except OSError as exc:
+            log.error("flushing %s after a produce failed: %s", lg.name, exc)
     if acks == 0:
         if failed:
             raise ProtocolError("a produce with acks=0 failed: " + "; ".join(
@@ -143,7 +156,7 @@ def _produce_partition(broker, request, topic, p, acks, v, whole, transactional,
         return _error(index, code, msg, lg.log_start_offset if errors else -1, errors)
     return {"index": index, "errorCode": K.NONE, "baseOffset": res.base_offset,
             "logAppendTimeMs": res.log_append_time, "logStartOffset": res.log_start_offset,
-            "recordErrors": [], "errorMessage": None}
+            "recordErrors": [], "errorMessage": None, "_log": lg}
 
 
 HANDLERS = {0: produce}

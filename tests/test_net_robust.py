@@ -1,0 +1,138 @@
+"""Bad clients lose nothing and take nothing down: clients that stop reading, half-sent
+requests, hundreds of idle connections, and a daemon killed with SIGKILL while it
+acknowledges produces under ``log.flush.interval.messages=1`` (every acknowledged record is
+there after recovery)."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+from netutil import Server, frame, request
+
+ck = pytest.importorskip("confluent_kafka")
+
+
+@pytest.fixture
+def server(tmp_path):
+    d = tmp_path / "logs"
+    d.mkdir()
+    s = Server(d).start()
+    yield s
+    s.stop()
+
+
+def _api_versions_ok(server) -> bool:
+    r = request(server.bootstrap, 18, 0, {}, timeout=5)
+    return r is not None and r["errorCode"] == 0
+
+
+def _produce_some(server, topic, n=200):
+    p = ck.Producer({"bootstrap.servers": server.bootstrap})
+    for i in range(n):
+        p.produce(topic, b"v" * 1000)
+    assert p.flush(10) == 0
+
+
+def test_a_client_that_stops_reading_blocks_only_itself(server):
+    _produce_some(server, "big", 2000)
+    host, port = server.bootstrap.split(":")
+    greedy = socket.create_connection((host, int(port)))
+    greedy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    fetch = {"replicaId": -1, "maxWaitMs": 0, "minBytes": 1, "maxBytes": 1 << 24,
+             "isolationLevel": 0, "sessionId": 0, "sessionEpoch": -1,
+             "topics": [{"topic": "big", "partitions": [
+                 {"partition": 0, "currentLeaderEpoch": -1, "fetchOffset": 0,
+                  "lastFetchedEpoch": -1, "logStartOffset": -1,
+                  "partitionMaxBytes": 1 << 24}]}], "forgottenTopicsData": [], "rackId": ""}
+    for i in range(50):  # megabytes of answers it never reads
+        greedy.sendall(frame(1, 12, fetch, correlation_id=i))
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    assert _api_versions_ok(server)
+    _produce_some(server, "other", 10)
+    assert time.monotonic() - t0 < 5
+    greedy.close()
+    assert _api_versions_ok(server)
+
+
+def test_half_sent_requests_and_many_idle_connections(server):
+    host, port = server.bootstrap.split(":")
+    idle = [socket.create_connection((host, int(port))) for _ in range(500)]
+    half = socket.create_connection((host, int(port)))
+    data = frame(18, 3, {"clientSoftwareName": "x", "clientSoftwareVersion": "1"})
+    half.sendall(data[:len(data) // 2])
+    half.close()  # killed mid-request
+    cut = socket.create_connection((host, int(port)))
+    cut.sendall(struct.pack(">i", 1000) + b"\x00" * 10)  # promises more than it sends
+    t0 = time.monotonic()
+    assert _api_versions_ok(server)
+    _produce_some(server, "alive", 10)
+    assert time.monotonic() - t0 < 5
+    for s in idle:
+        s.close()
+    cut.close()
+    assert server.proc.poll() is None
+
+
+def test_kill9_during_acknowledged_produces_loses_nothing(tmp_path):
+    d = tmp_path / "logs"
+    d.mkdir()
+    s = Server(d, overrides=["log.flush.interval.messages=1"]).start()
+    acked: list[bytes] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def produce():
+        p = ck.Producer({"bootstrap.servers": s.bootstrap, "linger.ms": 1,
+                         "message.timeout.ms": 3000, "retries": 0})
+
+        def done(err, msg):
+            if err is None:
+                with lock:
+                    acked.append(msg.value())
+
+        i = 0
+        while not stop.is_set():
+            p.produce("durable", b"record %08d" % i, on_delivery=done)
+            i += 1
+            p.poll(0)
+            if i % 50 == 0:
+                time.sleep(0.005)
+        p.flush(5)
+
+    t = threading.Thread(target=produce)
+    t.start()
+    deadline = time.monotonic() + 20
+    while len(acked) < 500 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    s.proc.send_signal(signal.SIGKILL)
+    s.proc.wait(10)
+    s._out.close()
+    s.proc = None
+    stop.set()
+    t.join(30)
+    with lock:
+        acknowledged = list(acked)
+    assert len(acknowledged) >= 500
+    s2 = Server(d).start()  # recovery is the loader's
+    try:
+        c = ck.Consumer({"bootstrap.servers": s2.bootstrap, "group.id": "after",
+                         "auto.offset.reset": "earliest"})
+        c.subscribe(["durable"])
+        got = set()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not set(acknowledged) <= got:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.add(m.value())
+        c.close()
+        missing = set(acknowledged) - got
+        assert not missing, f"{len(missing)} acknowledged records lost, e.g. {min(missing)}"
+    finally:
+        assert s2.stop() == 0
