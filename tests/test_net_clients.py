@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -257,3 +258,116 @@ def test_kcat_metadata_headers_timestamps_and_groups(server):
     g.terminate()
     g.wait(10)
     assert got == [f"{i} line {i}" for i in range(10)]
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_on_disk_bytes_read_by_kafka_python_and_checked(tmp_path, codec):
+    """What network produces leave in the segment files is Kafka's format: kafka-python's
+    own record reader decodes every batch (CRC checked), and ``kafkafs check`` finds
+    nothing to say after the daemon stopped."""
+    from kafka.record import MemoryRecords
+
+    d = tmp_path / "logs"
+    d.mkdir()
+    s = Server(d).start()
+    try:
+        p = ck.Producer({"bootstrap.servers": s.bootstrap, "compression.type": codec,
+                         "enable.idempotence": True, "linger.ms": 20})
+        for i in range(500):
+            p.produce("disk", key=b"k%d" % (i % 9), value=b"value %d" % i,
+                      headers=[("i", b"%d" % i)])
+        assert p.flush(10) == 0
+    finally:
+        assert s.stop() == 0
+    data = (d / "disk-0" / "00000000000000000000.log").read_bytes()
+    records = MemoryRecords(data)
+    values, offsets = [], []
+    while records.has_next():
+        batch = records.next_batch()
+        assert batch.validate_crc()
+        assert batch.producer_id >= 0 and batch.compression_type == \
+            {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}[codec]
+        for r in batch:
+            values.append(r.value)
+            offsets.append(r.offset)
+            assert dict(r.headers)["i"] == r.value.split()[1]
+    assert values == [b"value %d" % i for i in range(500)]
+    assert offsets == list(range(500))
+    check = subprocess.run([sys.executable, "-m", "kafkafs", "check", "--log-dirs", str(d)],
+                           capture_output=True, timeout=60)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_three_member_group_survives_a_killed_member(server, tmp_path):
+    """Three librdkafka consumers share 6 partitions; one is killed (SIGKILL, no leave);
+    the others take its partitions after its session timeout and resume from the committed
+    offsets: every record is seen, and none twice but those after the dead one's last
+    commit."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = topic_name("g3")
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    admin.create_topics([NewTopic(topic, 6, 1)])[topic].result(10)
+    p = ck.Producer({"bootstrap.servers": server.bootstrap})
+    for i in range(600):
+        p.produce(topic, value=b"%d" % i, partition=i % 6)
+    assert p.flush(10) == 0
+    script = tmp_path / "member.py"
+    script.write_text(f"""
+import sys, confluent_kafka as ck
+c = ck.Consumer({{"bootstrap.servers": "{server.bootstrap}", "group.id": "three",
+                 "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                 "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+                 "max.poll.interval.ms": 60000}})
+c.subscribe(["{topic}"])
+n = 0
+while True:
+    m = c.poll(0.2)
+    if m is None or m.error():
+        continue
+    print(m.partition(), m.offset(), flush=True)
+    n += 1
+    if n % 10 == 0:
+        c.commit(asynchronous=False)
+    if len(sys.argv) > 1 and n >= int(sys.argv[1]):
+        import time; time.sleep(3600)
+""")
+    seen: dict[tuple[int, int], int] = {}
+    lock = threading.Lock()
+    procs = []
+
+    def reader(proc):
+        for line in proc.stdout:
+            part, off = map(int, line.split())
+            with lock:
+                seen[(part, off)] = seen.get((part, off), 0) + 1
+
+    # the victim consumes 25 records then hangs (still heartbeating) until killed
+    for args in (["25"], [], []):
+        proc = subprocess.Popen([sys.executable, str(script), *args], stdout=subprocess.PIPE,
+                                text=True)
+        procs.append(proc)
+        threading.Thread(target=reader, args=(proc,), daemon=True).start()
+        time.sleep(1)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with lock:
+                if len(seen) >= 300:
+                    break
+            time.sleep(0.2)
+        procs[0].kill()  # no LeaveGroup
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with lock:
+                if len(seen) == 600:
+                    break
+            time.sleep(0.2)
+        with lock:
+            assert len(seen) == 600, f"only {len(seen)} of 600 records seen"
+            twice = [k for k, n in seen.items() if n > 1]
+        assert len(twice) <= 25  # at most what the victim read past its last commit
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait(10)
