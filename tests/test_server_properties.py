@@ -63,6 +63,22 @@ BROKER_DEFAULTS = {
     "auto.create.topics.enable": "true",
     "node.id": "-1",
     "broker.id": "-1",
+    "log.message.timestamp.before.max.ms": LONG_MAX,
+    "log.message.timestamp.after.max.ms": "3600000",
+    "listeners": "",
+    "advertised.listeners": "",
+    "socket.request.max.bytes": "104857600",
+    "queued.max.requests": "500",
+    "connections.max.idle.ms": "600000",
+    "fetch.max.bytes": "57671680",
+    "max.incremental.fetch.session.cache.slots": "1000",
+    "offsets.topic.num.partitions": "50",
+    "transaction.state.log.num.partitions": "50",
+    "offsets.retention.minutes": "10080",
+    "group.initial.rebalance.delay.ms": "3000",
+    "group.min.session.timeout.ms": "6000",
+    "group.max.session.timeout.ms": "1800000",
+    "group.max.size": "2147483647",
 }
 
 # Keys the file sets to something other than Kafka's default, and to what.
@@ -147,7 +163,7 @@ def parse(text: str):
         if not line:
             continue
         if line[0] in "#!":
-            m = re.match(r"^#([a-z][a-z0-9]*(?:\.[a-z0-9]+)+)=(.*)$", line)
+            m = re.match(r"^#([a-z][a-z0-9]*(?:\.[a-z0-9]+)*)=(.*)$", line)
             if m:
                 assert m.group(1) not in commented, f"line {no}: {m.group(1)} commented twice"
                 commented[m.group(1)] = (m.group(2).strip(), no)
