@@ -105,16 +105,27 @@ def _check_batch(b: RecordBatch, config, name: str) -> None:
                                  f"with producerId {b.producer_id} in topic partition {name}.")
 
 
-def _check_records(b: RecordBatch, records: list, config, name: str, now: int) -> None:
-    errors: list[tuple[int, str]] = []
-    timestamps = False
+def _check_records(b: RecordBatch, records: list, config, name: str, now: int,
+                   stamps: list[int]) -> None:
+    """LogValidator's per-record checks; ``stamps``: the records' timestamps. The records
+    are walked one by one (to name each refused one) only when the batch-wide test (keys
+    present, every timestamp inside the bounds: C-level ``min``/``max``) fails."""
     create_time = config.message_timestamp_type == "CreateTime"
     lo = now - config.message_timestamp_before_max_ms
     hi = now + config.message_timestamp_after_max_ms
     log_append_claimed = bool(b.attributes & TIMESTAMP_TYPE_MASK)
+    compact = config.compact
+    if not compact or None not in [r[2] for r in records]:
+        compact = False  # (no key missing: nothing to refuse for it)
+        if not log_append_claimed and (not create_time or not stamps or (
+                lo <= max(stamps) <= hi and lo <= min(
+                    (t for t in stamps if t != -1), default=lo) <= hi)):
+            return
+    errors: list[tuple[int, str]] = []
+    timestamps = False
     for i, (offset, ts, key, _value, _headers) in enumerate(records):
         # LogValidator.validateRecord: the key first, then the timestamp
-        if config.compact and key is None:
+        if compact and key is None:
             errors.append((i, "Compacted topic cannot accept message without key in topic "
                               f"partition {name}."))
         elif create_time and ts != -1:
@@ -148,12 +159,12 @@ def _target_codec(compression_type: str, batch_codec: int) -> int:
 
 
 def _prepare(buf: bytearray, b: RecordBatch, records: list, config, now: int,
-             leader_epoch: int) -> tuple[bytearray, int]:
+             leader_epoch: int, stamps: list[int]) -> tuple[bytearray, int]:
     """The batch to append (``buf`` changed in place, or a rebuilt one) and its log append
     time (-1 on a CreateTime topic)."""
     target = _target_codec(config.compression_type, b.compression)
     log_append = config.message_timestamp_type == "LogAppendTime"
-    in_order = all(r[0] == i for i, r in enumerate(records))
+    in_order = [r[0] for r in records] == list(range(len(records)))
     if target != b.compression or not in_order:
         out = bytearray(encode_batch(
             [(ts, key, value, headers) for _o, ts, key, value, headers in records],
@@ -167,7 +178,7 @@ def _prepare(buf: bytearray, b: RecordBatch, records: list, config, now: int,
         attrs, max_ts = b.attributes | TIMESTAMP_TYPE_MASK, now
     else:
         attrs = b.attributes & ~TIMESTAMP_TYPE_MASK
-        max_ts = max((r[1] for r in records), default=-1)
+        max_ts = max(stamps, default=-1)
     if attrs != b.attributes or max_ts != b.max_timestamp:
         _I16.pack_into(buf, ATTRIBUTES_OFFSET, attrs)
         _I64.pack_into(buf, _MAX_TS_OFFSET, max_ts)
@@ -235,8 +246,9 @@ def append_as_leader(lg, data, *, now: int, leader_epoch: int = 0) -> AppendResu
     if len(records) != b.records_count:
         raise InvalidRecordError(f"Incorrect declared batch size, {b.records_count} records "
                                  f"declared, {len(records)} found in {lg.name}")
-    _check_records(b, records, config, lg.name, now)
-    out, append_time = _prepare(buf, b, records, config, now, leader_epoch)
+    stamps = [r[1] for r in records]
+    _check_records(b, records, config, lg.name, now, stamps)
+    out, append_time = _prepare(buf, b, records, config, now, leader_epoch, stamps)
     if out is not buf and len(out) > config.max_message_bytes:
         raise RecordTooLargeError(
             f"The record batch size in the append to {lg.name} is {len(out)} bytes which "
