@@ -188,3 +188,43 @@ def test_read_committed_same_in_every_door(manager_factory, tmp_path):
         assert out.stdout.splitlines() == COMMITTED
     finally:
         m.stop()
+
+
+def test_compaction_and_retention_are_the_same_for_every_door(tmp_path):
+    """A compacted topic cleaned by ``kafkafs compact`` (through the daemon) and a topic
+    trimmed by retention: a consumer over the network and the mount see the same records
+    from the same first offset."""
+    m = Mount(tmp_path, extra_args=["--override", "log.retention.check.interval.ms=300"])
+    bootstrap = start_mounted(m)
+    try:
+        os.mkdir(m.path("cmp"))
+        with open(m.path("cmp", "config"), "a") as f:
+            f.write("cleanup.policy=compact\nsegment.bytes=2000\n")
+        os.mkdir(m.path("ret"))
+        with open(m.path("ret", "config"), "a") as f:
+            f.write("retention.bytes=3000\nsegment.bytes=1000\n")
+        p = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+        for i in range(300):
+            p.produce("cmp", key=b"k%d" % (i % 10), value=b"v%03d" % i)
+            p.produce("ret", value=b"r%03d" % i)
+            if i % 10 == 9:
+                assert p.flush(10) == 0  # batches of 10: many segments to clean and trim
+        r = subprocess.run([sys.executable, "-m", "kafkafs", "compact", "--log-dirs",
+                            m.log_dirs[0], "--topic", "cmp"], capture_output=True, cwd=ROOT,
+                           timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert wait_for(lambda: sorted(int(n) for n in
+                                       os.listdir(m.path("ret", "0", "offset")))[0] > 0, 20)
+        for topic in ("cmp", "ret"):
+            names = sorted(int(n) for n in os.listdir(m.path(topic, "0", "offset")))
+            mount_view = [(n, open(m.path(topic, "0", "offset", str(n)), "rb").read())
+                          for n in names]
+            c = _consumer(bootstrap, topic)
+            got = _poll(c, len(mount_view))
+            c.close()
+            assert [(x.offset(), x.value()) for x in got] == mount_view, topic
+        assert len(mount_view) < 300  # retention took the oldest segments
+        cmp_names = sorted(int(n) for n in os.listdir(m.path("cmp", "0", "offset")))
+        assert len(cmp_names) < 300  # the cleaner took superseded records
+    finally:
+        m.stop()
