@@ -2,7 +2,7 @@
 door shows at once: a produced record in ``offset/N``, a line appended with ``>>`` in
 Fetch (kcat), ``rm key/k`` as a tombstone a compacted-topic consumer sees, ``mkdir`` in
 Metadata, DeleteRecords in ``messages``, a group's commits in the groups view, and
-read_committed the same in Fetch, the mount and ``kafkafs consume``."""
+read_committed the same in Fetch, the mount, ``kafkafs consume`` and Spark's reader."""
 
 from __future__ import annotations
 
@@ -186,6 +186,19 @@ def test_read_committed_same_in_every_door(manager_factory, tmp_path):
                               "--timeout-ms", "300"], capture_output=True, cwd=ROOT,
                              timeout=60)
         assert out.stdout.splitlines() == COMMITTED
+        # and Spark's kafkalog source (its planner and executor, in this process)
+        pytest.importorskip("pyarrow")
+        from kafkafs.spark.options import parse_options
+        from kafkafs.spark.plan import group_tasks, plan_read
+        from kafkafs.spark.reader import read_partition
+
+        opts = parse_options({"path": m.log_dirs[0], "subscribe": "tx",
+                              "kafka.isolation.level": "read_committed"})
+        values = []
+        for task in group_tasks(plan_read(opts)):
+            for rb in read_partition(task):
+                values += rb.to_pydict()["value"]
+        assert values == COMMITTED
     finally:
         m.stop()
 
