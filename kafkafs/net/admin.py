@@ -50,6 +50,7 @@ def _check_rf(rf: int) -> tuple[int, str] | None:
 
 
 async def create_topics(broker, request, conn) -> dict:
+    """``ReplicationControlManager.createTopics`` on one node: the response body."""
     body = request.body
     manager = broker.manager
     topics = body["topics"]
@@ -150,6 +151,7 @@ async def _create_one(broker, manager, t, validate_only: bool, default_n: int) -
 
 
 async def delete_topics(broker, request, conn) -> dict:
+    """``ReplicationControlManager.deleteTopics``: every frontend drops the topic."""
     body, v = request.body, request.api_version
     manager = broker.manager
     if v >= 6:
@@ -200,6 +202,7 @@ async def delete_topics(broker, request, conn) -> dict:
 
 
 async def create_partitions(broker, request, conn) -> dict:
+    """``ReplicationControlManager.createPartitions``: grows topics."""
     body = request.body
     manager = broker.manager
     names = [t["name"] for t in body["topics"]]
@@ -241,6 +244,8 @@ async def create_partitions(broker, request, conn) -> dict:
 
 
 async def describe_log_dirs(broker, request, conn) -> dict:
+    """``ReplicaManager.describeLogDirs``: sizes of the loaded partitions, per log dir
+    (bytes), and each dir's total and usable bytes."""
     manager = broker.manager
     wanted = request.body["topics"]
     want = None if wanted is None else {(t["topic"], p) for t in wanted

@@ -23,6 +23,7 @@ def _keys(supported) -> list[dict]:
 
 
 async def api_versions(broker, request, conn) -> dict:
+    """``KafkaApis.handleApiVersionsRequest``: the ApiVersions response body."""
     if request.body is None:  # a version this node does not answer
         lo, hi = broker.supported[18]
         request.api_version = 0

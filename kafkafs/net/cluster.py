@@ -23,6 +23,7 @@ ELECTION_NOT_NEEDED = 84
 
 
 async def describe_topic_partitions(broker, request, conn) -> dict:
+    """DescribeTopicPartitions (KIP-966): Metadata's partitions, paginated."""
     body = request.body
     limit = max(1, body["responsePartitionLimit"])
     cursor = body["cursor"]
@@ -60,6 +61,7 @@ async def describe_topic_partitions(broker, request, conn) -> dict:
 
 
 async def elect_leaders(broker, request, conn) -> dict:
+    """ElectLeaders: ELECTION_NOT_NEEDED for every known partition."""
     manager = broker.manager
     wanted = request.body["topicPartitions"]
     if wanted is None:
@@ -76,6 +78,7 @@ async def elect_leaders(broker, request, conn) -> dict:
 
 
 async def alter_partition_reassignments(broker, request, conn) -> dict:
+    """AlterPartitionReassignments: this node alone is already the assignment."""
     manager = broker.manager
     out = []
     for t in request.body["topics"]:
@@ -100,10 +103,12 @@ async def alter_partition_reassignments(broker, request, conn) -> dict:
 
 
 async def list_partition_reassignments(broker, request, conn) -> dict:
+    """ListPartitionReassignments: none is ever ongoing."""
     return {"throttleTimeMs": 0, "errorCode": K.NONE, "errorMessage": None, "topics": []}
 
 
 async def alter_replica_log_dirs(broker, request, conn) -> dict:
+    """AlterReplicaLogDirs: a replica stays in its log dir (see the module)."""
     manager = broker.manager
     dirs = {os.path.abspath(d) for d in manager.log_dirs}
     results: dict[str, list] = {}
@@ -127,6 +132,7 @@ async def alter_replica_log_dirs(broker, request, conn) -> dict:
 
 
 async def list_config_resources(broker, request, conn) -> dict:
+    """ListConfigResources: the topics and this broker."""
     types = set(request.body.get("resourceTypes") or ()) if request.api_version >= 1 else {16}
     out = []
     if request.api_version >= 1 and (not types or 2 in types):

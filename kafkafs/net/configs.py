@@ -78,6 +78,7 @@ def _entry(c: dict, synonyms: bool, docs: bool) -> dict:
 
 
 async def describe_configs(broker, request, conn) -> dict:
+    """``ConfigHelper.describeConfigs``: topic and broker configs."""
     body = request.body
     synonyms = body.get("includeSynonyms", False)
     docs = body.get("includeDocumentation", False)
@@ -178,6 +179,7 @@ async def _apply(broker, name: str, overrides: dict, validate_only: bool) -> tup
 
 
 async def alter_configs(broker, request, conn) -> dict:
+    """Legacy AlterConfigs: replaces a topic's override set."""
     body = request.body
     bad = _preprocess(body["resources"])
     out = []
@@ -203,6 +205,8 @@ async def alter_configs(broker, request, conn) -> dict:
 
 
 async def incremental_alter_configs(broker, request, conn) -> dict:
+    """IncrementalAlterConfigs: SET, DELETE, APPEND, SUBTRACT per key, all or nothing
+    per resource."""
     body = request.body
     bad = _preprocess(body["resources"])
     manager = broker.manager

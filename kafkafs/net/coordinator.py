@@ -833,6 +833,8 @@ _COORD_NAMES = {0: "group", 1: "transaction", 2: "share"}
 
 
 async def find_coordinator(broker, request, conn) -> dict:
+    """``KafkaApis.handleFindCoordinatorRequest``: this node for group keys (creating
+    ``__consumer_offsets`` first, COORDINATOR_NOT_AVAILABLE meanwhile)."""
     body, v = request.body, request.api_version
     coord: Coordinator = broker.state["coordinator"]
     ktype = body.get("keyType", 0)
@@ -867,6 +869,7 @@ async def find_coordinator(broker, request, conn) -> dict:
 
 
 async def join_group(broker, request, conn) -> dict:
+    """``GroupCoordinator.joinGroup``: parks until the join phase completes."""
     coord: Coordinator = broker.state["coordinator"]
     res = await coord.join(request.body, request.api_version, request.client_id or "",
                            "/" + conn.peer.rsplit(":", 1)[0])
@@ -876,16 +879,19 @@ async def join_group(broker, request, conn) -> dict:
 
 
 async def sync_group(broker, request, conn) -> dict:
+    """``GroupCoordinator.syncGroup``: parks until the leader's assignment is written."""
     coord: Coordinator = broker.state["coordinator"]
     return {"throttleTimeMs": 0, **await coord.sync(request.body, request.api_version)}
 
 
 async def heartbeat(broker, request, conn) -> dict:
+    """``GroupCoordinator.heartbeat``."""
     coord: Coordinator = broker.state["coordinator"]
     return {"throttleTimeMs": 0, "errorCode": coord.heartbeat(request.body)}
 
 
 async def leave_group(broker, request, conn) -> dict:
+    """``GroupCoordinator.leaveGroup`` (version 0-2: one member, the error folded)."""
     coord: Coordinator = broker.state["coordinator"]
     body, v = request.body, request.api_version
     members = body["members"] if v >= 3 else [{"memberId": body["memberId"],
@@ -898,6 +904,8 @@ async def leave_group(broker, request, conn) -> dict:
 
 
 async def offset_commit(broker, request, conn) -> dict:
+    """``GroupCoordinator.commitOffsets``: OffsetCommitValue records, the response after
+    they are written."""
     coord: Coordinator = broker.state["coordinator"]
     body, v = request.body, request.api_version
     manager = broker.manager
@@ -960,6 +968,7 @@ def _fetch_group(coord: Coordinator, gid: str, topics, v: int) -> list[dict]:
 
 
 async def offset_fetch(broker, request, conn) -> dict:
+    """``GroupCoordinator.fetchOffsets``: from the log's replay (a worker thread)."""
     coord: Coordinator = broker.state["coordinator"]
     body, v = request.body, request.api_version
     ready = await coord.ensure_offsets_topic()
@@ -984,6 +993,7 @@ async def offset_fetch(broker, request, conn) -> dict:
 
 
 async def offset_delete(broker, request, conn) -> dict:
+    """``GroupCoordinator.deleteOffsets``: tombstones."""
     coord: Coordinator = broker.state["coordinator"]
     body = request.body
     gid = body["groupId"]
@@ -1024,6 +1034,7 @@ async def offset_delete(broker, request, conn) -> dict:
 
 
 async def list_groups(broker, request, conn) -> dict:
+    """``GroupCoordinator.listGroups``: live groups and those only the log knows."""
     coord: Coordinator = broker.state["coordinator"]
     body = request.body
     states = {s.strip().lower() for s in body.get("statesFilter") or ()}
@@ -1035,6 +1046,7 @@ async def list_groups(broker, request, conn) -> dict:
 
 
 async def describe_groups(broker, request, conn) -> dict:
+    """``GroupCoordinator.describeGroups``."""
     coord: Coordinator = broker.state["coordinator"]
     body, v = request.body, request.api_version
     ops = GROUP_OPERATIONS if body.get("includeAuthorizedOperations") else AUTHORIZED_NONE
@@ -1063,6 +1075,7 @@ async def describe_groups(broker, request, conn) -> dict:
 
 
 async def delete_groups(broker, request, conn) -> dict:
+    """``GroupCoordinator.deleteGroups``: offset and group tombstones."""
     coord: Coordinator = broker.state["coordinator"]
     results = []
     for gid in dict.fromkeys(request.body["groupsNames"]):

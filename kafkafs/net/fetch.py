@@ -176,6 +176,9 @@ def _group(reads: list[_Read], ids: dict, v: int) -> list[dict]:
 
 
 async def fetch(broker, request, conn) -> dict:
+    """``KafkaApis.handleFetchRequest``: the response body, its records as
+    :class:`~kafkafs.record.schema.Deferred` ranges of segment files (waits up to
+    ``maxWaitMs`` for ``minBytes``)."""
     body, v = request.body, request.api_version
     sessions: FetchSessions = broker.state["fetch"]
     replica = body["replicaId"] if v < 15 else (body["replicaState"] or {}).get("replicaId", -1)

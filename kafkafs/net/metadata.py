@@ -113,6 +113,8 @@ async def auto_create(broker, topic: str) -> int:
 
 
 async def metadata(broker, request, conn) -> dict:
+    """``KafkaApis.handleTopicMetadataRequest``: the Metadata response body (auto-creating
+    named topics, see the module)."""
     body, v = request.body, request.api_version
     include_ops = bool(body.get("includeTopicAuthorizedOperations"))
     asked = body["topics"]
@@ -162,6 +164,7 @@ async def metadata(broker, request, conn) -> dict:
 
 
 async def describe_cluster(broker, request, conn) -> dict:
+    """``KafkaApis.handleDescribeCluster``: this node as the cluster."""
     body = request.body
     etype = body.get("endpointType", 1)
     if etype not in (1, 2):

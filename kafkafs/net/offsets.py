@@ -100,6 +100,7 @@ def _earliest_epoch(lg) -> int:
 
 
 async def list_offsets(broker, request, conn) -> dict:
+    """``ReplicaManager.fetchOffset`` per partition: the ListOffsets response body."""
     body, v = request.body, request.api_version
     isolation = body.get("isolationLevel", 0)
     replica = body["replicaId"]
@@ -138,6 +139,7 @@ def end_offset_for(entries: list[tuple[int, int]], requested: int, current: int,
 
 
 async def offset_for_leader_epoch(broker, request, conn) -> dict:
+    """``Partition.lastOffsetForLeaderEpoch`` per partition: the response body."""
     topics = []
     for t in request.body["topics"]:
         parts = []
@@ -159,6 +161,7 @@ async def offset_for_leader_epoch(broker, request, conn) -> dict:
 
 
 async def delete_records(broker, request, conn) -> dict:
+    """``ReplicaManager.deleteRecords``: moves log start offsets (in a worker thread)."""
     topics = []
     for t in request.body["topics"]:
         parts = []

@@ -78,6 +78,8 @@ def _one_batch(records, version: int) -> tuple[int, int]:
 
 
 async def produce(broker, request, conn) -> dict | None:
+    """``KafkaApis.handleProduceRequest``: the response body, None for ``acks=0``. Raises
+    ProtocolError when an ``acks=0`` produce failed (the connection closes)."""
     body, v = request.body, request.api_version
     acks = body["acks"]
     txn_id = body["transactionalId"]

@@ -65,6 +65,8 @@ def make_state(broker) -> ProducerIds:
 
 
 async def init_producer_id(broker, request, conn) -> dict:
+    """``TransactionCoordinator.handleInitProducerId`` without a transactional id: a new
+    producer id, epoch 0."""
     body, v = request.body, request.api_version
     out = {"throttleTimeMs": 0, "errorCode": K.NONE, "producerId": -1, "producerEpoch": -1}
     if v >= 3 and (body["producerId"] == -1) != (body["producerEpoch"] == -1):
