@@ -136,3 +136,33 @@ def test_kill9_during_acknowledged_produces_loses_nothing(tmp_path):
         assert not missing, f"{len(missing)} acknowledged records lost, e.g. {min(missing)}"
     finally:
         assert s2.stop() == 0
+
+
+def test_a_read_only_daemon_refuses_produce_for_good(tmp_path):
+    d = tmp_path / "logs"
+    d.mkdir()
+    s = Server(d).start()
+    _produce_some(s, "ro", 5)
+    assert s.stop() == 0
+    ro = Server(d, extra_args=["--read-only"]).start()
+    try:
+        errors = []
+        p = ck.Producer({"bootstrap.servers": ro.bootstrap, "message.timeout.ms": 10000})
+        p.produce("ro", b"x", on_delivery=lambda e, m: errors.append(e))
+        t0 = time.monotonic()
+        p.flush(15)
+        assert errors and errors[0].code() == ck.KafkaError.TOPIC_AUTHORIZATION_FAILED
+        assert time.monotonic() - t0 < 5  # refused, not retried until the timeout
+        c = ck.Consumer({"bootstrap.servers": ro.bootstrap, "group.id": "ro",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        c.assign([ck.TopicPartition("ro", 0, 0)])
+        got = []
+        deadline = time.monotonic() + 15
+        while len(got) < 5 and time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                got.append(m)
+        c.close()
+        assert len(got) == 5  # reading still works
+    finally:
+        assert ro.stop() == 0

@@ -15,6 +15,8 @@ and, when ``flush.messages`` is reached with it, once the log is flushed (as Kaf
 every acknowledged batch); otherwise it reaches the disk by the flush scheduler
 (``flush.ms``), as on a broker. ``acks=0`` gets no answer; an error then closes the connection, as Kafka does.
 kafkafs has no transaction coordinator yet: a transactional batch gets INVALID_TXN_STATE.
+A daemon serving its log dirs read-only (``--read-only``) refuses every produce with
+TOPIC_AUTHORIZATION_FAILED, which clients do not retry.
 A record is readable through every door (``offset/N``, ``messages``, Fetch, Spark) the
 moment its answer is sent.
 """
@@ -142,6 +144,9 @@ def _produce_partition(broker, request, topic, p, acks, v, whole, transactional,
         return _error(index, K.INVALID_REQUIRED_ACKS)
     if topic in INTERNAL_TOPICS and request.client_id != "__admin_client":
         return _error(index, K.INVALID_TOPIC_EXCEPTION)
+    if broker.core.read_only:  # (not retriable: a client must not retry it forever)
+        return _error(index, K.TOPIC_AUTHORIZATION_FAILED, "kafkafs serves these log dirs "
+                      "read-only: produce is refused")
     if transactional:
         return _error(index, K.INVALID_TXN_STATE, "kafkafs has no transaction coordinator: "
                       "transactional producers are not served yet", lg.log_start_offset)
