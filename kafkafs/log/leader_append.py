@@ -40,8 +40,10 @@ import struct
 import weakref
 from typing import NamedTuple
 
+import numpy as np
 from crc32c import crc32c
 
+from ..record import columnar
 from ..record import compression as codecs
 from ..record.batch import (ATTRIBUTES_OFFSET, CRC_OFFSET, LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK,
                             RecordBatch, encode_batch)
@@ -173,17 +175,69 @@ def _prepare(buf: bytearray, b: RecordBatch, records: list, config, now: int,
             producer_epoch=b.producer_epoch, base_sequence=b.base_sequence,
             partition_leader_epoch=leader_epoch, is_transactional=b.is_transactional))
         return out, now if log_append else -1
+    return _stamp(buf, b, config, now, leader_epoch, max(stamps, default=-1))
+
+
+def _stamp(buf: bytearray, b: RecordBatch, config, now: int, leader_epoch: int,
+           max_ts: int) -> tuple[bytearray, int]:
+    """The in-place path: the header's partition leader epoch, timestamp type and max
+    timestamp (``max_ts``: the records' largest, on a CreateTime topic), and the CRC when
+    they changed. Returns ``(buf, log append time or -1)``."""
+    log_append = config.message_timestamp_type == "LogAppendTime"
     _I32.pack_into(buf, _PLE_OFFSET, leader_epoch)
     if log_append:
         attrs, max_ts = b.attributes | TIMESTAMP_TYPE_MASK, now
     else:
         attrs = b.attributes & ~TIMESTAMP_TYPE_MASK
-        max_ts = max(stamps, default=-1)
     if attrs != b.attributes or max_ts != b.max_timestamp:
         _I16.pack_into(buf, ATTRIBUTES_OFFSET, attrs)
         _I64.pack_into(buf, _MAX_TS_OFFSET, max_ts)
         _U32.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]))
     return buf, now if log_append else -1
+
+
+def _summary(b: RecordBatch) -> tuple | None:
+    """``(smallest timestamp other than -1 or None, largest timestamp, offset deltas are
+    0..n-1, a key is null)`` of the batch's records, from the C column builder and numpy
+    without a Python object per record; None when the extension is not built or the records
+    do not decode there (the record-by-record path then decides, and names the damage)."""
+    if not columnar.HAVE_C:
+        return None
+    try:
+        payload, _exact = b.payload()
+        fixed = b.max_timestamp if b.attributes & TIMESTAMP_TYPE_MASK else None
+        cb = columnar.ColumnBuilder()
+        n = cb.add_section(payload, b.records_count, 0, b.base_timestamp, fixed,
+                           0 if fixed is None else 1, 0, 2**63 - 1)
+        cols = cb.finish()
+    except (CorruptRecordError, ValueError, OverflowError):
+        return None
+    if n != b.records_count or n == 0:
+        return None
+    offsets = np.frombuffer(cols["offset"], dtype=np.int64)
+    stamps = np.frombuffer(cols["timestamp"], dtype=np.int64) // 1000  # (microseconds)
+    real = stamps[stamps != -1]
+    return (int(real.min()) if real.size else None, int(stamps.max()),
+            bool((offsets == np.arange(n, dtype=np.int64)).all()), cols["key_nulls"] > 0)
+
+
+def _fast_path(b: RecordBatch, config, now: int) -> int | None:
+    """The largest timestamp of a batch that passes every per-record check and keeps its
+    bytes (the topic's codec, offset deltas 0..n-1), else None (walk it record by
+    record)."""
+    if _target_codec(config.compression_type, b.compression) != b.compression:
+        return None
+    summary = _summary(b)
+    if summary is None:
+        return None
+    low, high, in_order, null_key = summary
+    if not in_order or (null_key and config.compact) or b.attributes & TIMESTAMP_TYPE_MASK:
+        return None
+    if config.message_timestamp_type == "CreateTime" and low is not None and not (
+            now - config.message_timestamp_before_max_ms <= low and
+            high <= now + config.message_timestamp_after_max_ms):
+        return None
+    return high
 
 
 def _in_sequence(last: int, first: int) -> bool:
@@ -242,13 +296,17 @@ def append_as_leader(lg, data, *, now: int, leader_epoch: int = 0) -> AppendResu
         raise CorruptRecordError(f"{len(buf) - b.size} bytes after the record batch")
     config = lg.config
     _check_batch(b, config, lg.name)
-    records = b.record_tuples()
-    if len(records) != b.records_count:
-        raise InvalidRecordError(f"Incorrect declared batch size, {b.records_count} records "
-                                 f"declared, {len(records)} found in {lg.name}")
-    stamps = [r[1] for r in records]
-    _check_records(b, records, config, lg.name, now, stamps)
-    out, append_time = _prepare(buf, b, records, config, now, leader_epoch, stamps)
+    high = _fast_path(b, config, now)
+    if high is not None:  # (the common case: no Python object per record)
+        out, append_time = _stamp(buf, b, config, now, leader_epoch, high)
+    else:
+        records = b.record_tuples()
+        if len(records) != b.records_count:
+            raise InvalidRecordError(f"Incorrect declared batch size, {b.records_count} "
+                                     f"records declared, {len(records)} found in {lg.name}")
+        stamps = [r[1] for r in records]
+        _check_records(b, records, config, lg.name, now, stamps)
+        out, append_time = _prepare(buf, b, records, config, now, leader_epoch, stamps)
     if out is not buf and len(out) > config.max_message_bytes:
         raise RecordTooLargeError(
             f"The record batch size in the append to {lg.name} is {len(out)} bytes which "
