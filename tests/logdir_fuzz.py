@@ -228,13 +228,31 @@ _TEMPLATE: dict = {}
 
 
 def template_dir() -> str:
-    """The template log dir of this process (built on first use)."""
+    """The template log dir of this process (built on first use, and again when it is no
+    longer whole: under pytest-xdist a worker once found its template's files gone midway
+    through the suite -- the cause is not known yet; a template missing files would make
+    every verdict about it meaningless)."""
     path = _TEMPLATE.get(os.getpid())
+    if path is not None and not _template_whole(path):
+        print(f"logdir_fuzz: the template {path} lost files; building it again",
+              file=sys.stderr)
+        shutil.rmtree(path, ignore_errors=True)
+        for key in [k for k in _TEMPLATE if isinstance(k, tuple) and k[1] == path]:
+            del _TEMPLATE[key]
+        path = None
     if path is None:
         path = os.path.join(work_root(), "template")
         build_template(path)
         _TEMPLATE[os.getpid()] = path
+        _TEMPLATE[("files", path)] = sorted(
+            os.path.relpath(os.path.join(d, n), path) for d, _s, ns in os.walk(path)
+            for n in ns)
     return path
+
+
+def _template_whole(path: str) -> bool:
+    files = _TEMPLATE.get(("files", path))
+    return files is not None and all(os.path.exists(os.path.join(path, f)) for f in files)
 
 
 def use_template(path: str) -> None:
