@@ -357,3 +357,15 @@ def test_mutated_valid_frames(server, guarded, which, edits):
             pass
     assert request(server.bootstrap, 18, 0, {})["errorCode"] == 0
     assert _fetch_records(server, "keep")[:len(guarded)] == guarded
+
+
+def test_fetch_by_an_unknown_topic_id(server):
+    r = request(server.bootstrap, 1, 13, {
+        "replicaId": -1, "maxWaitMs": 0, "minBytes": 1, "maxBytes": 1 << 20,
+        "isolationLevel": 0, "sessionId": 0, "sessionEpoch": -1,
+        "topics": [{"topicId": b"\x07" * 16, "partitions": [
+            {"partition": 0, "currentLeaderEpoch": -1, "fetchOffset": 0,
+             "lastFetchedEpoch": -1, "logStartOffset": -1, "partitionMaxBytes": 1 << 20}]}],
+        "forgottenTopicsData": [], "rackId": ""})
+    p = r["responses"][0]["partitions"][0]
+    assert p["errorCode"] == 100 and r["responses"][0]["topicId"] == b"\x07" * 16

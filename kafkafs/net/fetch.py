@@ -67,7 +67,7 @@ class _Read:
 
 def _read_partition(broker, topic, index, st: PartitionState, isolation, limit, min_one):
     key = (topic, index)
-    if topic is None:
+    if topic is None or isinstance(topic, tuple):  # (an id no topic has: ("?id", id))
         return _Read(key, _error_part(index, K.UNKNOWN_TOPIC_ID), error=True)
     try:
         lg = broker.manager.get_log(topic, index)

@@ -69,7 +69,7 @@ def _partitions(broker, topic: str, version: int) -> list[dict]:
             code, leader = K.NONE, node
         except Exception as exc:  # a partition that cannot be loaded: offline
             log.debug("metadata: %s-%d cannot be loaded: %s", topic, p, exc)
-            code, leader, epoch = K.KAFKA_STORAGE_ERROR if version >= 0 else 0, -1, -1
+            code, leader, epoch = K.KAFKA_STORAGE_ERROR, -1, -1
         out.append({"errorCode": code, "partitionIndex": p, "leaderId": leader,
                     "leaderEpoch": epoch, "replicaNodes": [node], "isrNodes": [node],
                     "offlineReplicas": [] if leader >= 0 else [node]})
