@@ -52,8 +52,10 @@ def _error(index: int, code: int, message: str | None = None, log_start: int = -
 def _first_is_transactional(records) -> bool:
     if not records or len(records) < 61:
         return False
-    if records[16] != 2:
+    if records[16] > 2:  # (RequestUtils.hasTransactionalRecords: a magic no batch has)
         raise CorruptRecordError(f"a record batch of magic {records[16]}")
+    if records[16] < 2:
+        return False  # (a legacy message set: validateRecords refuses it, INVALID_RECORD)
     return bool(records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_MASK)
 
 
