@@ -166,3 +166,68 @@ def test_a_read_only_daemon_refuses_produce_for_good(tmp_path):
         assert len(got) == 5  # reading still works
     finally:
         assert ro.stop() == 0
+
+
+def test_a_failure_while_sending_closes_only_that_connection(tmp_path):
+    """A response whose record range cannot be sent (its segment went away between the
+    read and the send) closes its connection with a line in the log; the listener serves
+    the next connection (in process: the failure is injected into the sender)."""
+    import trio
+
+    from kafkafs.core.storage import StorageCore
+    from kafkafs.log.config import BrokerConfig
+    from kafkafs.net.broker import Broker
+    from kafkafs.net.listeners import Listener
+    from kafkafs.net.server import NetServer
+    from kafkafs.record.schema import Deferred
+
+    class Gone:
+        log_path = "gone.log"
+
+        def reader(self):
+            raise OSError(9, "Bad file descriptor")
+
+    class Info:
+        segment, position = Gone(), 0
+
+    async def main():
+        core = StorageCore(BrokerConfig.from_properties({}).with_log_dirs([str(tmp_path)]))
+        await core.startup()
+        net = NetServer(Broker(core))
+        import kafkafs.net.server as server_mod
+        orig = server_mod.send_parts
+        failed = []
+
+        async def send_parts(stream, parts):  # the first answer: a range that is gone
+            if not failed:
+                failed.append(True)
+                parts = [parts[0], Deferred(10, Info())]
+            await orig(stream, parts)
+
+        server_mod.send_parts = send_parts
+        try:
+            async with trio.open_nursery() as nursery:
+                bound = await nursery.start(net.serve, [Listener("PLAINTEXT", "127.0.0.1", 0)])
+                port = bound[0].port
+                for expect_answer in (False, True):
+                    s = await trio.open_tcp_stream("127.0.0.1", port)
+                    await s.send_all(frame(18, 0, {}))
+                    data = b""
+                    with trio.move_on_after(5):
+                        while True:
+                            chunk = await s.receive_some(65536)
+                            if not chunk:
+                                break
+                            data += chunk
+                            if expect_answer and len(data) >= 4 and \
+                                    len(data) >= 4 + struct.unpack(">i", data[:4])[0]:
+                                break
+                    await s.aclose()
+                    if expect_answer:
+                        assert len(data) > 4 + 4  # a whole ApiVersions answer
+                nursery.cancel_scope.cancel()
+        finally:
+            server_mod.send_parts = orig
+            await core.shutdown()
+
+    trio.run(main)

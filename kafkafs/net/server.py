@@ -197,6 +197,8 @@ class NetServer:
                 await send_parts(stream, parts)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as exc:
             log.debug("connection from %s ended: %s", peer, exc)
+        except Exception as exc:  # (a segment gone while its range was sent, a defect)
+            log.warning("closing the connection from %s: %r", peer, exc)
         finally:
             self.connections -= 1
             self.broker.connection_closed(conn)
