@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(fuse3 libfuse3-dev pkg-config attr rsync nginx-light apache2-utils procps libisal-dev systemd less)
+APT_PACKAGES=(fuse3 libfuse3-dev pkg-config attr rsync nginx-light apache2-utils procps libisal-dev systemd less kcat)
 # Spark (the [spark] extra) needs a JDK: any java on PATH will do, else Debian's 17
 command -v java >/dev/null 2>&1 || APT_PACKAGES+=(openjdk-17-jre-headless)
 missing=()
