@@ -288,15 +288,10 @@ def test_fuzzed_requests_never_take_the_node_down(server, key, version, body):
 def _valid_frames():
     """(api key, version, frame) for every api and version the node answers: the request
     with its defaults (empty lists, empty names), as Kafka's generated code writes it."""
-    from kafkafs.net import (admin, apis, cluster, configs, coordinator, fetch, metadata,
-                             offsets, produce, producer_ids)
-    from kafkafs.net.broker import supported_versions
+    from kafkafs.net.broker import all_handlers, supported_versions
     from kafkafs.record.tables import protocol
 
-    handlers = {}
-    for mod in (apis, metadata, produce, fetch, offsets, producer_ids, coordinator, admin,
-                configs, cluster):
-        handlers.update(mod.HANDLERS)
+    handlers = all_handlers()
     out = []
     for key, (lo, hi) in sorted(supported_versions(handlers).items()):
         msg = protocol().by_api(key, "Request")

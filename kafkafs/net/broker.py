@@ -52,47 +52,37 @@ class Broker:
     the listeners it serves (before the first request)."""
 
     def __init__(self, core: StorageCore, config: BrokerConfig | None = None):
-        from . import admin, apis, cluster, configs, coordinator, fetch, metadata, offsets, \
-            produce, producer_ids
+        from . import coordinator, fetch, producer_ids
         self.core = core
         self.config = config or core.config
         self.manager = core.manager
-        self.node_id = self._node_id()
-        self.cluster_id = self._cluster_id()
+        meta = self._meta_properties()
+        nid = meta.get("node.id") or meta.get("broker.id") or ""
+        self.node_id = self.config.node_id if self.config.node_id >= 0 else \
+            int(nid) if nid.isdigit() else 0
+        self.cluster_id = meta.get("cluster.id") or "kafkafs"
         self.listeners: list[Listener] = []
         self.endpoints: dict[str, Listener] = {}
-        self.handlers: dict[int, Callable] = {}
-        for mod in (apis, metadata, produce, fetch, offsets, producer_ids, coordinator, admin,
-                    configs, cluster):
-            self.handlers.update(mod.HANDLERS)
+        self.handlers: dict[int, Callable] = all_handlers()
         self.supported = supported_versions(self.handlers)
         self._topic_ids: dict[str, tuple] = {}  # topic -> (its partition 0's Log, id)
         self.state: dict[str, object] = {}  # per-family state, by module name
         for mod in (fetch, producer_ids, coordinator):
             self.state[mod.__name__.rsplit(".", 1)[1]] = mod.make_state(self)
 
-    def _node_id(self) -> int:
-        if self.config.node_id >= 0:
-            return self.config.node_id
+    def _meta_properties(self) -> dict[str, str]:
+        """The keys of the log dirs' ``meta.properties``, each from the first dir that has it
+        set ({} without any)."""
+        out: dict[str, str] = {}
         for d in self.config.log_dirs:
             try:
                 props = ckpt.read_properties(os.path.join(d, "meta.properties"))
             except (OSError, CorruptCheckpointError):
                 continue
-            nid = props.get("node.id") or props.get("broker.id")
-            if nid and nid.lstrip("-").isdigit() and int(nid) >= 0:
-                return int(nid)
-        return 0
-
-    def _cluster_id(self) -> str:
-        for d in self.config.log_dirs:
-            try:
-                props = ckpt.read_properties(os.path.join(d, "meta.properties"))
-            except (OSError, CorruptCheckpointError):
-                continue
-            if props.get("cluster.id"):
-                return props["cluster.id"]
-        return "kafkafs"
+            for k, v in props.items():
+                if v and k not in out:
+                    out[k] = v
+        return out
 
     def bind(self, listeners: list[Listener]) -> None:
         """The listeners served (ports resolved); what Metadata advertises follows."""
@@ -161,6 +151,18 @@ class Broker:
             raise ProtocolError(f"internal error answering it: {exc!r}") from exc
 
 
+def all_handlers() -> dict[int, Callable]:
+    """api key -> handler of every api this node answers (each family module's
+    ``HANDLERS``)."""
+    from . import (admin, apis, cluster, configs, coordinator, fetch, metadata, offsets,
+                   produce, producer_ids)
+    out: dict[int, Callable] = {}
+    for mod in (apis, metadata, produce, fetch, offsets, producer_ids, coordinator, admin,
+                configs, cluster):
+        out.update(mod.HANDLERS)
+    return out
+
+
 def supported_versions(handlers) -> dict[int, tuple[int, int]]:
     """api key -> (min, max) versions answered: the request table's versions (its newest
     left out while it is unstable), capped by :data:`_CAPS`; Produce from 0, as Kafka
@@ -182,4 +184,5 @@ def uuid_bytes(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-__all__ = ["API_VERSIONS", "Broker", "Connection", "K", "supported_versions", "uuid_bytes"]
+__all__ = ["API_VERSIONS", "Broker", "Connection", "K", "all_handlers", "supported_versions",
+           "uuid_bytes"]

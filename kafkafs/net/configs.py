@@ -155,6 +155,21 @@ def _preprocess(resources) -> dict[int, tuple[int, str]]:
     return out
 
 
+def _refusal(resource: dict, preprocessed, null_refused) -> tuple[int, str] | None:
+    """``(code, message)`` of a resource both alter apis refuse before looking at its
+    topic: Kafka's broker-side checks (``preprocessed``, from :func:`_preprocess`), a null
+    value where ``null_refused(config)`` says it is not taken, any resource but a topic."""
+    if preprocessed:
+        return preprocessed
+    nulls = [c["name"] for c in resource["configs"] if null_refused(c)]
+    if nulls:
+        return K.INVALID_REQUEST, f"Null value not supported for : {', '.join(nulls)}"
+    if resource["resourceType"] != TOPIC:
+        return K.INVALID_REQUEST, ("kafkafs cannot change broker configs at run time: edit "
+                                   "server.properties and restart")
+    return None
+
+
 async def _apply(broker, name: str, overrides: dict, validate_only: bool) -> tuple[int, str]:
     manager = broker.manager
     if name == "":
@@ -186,16 +201,9 @@ async def alter_configs(broker, request, conn) -> dict:
     for i, r in enumerate(body["resources"]):
         res = {"errorCode": K.NONE, "errorMessage": None, "resourceType": r["resourceType"],
                "resourceName": r["resourceName"]}
-        nulls = [c["name"] for c in r["configs"] if c["value"] is None]
-        if i in bad:
-            res["errorCode"], res["errorMessage"] = bad[i]
-        elif nulls:
-            res.update(errorCode=K.INVALID_REQUEST,
-                       errorMessage=f"Null value not supported for : {', '.join(nulls)}")
-        elif r["resourceType"] != TOPIC:
-            res.update(errorCode=K.INVALID_REQUEST,
-                       errorMessage="kafkafs cannot change broker configs at run time: edit "
-                       "server.properties and restart")
+        refused = _refusal(r, bad.get(i), lambda c: c["value"] is None)
+        if refused:
+            res["errorCode"], res["errorMessage"] = refused
         else:
             res["errorCode"], res["errorMessage"] = await _apply(
                 broker, r["resourceName"], {c["name"]: c["value"] for c in r["configs"]},
@@ -214,17 +222,10 @@ async def incremental_alter_configs(broker, request, conn) -> dict:
     for i, r in enumerate(body["resources"]):
         res = {"errorCode": K.NONE, "errorMessage": None, "resourceType": r["resourceType"],
                "resourceName": r["resourceName"]}
-        nulls = [c["name"] for c in r["configs"] if c["value"] is None and
-                 c["configOperation"] != 1]
-        if i in bad:
-            res["errorCode"], res["errorMessage"] = bad[i]
-        elif nulls:
-            res.update(errorCode=K.INVALID_REQUEST,
-                       errorMessage=f"Null value not supported for : {', '.join(nulls)}")
-        elif r["resourceType"] != TOPIC:
-            res.update(errorCode=K.INVALID_REQUEST,
-                       errorMessage="kafkafs cannot change broker configs at run time: edit "
-                       "server.properties and restart")
+        refused = _refusal(r, bad.get(i),
+                           lambda c: c["value"] is None and c["configOperation"] != 1)
+        if refused:
+            res["errorCode"], res["errorMessage"] = refused
         else:
             name = r["resourceName"]
             overrides = manager.topic_overrides(name)

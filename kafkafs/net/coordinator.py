@@ -341,10 +341,13 @@ class Coordinator:
         m.deadline = trio.current_time() + NEW_MEMBER_JOIN_TIMEOUT_MS / 1000
         m.join = _Waiter()
 
-    async def _remove_member(self, g: Group, member_id: str) -> None:
+    def _drop(self, g: Group, member_id: str) -> Member | None:
+        """Take a member out of ``g`` (``removeMember``): its static id mapping goes, its
+        parked JoinGroup gets UNKNOWN_MEMBER_ID, a new leader is the next member. No
+        rebalance here. Returns the member (None: it was not there)."""
         m = g.members.pop(member_id, None)
         if m is None:
-            return
+            return None
         if m.instance_id and g.static.get(m.instance_id) == member_id:
             del g.static[m.instance_id]
         if m.join is not None:
@@ -352,6 +355,11 @@ class Coordinator:
         if g.leader == member_id:
             g.leader = next(iter(g.members), None)
         g.pending_sync.discard(member_id)
+        return m
+
+    async def _remove_member(self, g: Group, member_id: str) -> None:
+        if self._drop(g, member_id) is None:
+            return
         if g.state in (STABLE, COMPLETING):
             await self._prepare_rebalance(g)
         elif g.state == PREPARING:
@@ -392,10 +400,7 @@ class Coordinator:
 
     async def _complete_join(self, g: Group) -> None:
         for mid in [mid for mid, m in g.members.items() if m.join is None and not m.instance_id]:
-            m = g.members.pop(mid)
-            g.pending_sync.discard(mid)
-            if g.leader == mid:
-                g.leader = None
+            self._drop(g, mid)
         joined = [m for m in g.members.values() if m.join is not None]
         if g.leader is None or g.leader not in g.members or g.members[g.leader].join is None:
             g.leader = joined[0].member_id if joined else next(iter(g.members), None)
@@ -450,10 +455,7 @@ class Coordinator:
             if g.state == COMPLETING and g.sync_deadline is not None and g.sync_deadline <= now:
                 g.sync_deadline = None
                 for mid in list(g.pending_sync):
-                    g.members.pop(mid, None)
-                    if g.leader == mid:
-                        g.leader = next(iter(g.members), None)
-                g.pending_sync.clear()
+                    self._drop(g, mid)
                 await self._prepare_rebalance(g)
 
     async def run(self) -> None:
@@ -718,16 +720,7 @@ class Coordinator:
                     left.append(mid)
             out.append({"memberId": mid, "groupInstanceId": inst, "errorCode": code})
         for mid in left:
-            m = g.members.pop(mid, None)
-            if m is None:
-                continue
-            if m.instance_id and g.static.get(m.instance_id) == mid:
-                del g.static[m.instance_id]
-            if m.join is not None:
-                m.join.answer(self._error_join(K.UNKNOWN_MEMBER_ID, ""))
-            if g.leader == mid:
-                g.leader = next(iter(g.members), None)
-            g.pending_sync.discard(mid)
+            self._drop(g, mid)
         if left:
             if g.state in (STABLE, COMPLETING):
                 await self._prepare_rebalance(g)

@@ -40,13 +40,7 @@ def leader_epoch(lg) -> int:
     epoch a broker last led it in), 0 when it has none. Read once per log."""
     epoch = _epochs.get(lg)
     if epoch is None:
-        try:
-            entries = ckpt.read_leader_epoch_checkpoint(lg.pdir.join("leader-epoch-checkpoint"),
-                                                        dir=lg.pdir)
-        except (OSError, LogError):
-            entries = []
-        epoch = max((e for e, _s in entries), default=0)
-        _epochs[lg] = epoch
+        epoch = _epochs[lg] = max((e for e, _s in epoch_entries(lg)), default=0)
     return epoch
 
 

@@ -20,6 +20,7 @@ import os
 import trio
 
 from ..log import checkpoint as ckpt
+from ..log.errors import LogError
 from . import errors as K
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ class ProducerIds:
         try:
             props = ckpt.read_properties(self.path)
             start = int(props.get("next.block.start", 0))
-        except (OSError, ValueError, Exception):
+        except (OSError, ValueError, LogError):  # (none yet, or unreadable: the pids below)
             start = 0
         for lg in list(broker.manager.logs.values()):
             for pid in lg.producer_state.producers:
