@@ -266,13 +266,9 @@ def test_idle_connections_close(tmp_path):
         assert s.stop() == 0
 
 
-@settings(max_examples=100, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(key=st.integers(-1, 80), version=st.integers(-1, 20),
-       body=st.binary(max_size=300))
-def test_fuzzed_requests_never_take_the_node_down(server, key, version, body):
+def _send_raw(server, data: bytes) -> None:
+    """Send ``data`` as one frame and read one answer, or see the connection closed."""
     host, port = server.bootstrap.split(":")
-    data = struct.pack(">hhih", key, version, 1, 4) + b"fuzz" + body
     with socket.create_connection((host, int(port)), timeout=10) as s:
         s.sendall(struct.pack(">i", len(data)) + data)
         s.settimeout(1.5)  # (a valid long poll or join may park: the node goes on)
@@ -280,6 +276,14 @@ def test_fuzzed_requests_never_take_the_node_down(server, key, version, body):
             read_frame(s)  # one answer, or the connection closed
         except TimeoutError:
             pass
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=st.integers(-1, 80), version=st.integers(-1, 20),
+       body=st.binary(max_size=300))
+def test_fuzzed_requests_never_take_the_node_down(server, key, version, body):
+    _send_raw(server, struct.pack(">hhih", key, version, 1, 4) + b"fuzz" + body)
     r = request(server.bootstrap, 18, 0, {})
     assert r is not None and r["errorCode"] == 0
 
@@ -341,15 +345,7 @@ def test_mutated_valid_frames(server, guarded, which, edits):
             data = data[:pos]
         else:
             data[pos:pos] = bytes([byte])
-    body = bytes(data[4:])
-    host, port = server.bootstrap.split(":")
-    with socket.create_connection((host, int(port)), timeout=10) as s:
-        s.sendall(struct.pack(">i", len(body)) + body)
-        s.settimeout(1.5)  # (a valid long poll or join may park: the node goes on)
-        try:
-            read_frame(s)  # one answer, or the connection closed
-        except TimeoutError:
-            pass
+    _send_raw(server, bytes(data[4:]))
     assert request(server.bootstrap, 18, 0, {})["errorCode"] == 0
     assert _fetch_records(server, "keep")[:len(guarded)] == guarded
 

@@ -165,18 +165,26 @@ def test_verify_catches_mistakes(tmp_path):
     assert "maybe" in output
 
 
+def _exposure(tmp_path, src: str) -> tuple[float, str]:
+    """``systemd-analyze security --offline`` of a runnable copy of the unit ``src``: its
+    overall exposure level and the report; skips where the offline mode is missing."""
+    name = os.path.basename(src)
+    _runnable_copy(src, str(tmp_path))
+    env = dict(os.environ, SYSTEMD_LOG_COLOR="0", SYSTEMD_PAGER="", SYSTEMD_COLORS="0")
+    res = subprocess.run([ANALYZE, "security", "--offline=true", f"./{name}"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    m = re.search(rf"Overall exposure level for {re.escape(name)}: ([0-9.]+)", res.stdout)
+    if m is None:
+        pytest.skip(f"systemd-analyze security --offline unsupported here: {res.stderr.strip()}")
+    return float(m.group(1)), res.stdout
+
+
 @needs_analyze
 def test_security_exposure_is_ok(tmp_path):
     """`systemd-analyze security` rates the sandbox (offline: no running systemd needed)."""
-    _runnable_copy(SERVICE, str(tmp_path))
-    env = dict(os.environ, SYSTEMD_LOG_COLOR="0", SYSTEMD_PAGER="", SYSTEMD_COLORS="0")
-    res = subprocess.run([ANALYZE, "security", "--offline=true", "./kafkafs.service"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
-    m = re.search(r"Overall exposure level for kafkafs\.service: ([0-9.]+)", res.stdout)
-    if m is None:
-        pytest.skip(f"systemd-analyze security --offline unsupported here: {res.stderr.strip()}")
     # 0 = fully sandboxed, 10 = not at all; without a mount namespace 3-4 is what is possible
-    assert float(m.group(1)) <= 4.0, res.stdout
+    level, report = _exposure(tmp_path, SERVICE)
+    assert level <= 4.0, report
 
 
 # -- what the service needs ---------------------------------------------------------------
@@ -438,14 +446,8 @@ def test_serve_unit_verifies_without_messages(tmp_path):
 def test_serve_unit_is_sandboxed_further(tmp_path):
     """No mount to share with the host: a mount namespace and no capability, so systemd
     rates it better than the mount's unit."""
-    _runnable_copy(SERVE, str(tmp_path))
-    env = dict(os.environ, SYSTEMD_LOG_COLOR="0", SYSTEMD_PAGER="", SYSTEMD_COLORS="0")
-    res = subprocess.run([ANALYZE, "security", "--offline=true", "./kafkafs-serve.service"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
-    m = re.search(r"Overall exposure level for kafkafs-serve\.service: ([0-9.]+)", res.stdout)
-    if m is None:
-        pytest.skip(f"systemd-analyze security --offline unsupported here: {res.stderr.strip()}")
-    assert float(m.group(1)) <= 3.0, res.stdout
+    level, report = _exposure(tmp_path, SERVE)
+    assert level <= 3.0, report
 
 
 def test_serve_unit():
