@@ -44,9 +44,7 @@ def register(sub) -> None:
 def run_mount(args) -> int:
     from ..daemon import main as daemon
 
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("watchdog").setLevel(logging.INFO)
+    daemon_logging(args.debug)
     config = broker_config(args)
     mountpoint = args.mountpoint or config.mount_point
     if not mountpoint:
@@ -64,6 +62,13 @@ def run_mount(args) -> int:
         raise CliError(str(exc)) from None
     except (OSError, ValueError, daemon.MountError) as exc:  # bad mount point, log dir, -o
         raise CliError(str(exc)) from None
+
+
+def daemon_logging(debug: bool) -> None:
+    """A daemon's log on stderr (``mount``, ``serve``): every request with ``--debug``."""
+    logging.basicConfig(level=logging.DEBUG if debug else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("watchdog").setLevel(logging.INFO)
 
 
 def wait_for_log_dirs(log_dirs, timeout: float) -> None:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import logging
-
 from ..log.errors import LogDirLockedError
 from .common import CliError, add_log_dir_args, broker_config
-from .mount import DEFAULT_LOCK_TIMEOUT, wait_for_log_dirs
+from .mount import DEFAULT_LOCK_TIMEOUT, daemon_logging, wait_for_log_dirs
 
 
 def register(sub) -> None:
@@ -26,9 +24,7 @@ def register(sub) -> None:
 def run_serve(args) -> int:
     from ..daemon import network
 
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("watchdog").setLevel(logging.INFO)
+    daemon_logging(args.debug)
     config = broker_config(args)
     if not args.read_only:
         wait_for_log_dirs(config.log_dirs, args.lock_timeout)
