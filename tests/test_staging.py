@@ -438,3 +438,34 @@ def test_stage_files_are_what_kafka_python_reads(tmp_path):
     idx = (root / name / "00000000000000000000.index").read_bytes()
     assert len(idx) % 8 == 0 and all(struct.unpack_from(">i", idx, i)[0] > 0
                                      for i in range(0, len(idx), 8))
+
+
+@needs_fuse
+def test_a_replaced_topic_reads_new_at_once_through_cached_paths(mount):
+    """A commit replacing a topic answers only once the kernel forgot the old partitions:
+    the path ``t/0/messages`` read just before (its dentries cached) reads the new data
+    right after, and a partition the new topic lacks is gone (CI once listed ENOENT for
+    the topic itself: its directory's node had been dropped with the old data)."""
+    from kafkafs.core import control
+    from kafkafs.log import bulk_commit
+
+    log_dir, root = mount.log_dirs[0], mount.mnt
+    os.mkdir(os.path.join(root, "swap"))
+    sh(f"echo first >> {root}/swap/0/append")
+    for round_ in range(12):
+        n = 3 if round_ % 2 == 0 else 2
+        for name in os.listdir(os.path.join(root, "swap")):  # every dentry cached
+            os.stat(os.path.join(root, "swap", name))
+        job = new_job_id()
+        staged = {p: staged_run(log_dir, "swap", p, job,
+                                [encode_batch([(TS, None, b"r%d-p%d" % (round_, p))])])
+                  for p in range(n)}
+        control.commit_staged(root, log_dir, job, {},
+                              [bulk_commit.TopicAdoption("swap", staged, replace=True)])
+        names = [str(p) for p in range(n)] + ["config"]
+        assert sorted(os.listdir(os.path.join(root, "swap"))) == names
+        for p in range(n):
+            got = open(os.path.join(root, "swap", str(p), "messages"), "rb").read()
+            assert got == b"r%d-p%d\n" % (round_, p)
+        assert os.path.exists(os.path.join(root, "swap", "2")) == (n == 3)
+        remove_job_stage_dirs(log_dir, job)

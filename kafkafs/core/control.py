@@ -249,7 +249,7 @@ class ControlHandler:
             lambda: self.core.manager.adopt_topic(log_dir, topic, staged, config,
                                                   replace=replace))
         if replace:
-            self.core.topic_replaced(topic)
+            await self.core.topic_replaced(topic, on_topic_dir=True)
         log.info("%s topic %s (%d partitions) from staged dirs %s",
                  "Replaced" if replace else "Adopted", topic, n, stage)
 
@@ -324,7 +324,7 @@ class ControlHandler:
                 raise
         for ta in adoptions:
             if ta.replace:
-                self.core.topic_replaced(ta.topic)
+                await self.core.topic_replaced(ta.topic)
         if rec is not None:
             log.info("Committed job %s: %d offset(s) to %d partition(s), %d topic(s) created "
                      "or replaced", rec.job_id, sum(p.after - p.before for p in rec.partitions),

@@ -23,7 +23,7 @@ Life cycle, as the daemon runs it::
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 
 import trio
@@ -47,9 +47,11 @@ class StorageCore:
     read-only or not), ``key_maps`` (:class:`~kafkafs.log.keymap.KeyMaps`, the compacted
     topics' key -> offset maps every frontend's key lookups share), ``commits``
     (:class:`~kafkafs.core.commits.CommitGate`), ``control``
-    (:class:`~kafkafs.core.control.ControlHandler`) and ``on_topic_replaced``: callables
-    ``(topic)`` run on the loop when a control request replaced a topic's data (a frontend
-    drops what it kept of the old one). ``cleaner`` is the
+    (:class:`~kafkafs.core.control.ControlHandler`) and ``on_topic_replaced``: async
+    callables ``(topic, on_topic_dir)`` awaited on the loop when a control request replaced
+    a topic's data, before the request is answered (a frontend drops what it kept of the
+    old one; ``on_topic_dir``: the request was made on the topic's own directory, not on
+    the root). ``cleaner`` is the
     :class:`~kafkafs.log.cleaner.LogCleaner` once :meth:`start_tasks` made one
     (``log.cleaner.enable``, writable cores only)."""
 
@@ -63,7 +65,7 @@ class StorageCore:
         self.transactions = TransactionStore(self.manager)  # __transaction_state (log.txn_state)
         self.commits = CommitGate()
         self.control = ControlHandler(self)
-        self.on_topic_replaced: list[Callable[[str], None]] = []
+        self.on_topic_replaced: list[Callable[[str, bool], Awaitable[None]]] = []
 
     @property
     def cleaner(self) -> LogCleaner | None:
@@ -96,11 +98,12 @@ class StorageCore:
                                        self.key_maps.after_cleaning)
         await nursery.start(partial(watch_log_dirs, manager, follow=self.read_only))
 
-    def topic_replaced(self, topic: str) -> None:
+    async def topic_replaced(self, topic: str, on_topic_dir: bool = False) -> None:
         """Tell the frontends that ``topic``'s data was replaced (its partitions and files
-        are new). Runs on the loop."""
+        are new), and wait until each has forgotten the old data. ``on_topic_dir``: see
+        :attr:`on_topic_replaced`."""
         for listener in list(self.on_topic_replaced):
-            listener(topic)
+            await listener(topic, on_topic_dir)
 
     async def shutdown(self) -> bool:
         """Stop the cleaner's passes, save the key maps as far as they go, then

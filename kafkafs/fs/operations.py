@@ -123,7 +123,7 @@ class KafkaFS(pyfuse3.Operations):
         self.kinds = nodes.handlers(self)  # node kind -> its handler (fs.nodes)
         self.inodes = T.InodeTable(nodes.DYNAMIC)
         manager.on_forget.append(self._partition_gone)
-        core.on_topic_replaced.append(self._forget_topic_later)
+        core.on_topic_replaced.append(self._topic_replaced)
 
     def init(self):
         """pyfuse3: the kernel's INIT request arrived; the reply goes out as this returns
@@ -164,13 +164,14 @@ class KafkaFS(pyfuse3.Operations):
         self.keys.maps.forget(topic, partition)
         self.inodes.drop_partition(topic, partition)
 
-    def _topic_gone(self, topic: str) -> None:
+    def _topic_gone(self, topic: str, keep_dir: bool = False) -> list[T.Node]:
         """Drop what the tree kept of a deleted or replaced topic: views, cached batches,
-        key maps, nodes."""
+        key maps, nodes (but the topic's directory and ``config`` with ``keep_dir``).
+        Returns the kept nodes dropped."""
         self.views.drop(topic)
         self.cache.drop(topic)
         self.keys.maps.forget(topic)
-        self.inodes.drop_topic(topic)
+        return self.inodes.drop_topic(topic, keep_dir)
 
     # -- lookup / getattr / forget ---------------------------------------------------
     @fuse_errors
@@ -379,16 +380,30 @@ class KafkaFS(pyfuse3.Operations):
         await self.core.control.handle(name.decode("utf-8", "replace"), node.topic,
                                        node.partition, value)
 
-    def _forget_topic_later(self, topic: str) -> None:
+    async def _topic_replaced(self, topic: str, on_topic_dir: bool) -> None:
         """A control request replaced ``topic``'s data (:attr:`StorageCore.on_topic_replaced
         <kafkafs.core.storage.StorageCore.on_topic_replaced>`): drop what the tree kept of
-        it now, and have the kernel forget its name once the request has been answered (it
-        may hold the root's lock, which the kernel's invalidation waits for)."""
-        self._topic_gone(topic)
-        if self.nursery is not None:
-            self.nursery.start_soon(trio.to_thread.run_sync, _forget_entry,
-                                    pyfuse3.ROOT_INODE,
-                                    topic.encode("utf-8", "surrogateescape"))
+        it -- but the topic's own directory and ``config`` nodes, which go on -- and have
+        the kernel forget the names in the topic's directory (its partitions, ``key``). The
+        kernel's invalidation waits for the directory's lock: a request made on the root
+        waits for it, so the next path lookup after the answer finds the new partitions; a
+        request made on the topic's directory holds that lock, so there it runs once the
+        request has been answered."""
+        tp_dir = self.inodes.by_key.get((T.TOPIC, topic, None, None))
+        gone = self._topic_gone(topic, keep_dir=True)
+        if tp_dir is None:
+            return
+        names = sorted({str(n.partition).encode() for n in gone if n.kind == T.PARTITION}
+                       | {b"key"})
+
+        def forget_names() -> None:
+            for name in names:
+                _forget_entry(tp_dir.inode, name)
+
+        if not on_topic_dir:
+            await trio.to_thread.run_sync(forget_names)
+        elif self.nursery is not None:
+            self.nursery.start_soon(trio.to_thread.run_sync, forget_names)
 
     @fuse_errors
     async def removexattr(self, inode, name, ctx):

@@ -157,10 +157,14 @@ class InodeTable:
         self._retire(lambda tp: tp == (topic, partition))
         return self._drop_where(lambda n: n.topic == topic and n.partition == partition)
 
-    def drop_topic(self, topic: str) -> list[Node]:
-        """Forget every node of ``topic`` (deleted), as :meth:`drop_partition`."""
+    def drop_topic(self, topic: str, keep_dir: bool = False) -> list[Node]:
+        """Forget every node of ``topic`` (deleted), as :meth:`drop_partition`.
+        ``keep_dir``: the topic's data was replaced, the topic itself goes on -- its
+        directory and ``config`` keep their nodes (and inode numbers), so a path the kernel
+        cached still leads to the topic."""
         self._retire(lambda tp: tp[0] == topic)
-        return self._drop_where(lambda n: n.topic == topic)
+        kept = (TOPIC, CONFIG) if keep_dir else ()
+        return self._drop_where(lambda n: n.topic == topic and n.kind not in kept)
 
     def _retire(self, matches) -> None:
         for tp in [tp for tp in self._numbers if matches(tp)]:
