@@ -33,7 +33,7 @@ from ..log.config import BrokerConfig
 from ..log.isolation import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
 from ..net.broker import Broker
 from ..net.server import NetServer
-from . import malloc, notify, readahead
+from . import gc_tuning, malloc, notify, readahead
 from .logdirs import check_log_dirs, listeners_of
 from .options import batch_size_option, check_fuse_options, split_options
 
@@ -136,6 +136,7 @@ async def serve(mountpoint: str, config: BrokerConfig, options: list[str],
                 if net is not None:
                     await nursery.start(net.serve)
                 notify.ready(f"Mounted {mountpoint}")
+                gc_tuning.settle()
                 await pyfuse3.main()
                 # pyfuse3.main returns when the kernel ends the session (fusermount3 -u)
                 nursery.cancel_scope.cancel()

@@ -22,7 +22,7 @@ from ..log.config import BrokerConfig
 from ..net.broker import Broker
 from ..net.listeners import DEFAULT_LISTENERS
 from ..net.server import NetServer
-from . import malloc, notify
+from . import gc_tuning, malloc, notify
 from .logdirs import check_log_dirs, listeners_of
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,7 @@ async def serve_network(config: BrokerConfig, read_only: bool = False) -> int:
                 await core.start_tasks(nursery)
                 bound = await nursery.start(net.serve)
                 notify.ready("Serving " + ", ".join(map(str, bound)))
+                gc_tuning.settle()
         finally:
             notify.stopping()
             if core.cleaner is not None:
