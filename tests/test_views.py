@@ -263,3 +263,71 @@ def test_the_background_measurer_sizes_partitions_that_were_small_when_first_see
     assert fs.view("small", 0, T.MESSAGES).size == 40 * 100
     assert fs.view("later", 0, T.MESSAGES).size == 40 * 100
     assert fs.view("large", 0, T.MESSAGES).end_offset is None
+
+
+def test_the_tail_pass_agrees_with_the_batch_walk(log_dir, monkeypatch):
+    """A view kept measured as its log grows (the background measurer's steps) takes the
+    tail of the active segment in one native pass (LineView._extend_tail); its size, marks
+    and every byte read equal a view measured batch by batch, through compressed batches
+    (not plain: the walk takes over), new segments and marks, for messages and
+    records.jsonl alike."""
+    from kafkafs.fs.views import measure_jsonl, render_jsonl_run
+    from kafkafs.record import plain
+    from kafkafs.record.compression import GZIP
+
+    monkeypatch.setattr(views, "MARK_BYTES", 700)
+    lg = make_log(log_dir, segment_bytes=6000)
+    kinds = [(render_messages, measure_messages, plain.render_file_values),
+             (render_jsonl, measure_jsonl, render_jsonl_run)]
+    fast = [LineView(lg, r, m, render_run=run) for r, m, run in kinds]
+    taken = []
+    real = LineView._extend_tail
+    monkeypatch.setattr(LineView, "_extend_tail",
+                        lambda self, end: taken.append(real(self, end)) or taken[-1])
+    rnd = random.Random(3)
+    for step in range(150):
+        for _ in range(rnd.randint(0, 4)):
+            recs = [(1000 + step, b"k%d" % step, b"v%d-" % step + b"y" * rnd.randint(0, 60),
+                     ()) for _ in range(rnd.randint(1, 3))]
+            lg.append(recs, compression=GZIP if rnd.random() < 0.1 else None)
+        for v in fast:
+            v.measure_step(rnd.choice([100, 5000]))
+    assert any(taken) and not all(taken)
+    monkeypatch.setattr(LineView, "_extend_tail", lambda self, end: False)
+    for v, (r, m, run) in zip(fast, kinds):
+        v.refresh()
+        slow = LineView(lg, r, m, render_run=run)
+        slow.refresh()
+        assert v.size == slow.size and v.end_offset == slow.end_offset == lg.log_end_offset
+        ends = list(v._pos) + [v.size]  # a chunk per mark stays about MARK_BYTES long
+        assert max(b - a for a, b in zip(ends, ends[1:])) <= 4 * views.MARK_BYTES
+        whole = slow.read(0, slow.size + 10)
+        assert v.read(0, v.size + 10) == whole and len(whole) == v.size
+        for _ in range(100):
+            off = rnd.randrange(0, v.size + 5)
+            assert v.read(off, 900) == whole[off:off + 900]
+    assert len(lg.segments()) > 3
+    lg.close()
+
+
+def test_the_tail_pass_leaves_damage_to_the_batch_walk(log_dir):
+    """A batch of the active segment's tail whose CRC is wrong: the tail pass takes
+    nothing and the walk stops the view there with the located error, as it would
+    without the pass."""
+    from kafkafs.record import plain
+
+    lg = make_log(log_dir)
+    lg.append([(1, None, b"first", ())])
+    v = LineView(lg, render_messages, measure_messages, render_run=plain.render_file_values)
+    v.refresh()
+    _first, last = lg.append([(2, None, b"second", ())])
+    lg.append([(3, None, b"third", ())])
+    seg = lg.active_segment
+    pos = lg.end_position()[2] - 3  # inside the last batch's value
+    with open(seg.log_path, "r+b") as f:
+        f.seek(pos)
+        f.write(b"XYZ")
+    v.refresh()
+    assert v.damage is not None and v.end_offset == last + 1
+    assert v.read(0, 100) == b"first\nsecond\n"
+    lg.close()

@@ -29,6 +29,7 @@ import base64
 import bisect
 import json
 import os
+import struct
 import threading
 from array import array
 from collections import OrderedDict
@@ -39,7 +40,9 @@ from ..log.log import Log
 from ..log.segment import READ_CHUNK
 from ..record import control, fast, jsonl, plain
 from ..record.batch import (
+    BATCH_OVERHEAD,
     LOG_APPEND_TIME,
+    LOG_OVERHEAD,
     TIMESTAMP_TYPE_NAMES,
     RecordBatch,
     batch_values,
@@ -199,6 +202,27 @@ def _located(exc: CorruptRecordError, batch: RecordBatch) -> CorruptRecordError:
     if exc.path is not None and exc.position is not None:
         return exc
     return exc.located(path=batch.path, position=batch.position)
+
+
+_HEADER_OFFSETS = struct.Struct(">qi")  # baseOffset, batchLength
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_LAST_OFFSET_DELTA_AT = 23
+
+
+def _offsets_follow(buf: bytes, first: int, end: int) -> bool:
+    """Whether ``buf`` is whole batches whose offsets run from ``first`` to just before
+    ``end`` with no gap or overlap (headers only: the run renderer checks the rest)."""
+    pos, expected = 0, first
+    while pos < len(buf):
+        if len(buf) - pos < BATCH_OVERHEAD:
+            return False
+        base, length = _HEADER_OFFSETS.unpack_from(buf, pos)
+        delta = _LAST_OFFSET_DELTA.unpack_from(buf, pos + _LAST_OFFSET_DELTA_AT)[0]
+        if base != expected or delta < 0 or length < BATCH_OVERHEAD - LOG_OVERHEAD:
+            return False
+        expected = base + delta + 1
+        pos += length + LOG_OVERHEAD
+    return pos == len(buf) and expected == end
 
 
 def _is_plain(batch) -> bool:
@@ -461,6 +485,8 @@ class LineView:
         """Measure the batches from :attr:`end_offset` up to offset ``end``, or (``until``)
         only until the view is that many bytes long (then one mark further, so that a
         reader streaming the view measures a chunk per mark, not per batch)."""
+        if self._extend_tail(end):
+            return
         stop_at = None if until is None else until + MARK_BYTES
         for seg, batch in self.log.segment_batches(self.end_offset):
             if batch.last_offset < self.end_offset:
@@ -479,6 +505,56 @@ class LineView:
             self._since_mark += n
             self.end_offset = batch.next_offset
             self._end_filepos = batch.position + batch.size
+
+    def _extend_tail(self, end: int) -> bool:
+        """The tail of a growing log in one native pass: when the view ends at a batch
+        boundary of the active segment and what follows, up to the log end (``end``, taken
+        with the segment's size: :meth:`Log.end_position`), is at most ``MARK_BYTES`` of
+        plain batches whose offsets follow each other exactly, measure it with the run
+        renderer (the GIL released) instead of a :class:`RecordBatch` per batch. A steady
+        trickle of small batches (a producer with ``linger.ms=0``) otherwise costs the
+        background measurer ~40 us of Python per batch, which the event loop's thread
+        waits for. Returns False, having changed nothing, whenever anything else is met
+        (the general path then decides, damage included)."""
+        run = self._render_run
+        if run is None or self.end_offset is None:
+            return False
+        leo, base, size = self.log.end_position()
+        if self._last_seg is None:  # nothing measured yet: from the segment's start
+            if self.size or self.end_offset != base:
+                return False
+            start = 0
+        elif base == self._last_seg and self._end_filepos is not None:
+            start = self._end_filepos
+        else:
+            return False
+        if end != leo or not 0 < size - start <= MARK_BYTES:
+            return False
+        seg = self.log.segment_at(base)
+        if seg is None:
+            return False
+        try:
+            with seg.reader() as fd:
+                if not _offsets_follow(os.pread(fd, size - start, start), self.end_offset,
+                                       leo):
+                    return False
+                data, pos, stopped = run(fd, start, size - start, leo)
+        except (OSError, ValueError):
+            return False
+        if stopped or pos != size:
+            return False
+        if self._last_seg is None or self._since_mark >= MARK_BYTES:
+            self._pos.append(self.size)
+            self._offset.append(self.end_offset)
+            self._seg.append(base)
+            self._filepos.append(start)
+            self._since_mark = 0
+            self._last_seg = base
+        self.size += len(data)
+        self._since_mark += len(data)
+        self.end_offset = leo
+        self._end_filepos = size
+        return True
 
     def _drop_before(self, new_start: int) -> None:
         """The log start moved (retention): keep marks of segments at or after it."""

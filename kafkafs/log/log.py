@@ -723,6 +723,15 @@ class Log:
             seg = self._segment_floor(offset)
         return seg.log_path if seg is not None else None
 
+    def end_position(self) -> tuple[int, int, int]:
+        """``(log end offset, base offset of the active segment, its size in bytes)``, taken
+        together under the log's lock: the active segment's bytes before that size hold
+        exactly its offsets before that log end offset (a reader that measured up to a
+        batch boundary there may take the rest in one pass)."""
+        with self.lock:
+            active = self.active_segment
+            return self._log_end_offset, active.base_offset, active.size
+
     def segment_at(self, base_offset: int) -> LogSegment | None:
         """The live segment with this base offset, None if retention removed it."""
         with self.lock:
