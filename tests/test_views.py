@@ -331,3 +331,32 @@ def test_the_tail_pass_leaves_damage_to_the_batch_walk(log_dir):
     assert v.damage is not None and v.end_offset == last + 1
     assert v.read(0, 100) == b"first\nsecond\n"
     lg.close()
+
+
+def test_translate_offset_from_the_latest_appends_finds_what_the_index_walk_finds(log_dir):
+    """LogSegment remembers where its latest appends went, so a consumer at the log end
+    reads from there instead of walking from the index's floor entry: every offset finds
+    the same batch with and without that memory, also after a truncation."""
+    lg = make_log(log_dir, index_interval_bytes=1 << 20)
+    rnd = random.Random(5)
+
+    def check(end):
+        seg = lg.active_segment
+        for off in range(seg.base_offset, end + 1):
+            hinted = seg.translate_offset(off)
+            saved = list(seg._appended)
+            seg._appended.clear()
+            walked = seg.translate_offset(off)
+            seg._appended.extend(saved)
+            assert (hinted and (hinted.position, hinted.base_offset)) == \
+                (walked and (walked.position, walked.base_offset))
+
+    for i in range(60):
+        lg.append([(i, None, b"x" * rnd.randint(0, 40), ()) for _ in range(rnd.randint(1, 3))])
+    assert len(lg.active_segment._appended) == 16
+    check(lg.log_end_offset)
+    cut = lg.log_end_offset - 20
+    lg.active_segment.truncate_to(cut)  # (the segment alone: what a truncation does to it)
+    assert not lg.active_segment._appended
+    check(cut)
+    lg.close()

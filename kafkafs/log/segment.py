@@ -43,6 +43,7 @@ import math
 import os
 import stat
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -134,6 +135,9 @@ class SegmentScan:
         return self.error is None and self.valid_bytes < self.size
 
 
+APPEND_HINTS = 16  # appends remembered per segment for translate_offset
+
+
 class LogSegment:
     """A segment of a partition's log (Kafka ``LogSegment``).
 
@@ -199,6 +203,9 @@ class LogSegment:
 
     def _init_state(self, base_offset: int, create: bool, check_indexes: bool) -> None:
         self.created_ms = int(time.time() * 1000)
+        # (base offset, position) of the latest appends: where a consumer at the log end
+        # reads next, without the walk from the index's floor entry (translate_offset)
+        self._appended: deque[tuple[int, int]] = deque(maxlen=APPEND_HINTS)
         self._index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
         self._txn_index: TransactionIndex | None = None
@@ -237,6 +244,8 @@ class LogSegment:
 
     @size.setter
     def size(self, value: int) -> None:
+        if self._size is not None and value < self._size:
+            self._appended.clear()  # (truncated: the batches they name may be gone)
         self._size = value
 
     @staticmethod
@@ -573,6 +582,7 @@ class LogSegment:
             self._rolling_based_timestamp = RecordBatch.from_buffer(data).max_timestamp
             self._rolling_ts_loaded = True
         self.size = position + len(data)
+        self._appended.append((int.from_bytes(data[:8], "big", signed=True), position))
         (self.bytes_since_last_index_entry, self._max_timestamp_so_far,
          self._offset_of_max_timestamp_so_far, _last) = state
         if offsets:
@@ -673,6 +683,11 @@ class LogSegment:
         ``strict_end`` (a sealed segment): an incomplete batch met at its end raises too."""
         # (an offset at or below the base: the first batch; no index to open)
         position = 0 if offset <= self.base_offset else self._index_floor(offset)
+        for base, at in reversed(self._appended):  # a batch appended since: closer still
+            if base <= offset:
+                if at > position:
+                    position = at
+                break
         # a point lookup scans about index.interval.bytes: read small chunks
         order = BatchOrder(self.base_offset, limit, skip=skip_damaged)
         for batch in self.batches(max(position, start_position), chunk_size=TRANSLATE_CHUNK,
