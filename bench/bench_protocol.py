@@ -181,6 +181,7 @@ def bench_latency(d: Daemon, seconds: float) -> None:
         t.start()
     p = ck.Producer({"bootstrap.servers": d.bootstrap, "linger.ms": 0, "acks": "all"})
     n = int(seconds * 1000)
+    cpu0 = cpu_seconds(d.proc.pid)
     start = time.perf_counter()
     for i in range(n):
         due = start + i / 1000
@@ -189,6 +190,7 @@ def bench_latency(d: Daemon, seconds: float) -> None:
         p.produce("lat", struct.pack(">d", time.perf_counter()))
         p.poll(0)
     p.flush(30)
+    busy = (cpu_seconds(d.proc.pid) - cpu0) / (time.perf_counter() - start)
     time.sleep(1)
     stop.set()
     for t in threads:
@@ -197,7 +199,8 @@ def bench_latency(d: Daemon, seconds: float) -> None:
     ms = [x * 1000 for x in lat]
     print(f"latency  {len(ms)} of {n} records: p50 {pct(ms, .5):.2f} ms, p99 {pct(ms, .99):.2f}"
           f" ms (target <= 5), max {max(ms):.2f} ms | {len(appends)} appends through the "
-          f"mount meanwhile: max {max(appends) * 1000:.1f} ms (target <= 50)", flush=True)
+          f"mount meanwhile: max {max(appends) * 1000:.1f} ms (target <= 50) | daemon CPU "
+          f"{busy:.0%} of a core", flush=True)
 
 
 def bench_connections(d: Daemon, seconds: float = 20) -> None:
