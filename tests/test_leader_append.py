@@ -74,3 +74,27 @@ def test_fast_and_slow_paths_agree(logs, monkeypatch, records, codec, compact, l
     fast = _verdict(_make(logs["fast"], topic, overrides), data, False, monkeypatch)
     slow = _verdict(_make(logs["slow"], topic, overrides), data, True, monkeypatch)
     assert fast == slow
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    records=st.lists(st.tuples(
+        st.one_of(st.just(-1), st.integers(NOW - 10 * 3_600_000, NOW + 2 * 3_600_000)),
+        st.one_of(st.none(), st.binary(max_size=8))), min_size=1, max_size=16),
+    codec=st.sampled_from([0, 1, 3]), log_append=st.booleans())
+def test_small_batches_summed_up_as_the_column_builder_does(monkeypatch, records, codec,
+                                                             log_append):
+    """A batch of up to SMALL_BATCH records is summed up from its decoded tuples; the
+    column builder's summary of it is the same."""
+    from kafkafs.record.batch import LOG_APPEND_TIME, RecordBatch
+
+    b = RecordBatch.from_buffer(bytearray(encode_batch(
+        [(ts, key, b"v", ()) for ts, key in records], compression=codec,
+        timestamp_type=LOG_APPEND_TIME if log_append else 0,
+        log_append_time=NOW if log_append else None)))
+    small = leader_append._summary(b)
+    with monkeypatch.context() as mp:
+        mp.setattr(leader_append, "SMALL_BATCH", 0)
+        assert leader_append._summary(b) == small
+    assert small is not None

@@ -532,19 +532,30 @@ def _read_value(r: _Reader, f: Field, t: str, version: int, flexible: bool):
     return _read_struct(r, f.struct, version, flexible)
 
 
+def _read_plan(s: Struct, version: int, flexible: bool) -> tuple:
+    """``(fields, tagged)`` of :meth:`Struct.plan`, each field as ``(field, is_tagged, its
+    flexibility, the packer of a fixed-size type or None)``, worked out once per version."""
+    plans = s.__dict__.setdefault("_read_plans", {})
+    key = (version, flexible)
+    plan = plans.get(key)
+    if plan is None:
+        fields, tagged = s.plan(version, flexible)
+        plan = plans[key] = (tuple(
+            (f, is_tagged, flexible if f.flexible is None else flexible and version in
+             f.flexible, _FIXED.get(f.type)) for f, is_tagged in fields), tagged)
+    return plan
+
+
 def _read_struct(r: _Reader, s: Struct, version: int, flexible: bool) -> dict:
     out = {}
-    fields, tagged = s.plan(version, flexible)
-    for f, is_tagged in fields:
+    fields, tagged = _read_plan(s, version, flexible)
+    for f, is_tagged, own, packer in fields:
         if is_tagged:
             out[f.name] = f.default_value()
-            continue
-        s_ = _FIXED.get(f.type)
-        if s_ is not None:
-            out[f.name] = r.fixed(s_)
+        elif packer is not None:
+            out[f.name] = r.fixed(packer)
         else:
-            out[f.name] = _read_value(r, f, f.type, version, flexible if f.flexible is None
-                                      else flexible and version in f.flexible)
+            out[f.name] = _read_value(r, f, f.type, version, own)
     if flexible:
         for _ in range(r.uvarint()):
             tag = r.uvarint()
@@ -633,22 +644,44 @@ def _write_value(out: bytearray, f: Field, t: str, v, version: int, flexible: bo
         _write_struct(out, f.struct, v, version, flexible)
 
 
+def _write_plan(s: Struct, version: int, flexible: bool) -> tuple:
+    """``(carried, others)`` of ``version``, worked out once per version: ``carried`` the
+    fields it writes, each as ``(field, is_tagged, its flexibility, its default, the packer
+    of a fixed-size type or None)``; ``others`` the fields it does not carry, each with its
+    default (a value other than that is refused by :meth:`Message.encode`). Defaults are
+    shared here: the writer only compares them and writes them, never hands them out."""
+    plans = s.__dict__.setdefault("_write_plans", {})
+    key = (version, flexible)
+    plan = plans.get(key)
+    if plan is None:
+        carried, others = [], []
+        for f in s.fields:
+            d = f.default_value()
+            if version not in f.versions:
+                others.append((f, d))
+                continue
+            is_tagged = f.tag is not None and version in f.tagged and flexible
+            own = flexible if f.flexible is None else flexible and version in f.flexible
+            carried.append((f, is_tagged, own, d, _FIXED.get(f.type)))
+        plan = plans[key] = (tuple(carried), tuple(others))
+    return plan
+
+
 def _write_struct(out: bytearray, s: Struct, value: dict, version: int,
                   flexible: bool) -> None:
     unknown = value.keys() - s.names - {"_unknown_tagged_fields"}
     if unknown:
         raise ValueError(f"{s.name} has no field {min(unknown)!r}")
-    tagged: list[tuple[int, bytes]] = []
-    for f in s.fields:
-        present = f.name in value
-        v = value[f.name] if present else f.default_value()
-        if version not in f.versions:
-            if present and v != f.default_value() and not f.ignorable and \
-                    not isinstance(out, _Parts):  # (encode_parts: a response, see there)
+    carried, others = _write_plan(s, version, flexible)
+    if not isinstance(out, _Parts):  # (encode_parts: a response, see there)
+        for f, d in others:
+            if f.name in value and value[f.name] != d and not f.ignorable:
                 raise ValueError(f"{s.name}.{f.name} cannot be written in version {version}")
-            continue
-        if f.tag is not None and version in f.tagged and flexible:
-            if v != f.default_value():
+    tagged: list[tuple[int, bytes]] = []
+    for f, is_tagged, own, d, packer in carried:
+        v = value.get(f.name, d)
+        if is_tagged:
+            if v != d:
                 buf = bytearray()
                 if v is None and f.struct is not None and not f.is_array:
                     buf.append(0)  # a null struct in a tagged field: the varint 0, not int8 -1
@@ -656,8 +689,13 @@ def _write_struct(out: bytearray, s: Struct, value: dict, version: int,
                     _write_value(buf, f, f.type, v, version, flexible)
                 tagged.append((f.tag, bytes(buf)))
             continue
-        _write_value(out, f, f.type, v, version, flexible if f.flexible is None
-                     else flexible and version in f.flexible)
+        if packer is not None:
+            try:
+                out += packer.pack(v)
+            except struct.error as exc:
+                raise ValueError(f"field {f.name}: {v!r}: {exc}") from None
+            continue
+        _write_value(out, f, f.type, v, version, own)
     if flexible:
         tagged += value.get("_unknown_tagged_fields", [])
         tagged.sort()
