@@ -371,3 +371,46 @@ while True:
         for proc in procs:
             proc.kill()
             proc.wait(10)
+
+
+def test_parked_requests_give_their_io_place_up(tmp_path):
+    """With ``num.io.threads=1`` a handler runs one at a time, yet consumers parked in long
+    polls and members parked in a rebalance do not hold that place: a producer's acks come
+    at once and a two-member group forms."""
+    d = tmp_path / "logs"
+    d.mkdir()
+    s = Server(d, overrides=["num.io.threads=1", "group.initial.rebalance.delay.ms=0"]).start()
+    try:
+        topic = topic_name("io")
+        admin = AdminClient({"bootstrap.servers": s.bootstrap})
+        admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(10)
+        parked = []
+        for i in range(2):  # long polls of 5 s on empty partitions
+            c = ck.Consumer({"bootstrap.servers": s.bootstrap, "group.id": f"x{i}",
+                             "fetch.wait.max.ms": 5000, "fetch.min.bytes": 1 << 20,
+                             "auto.offset.reset": "earliest"})
+            c.assign([ck.TopicPartition(topic, i, 0)])
+            c.poll(0.5)
+            parked.append(c)
+        members = [ck.Consumer({"bootstrap.servers": s.bootstrap, "group.id": "both",
+                                "auto.offset.reset": "earliest",
+                                "session.timeout.ms": 6000}) for _ in range(2)]
+        for m in members:
+            m.subscribe([topic])
+        p = ck.Producer({"bootstrap.servers": s.bootstrap, "linger.ms": 0})
+        acks = []
+        for i in range(20):
+            t0 = time.monotonic()
+            p.produce(topic, b"r%d" % i, partition=i % 2)
+            assert p.flush(10) == 0
+            acks.append(time.monotonic() - t0)
+        assert max(acks) < 1.0, acks
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not all(m.assignment() for m in members):
+            for m in members:
+                m.poll(0.2)
+        assert sorted(tp.partition for m in members for tp in m.assignment()) == [0, 1]
+        for c in parked + members:
+            c.close()
+    finally:
+        assert s.stop() == 0, s.log()

@@ -17,6 +17,9 @@ import base64
 import logging
 import os
 from collections.abc import Callable
+from contextlib import asynccontextmanager
+
+import trio
 
 from ..core.storage import StorageCore
 from ..log import checkpoint as ckpt
@@ -63,6 +66,10 @@ class Broker:
         self.cluster_id = meta.get("cluster.id") or "kafkafs"
         self.listeners: list[Listener] = []
         self.endpoints: dict[str, Listener] = {}
+        # num.io.threads: the handlers running at once (one event loop: a bound on how many
+        # requests' work stands between the loop's other tasks -- the mount's requests --
+        # and their next turn); a handler parked in a wait gives its place up (parked())
+        self.io = trio.CapacityLimiter(self.config.num_io_threads)
         self.handlers: dict[int, Callable] = all_handlers()
         self.supported = supported_versions(self.handlers)
         self._topic_ids: dict[str, tuple] = {}  # topic -> (its partition 0's Log, id)
@@ -134,6 +141,19 @@ class Broker:
         self._topic_ids.pop(topic, None)
 
     # -- dispatch ---------------------------------------------------------------------
+    @asynccontextmanager
+    async def parked(self):
+        """Inside a handler: while the block runs, the request waits for something other
+        requests do (a long poll for appends, a rebalance, a leader's assignment), so it
+        gives its ``num.io.threads`` place up and takes one again afterwards (Kafka's
+        purgatory frees the request handler thread the same way)."""
+        self.io.release()
+        try:
+            yield
+        finally:
+            with trio.CancelScope(shield=True):  # (handle's release needs it back)
+                await self.io.acquire()
+
     async def handle(self, request: Request, conn: Connection) -> dict | None:
         """The response body to ``request`` (None: no response). Raises ProtocolError when
         the connection must close."""
@@ -141,7 +161,8 @@ class Broker:
         if handler is None:
             raise ProtocolError(f"api key {request.api_key} is not served")
         try:
-            return await handler(self, request, conn)
+            async with self.io:
+                return await handler(self, request, conn)
         except ProtocolError:
             raise
         except Exception as exc:

@@ -552,7 +552,8 @@ class Coordinator:
             await self._prepare_rebalance(g)
         else:
             await self._maybe_complete_join(g)
-        await waiter.event.wait()
+        async with self.broker.parked():
+            await waiter.event.wait()
         return waiter.result
 
     async def _park(self, g: Group, m: Member, *, complete=False, rebalance=False) -> dict:
@@ -563,7 +564,8 @@ class Coordinator:
             await self._prepare_rebalance(g)
         elif complete:
             await self._maybe_complete_join(g)
-        await waiter.event.wait()
+        async with self.broker.parked():
+            await waiter.event.wait()
         return waiter.result
 
     async def _replace_static(self, g, instance, client_id, host, session, rebalance, ptype,
@@ -601,7 +603,8 @@ class Coordinator:
             await self._maybe_complete_join(g)
         else:
             await self._prepare_rebalance(g)
-        await waiter.event.wait()
+        async with self.broker.parked():
+            await waiter.event.wait()
         return waiter.result
 
     # -- SyncGroup, Heartbeat, LeaveGroup ---------------------------------------------------
@@ -670,7 +673,8 @@ class Coordinator:
                                            "protocolName": g.protocol,
                                            "assignment": x.assignment})
                             x.sync = None
-        await waiter.event.wait()
+        async with self.broker.parked():
+            await waiter.event.wait()
         return {**out, **waiter.result}
 
     def heartbeat(self, body: dict) -> int:

@@ -225,7 +225,8 @@ async def fetch(broker, request, conn) -> dict:
         if total >= min_bytes or body["maxWaitMs"] <= 0 or any(r.error for r in reads) \
                 or not reads or trio.current_time() >= deadline:
             break
-        await _wait_for_data({r.log for r in reads if r.log is not None}, deadline)
+        async with broker.parked():
+            await _wait_for_data({r.log for r in reads if r.log is not None}, deadline)
     if session is not None:
         if incremental:
             shown = []
