@@ -360,3 +360,41 @@ def test_translate_offset_from_the_latest_appends_finds_what_the_index_walk_find
     assert not lg.active_segment._appended
     check(cut)
     lg.close()
+
+
+def test_translate_offset_steps_over_large_batches_by_their_headers(log_dir, monkeypatch):
+    """Batches larger than a lookup's read that end below the offset looked up are stepped
+    over by their headers (not read whole): the same batch is found for every offset, and
+    offsets that go back after such batches are still damage."""
+    import pytest
+
+    from kafkafs.log.segment import LogSegment
+    from kafkafs.record.errors import CorruptRecordError
+
+    lg = make_log(log_dir, index_interval_bytes=1 << 22)
+    for i in range(12):
+        lg.append([(i, None, b"%d" % i + b"z" * 40_000, ())] * (1 + i % 3))
+    seg = lg.active_segment
+    real = LogSegment._skip_large_before
+
+    def found(off, skip):
+        if not skip:
+            monkeypatch.setattr(LogSegment, "_skip_large_before",
+                                lambda self, pos, o, lim: (pos, None))
+        try:
+            b = seg.translate_offset(off)
+            return b and (b.position, b.base_offset)
+        finally:
+            monkeypatch.setattr(LogSegment, "_skip_large_before", real)
+
+    for off in range(lg.log_end_offset + 1):
+        assert found(off, True) == found(off, False)
+    # a large batch whose offsets go back, written behind the log's back, read by a reader
+    end, path = lg.log_end_offset, seg.log_path
+    lg.close()
+    with open(path, "ab") as f:
+        f.write(encode_batch([(99, None, b"q" * 40_000, ())], base_offset=3))
+    reader = LogSegment(os.path.dirname(path), 0, LogConfig(index_interval_bytes=1 << 22),
+                        writable=False)
+    with pytest.raises(CorruptRecordError, match="offsets go back"):
+        reader.translate_offset(end + 5)

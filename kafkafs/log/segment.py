@@ -49,7 +49,9 @@ from dataclasses import dataclass
 
 from ..record.batch import (
     BATCH_OVERHEAD,
+    CURRENT_MAGIC,
     HEADER_PEEK,
+    MAGIC_OFFSET,
     LOG_OVERHEAD,
     NO_TIMESTAMP,
     RecordBatch,
@@ -688,13 +690,43 @@ class LogSegment:
                 if at > position:
                     position = at
                 break
+        position, expected = self._skip_large_before(position, offset, limit)
         # a point lookup scans about index.interval.bytes: read small chunks
-        order = BatchOrder(self.base_offset, limit, skip=skip_damaged)
+        if start_position > position:
+            expected = None
+        order = BatchOrder(self.base_offset, limit, expected=expected, skip=skip_damaged)
         for batch in self.batches(max(position, start_position), chunk_size=TRANSLATE_CHUNK,
                                   strict_end=strict_end, order=order):
             if batch.last_offset >= offset:
                 return batch
         return None
+
+    def _skip_large_before(self, position: int, offset: int, limit: int | None
+                           ) -> tuple[int, int | None]:
+        """Step over the batches from ``position`` that are larger than a lookup's read and
+        end below ``offset``, by their headers alone (as Kafka's ``searchForOffsetWithSize``
+        reads only headers): the walk would read each of them whole (a producer's batch of
+        1 MB, before the one a Fetch asks for). Stops, leaving the rest to the walk and its
+        rules, at anything but a whole v2 batch of this segment whose offsets follow the
+        ones stepped over and lie below ``offset`` (and ``limit``). Returns ``(position,
+        the offset after the last batch stepped over or None)``: the walk's order check
+        goes on from there."""
+        expected = None
+        with self._file as fd:
+            while True:
+                head = os.pread(fd, BATCH_OVERHEAD, position)
+                if len(head) < BATCH_OVERHEAD or head[MAGIC_OFFSET] != CURRENT_MAGIC:
+                    return position, expected
+                base, size, _magic = peek_offset_and_size(head)
+                last = base + int.from_bytes(head[23:27], "big", signed=True)
+                if size <= TRANSLATE_CHUNK or position + size > self.size or \
+                        not self.base_offset <= base <= last < offset or \
+                        last - self.base_offset > 0x7FFFFFFF or \
+                        (expected is not None and base < expected) or \
+                        (limit is not None and last >= limit):
+                    return position, expected
+                position += size
+                expected = last + 1
 
     def _index_floor(self, offset: int) -> int:
         """The position of the index's floor entry for ``offset`` (0 without one), checked:
