@@ -247,7 +247,7 @@ _BROKER_KEYS: dict[str, tuple[str, object, object]] = {
     "advertised.listeners": ("advertised_listeners", str, ""),
     "socket.request.max.bytes": ("socket_request_max_bytes", _int_at_least(1), 104857600),
     "queued.max.requests": ("queued_max_requests", _int_at_least(1), 500),
-    "num.io.threads": ("num_io_threads", _int_at_least(1), 8),
+    "num.io.threads": ("num_io_threads", _int_at_least(1), 1),
     "connections.max.idle.ms": ("connections_max_idle_ms", _LONG, 600000),
     "fetch.max.bytes": ("fetch_max_bytes", _int_at_least(0), 57671680),
     "max.incremental.fetch.session.cache.slots": (
@@ -404,7 +404,7 @@ class BrokerConfig:
     advertised_listeners: str = ""
     socket_request_max_bytes: int = 104857600
     queued_max_requests: int = 500
-    num_io_threads: int = 8
+    num_io_threads: int = 1
     connections_max_idle_ms: int = 600000
     fetch_max_bytes: int = 57671680
     max_incremental_fetch_session_cache_slots: int = 1000
