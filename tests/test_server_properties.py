@@ -69,6 +69,7 @@ BROKER_DEFAULTS = {
     "advertised.listeners": "",
     "socket.request.max.bytes": "104857600",
     "queued.max.requests": "500",
+    "num.io.threads": "1",  # (Kafka's is 8 threads; kafkafs has one event loop, see the file)
     "connections.max.idle.ms": "600000",
     "fetch.max.bytes": "57671680",
     "max.incremental.fetch.session.cache.slots": "1000",
