@@ -41,6 +41,7 @@ from ..log.segment import READ_CHUNK
 from ..record import control, fast, jsonl, plain
 from ..record.batch import (
     BATCH_OVERHEAD,
+    LAST_OFFSET_DELTA_OFFSET,
     LOG_APPEND_TIME,
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_NAMES,
@@ -206,7 +207,6 @@ def _located(exc: CorruptRecordError, batch: RecordBatch) -> CorruptRecordError:
 
 _HEADER_OFFSETS = struct.Struct(">qi")  # baseOffset, batchLength
 _LAST_OFFSET_DELTA = struct.Struct(">i")
-_LAST_OFFSET_DELTA_AT = 23
 
 
 def _offsets_follow(buf: bytes, first: int, end: int) -> bool:
@@ -217,7 +217,7 @@ def _offsets_follow(buf: bytes, first: int, end: int) -> bool:
         if len(buf) - pos < BATCH_OVERHEAD:
             return False
         base, length = _HEADER_OFFSETS.unpack_from(buf, pos)
-        delta = _LAST_OFFSET_DELTA.unpack_from(buf, pos + _LAST_OFFSET_DELTA_AT)[0]
+        delta = _LAST_OFFSET_DELTA.unpack_from(buf, pos + LAST_OFFSET_DELTA_OFFSET)[0]
         if base != expected or delta < 0 or length < BATCH_OVERHEAD - LOG_OVERHEAD:
             return False
         expected = base + delta + 1

@@ -42,6 +42,7 @@ import logging
 import math
 import os
 import stat
+import struct
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -51,8 +52,9 @@ from ..record.batch import (
     BATCH_OVERHEAD,
     CURRENT_MAGIC,
     HEADER_PEEK,
-    MAGIC_OFFSET,
+    LAST_OFFSET_DELTA_OFFSET,
     LOG_OVERHEAD,
+    MAGIC_OFFSET,
     NO_TIMESTAMP,
     RecordBatch,
     min_entry_length,
@@ -137,6 +139,7 @@ class SegmentScan:
         return self.error is None and self.valid_bytes < self.size
 
 
+_LAST_DELTA = struct.Struct(">i")
 APPEND_HINTS = 16  # appends remembered per segment for translate_offset
 
 
@@ -718,12 +721,10 @@ class LogSegment:
                 if len(head) < BATCH_OVERHEAD or head[MAGIC_OFFSET] != CURRENT_MAGIC:
                     return position, expected
                 base, size, _magic = peek_offset_and_size(head)
-                last = base + int.from_bytes(head[23:27], "big", signed=True)
-                if size <= TRANSLATE_CHUNK or position + size > self.size or \
-                        not self.base_offset <= base <= last < offset or \
-                        last - self.base_offset > 0x7FFFFFFF or \
-                        (expected is not None and base < expected) or \
-                        (limit is not None and last >= limit):
+                last = base + _LAST_DELTA.unpack_from(head, LAST_OFFSET_DELTA_OFFSET)[0]
+                if size <= TRANSLATE_CHUNK or position + size > self.size or last >= offset \
+                        or offset_order_problem(base, last, expected, self.base_offset,
+                                                limit) is not None:
                     return position, expected
                 position += size
                 expected = last + 1
@@ -755,7 +756,8 @@ class LogSegment:
         if size < LOG_OVERHEAD + min_entry_length(magic) or \
                 position + size > max(self.size, file_size):
             return f"no batch starts there (a size of {size} bytes)"
-        last = base + int.from_bytes(head[23:27], "big", signed=True) if magic == 2 else base
+        last = base + _LAST_DELTA.unpack_from(head, LAST_OFFSET_DELTA_OFFSET)[0] \
+            if magic == 2 else base
         if not base <= last <= entry_offset:
             return f"the batch there holds offsets [{base}, {last}]"
         return None

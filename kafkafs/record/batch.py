@@ -29,6 +29,7 @@ LOG_OVERHEAD = 12  # baseOffset i64 + length i32: what precedes "length" bytes
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
+LAST_OFFSET_DELTA_OFFSET = 23  # the v2 header's lastOffsetDelta (int32)
 RECORDS_COUNT_OFFSET = 57  # the v2 header's record count (int32), after producer id/epoch/seq
 HEADER_PEEK = 17  # bytes needed to learn the magic of any message format
 
