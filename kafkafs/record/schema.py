@@ -596,13 +596,17 @@ def _write_length(out: bytearray, n: int, flexible: bool, wide: bool) -> None:
         out += (_I32 if wide else _I16).pack(n)
 
 
+def _write_fixed(out: bytearray, f: Field, s: struct.Struct, v) -> None:
+    try:
+        out += s.pack(v)
+    except struct.error as exc:
+        raise ValueError(f"field {f.name}: {v!r}: {exc}") from None
+
+
 def _write_value(out: bytearray, f: Field, t: str, v, version: int, flexible: bool) -> None:
     s = _FIXED.get(t)
     if s is not None:
-        try:
-            out += s.pack(v)
-        except struct.error as exc:
-            raise ValueError(f"field {f.name}: {v!r}: {exc}") from None
+        _write_fixed(out, f, s, v)
         return
     if v is None:
         if version not in f.nullable and t != "records":
@@ -690,12 +694,9 @@ def _write_struct(out: bytearray, s: Struct, value: dict, version: int,
                 tagged.append((f.tag, bytes(buf)))
             continue
         if packer is not None:
-            try:
-                out += packer.pack(v)
-            except struct.error as exc:
-                raise ValueError(f"field {f.name}: {v!r}: {exc}") from None
-            continue
-        _write_value(out, f, f.type, v, version, own)
+            _write_fixed(out, f, packer, v)
+        else:
+            _write_value(out, f, f.type, v, version, own)
     if flexible:
         tagged += value.get("_unknown_tagged_fields", [])
         tagged.sort()
