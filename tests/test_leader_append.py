@@ -53,12 +53,18 @@ def _verdict(lg, data, slow, monkeypatch):
     return "ok", (r.base_offset, r.log_append_time, data)
 
 
+def records_of(most: int):
+    """1..``most`` records as ``(timestamp or -1, key or None)``, timestamps within the
+    default bounds and out of them."""
+    return st.lists(st.tuples(
+        st.one_of(st.just(-1), st.integers(NOW - 10 * 3_600_000, NOW + 2 * 3_600_000)),
+        st.one_of(st.none(), st.binary(max_size=8))), min_size=1, max_size=most)
+
+
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    records=st.lists(st.tuples(
-        st.one_of(st.just(-1), st.integers(NOW - 10 * 3_600_000, NOW + 2 * 3_600_000)),
-        st.one_of(st.none(), st.binary(max_size=8))), min_size=1, max_size=20),
+    records=records_of(20),
     codec=st.sampled_from([0, 1, 2, 3, 4]),
     compact=st.booleans(), log_append=st.booleans(), bounded=st.booleans())
 def test_fast_and_slow_paths_agree(logs, monkeypatch, records, codec, compact, log_append,
@@ -79,9 +85,7 @@ def test_fast_and_slow_paths_agree(logs, monkeypatch, records, codec, compact, l
 @settings(max_examples=100, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    records=st.lists(st.tuples(
-        st.one_of(st.just(-1), st.integers(NOW - 10 * 3_600_000, NOW + 2 * 3_600_000)),
-        st.one_of(st.none(), st.binary(max_size=8))), min_size=1, max_size=16),
+    records=records_of(leader_append.SMALL_BATCH),
     codec=st.sampled_from([0, 1, 3]), log_append=st.booleans())
 def test_small_batches_summed_up_as_the_column_builder_does(monkeypatch, records, codec,
                                                              log_append):
