@@ -75,6 +75,8 @@ BROKER_DEFAULTS = {
     "max.incremental.fetch.session.cache.slots": "1000",
     "offsets.topic.num.partitions": "50",
     "transaction.state.log.num.partitions": "50",
+    "transaction.max.timeout.ms": "900000",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "10000",
     "offsets.retention.minutes": "10080",
     "group.initial.rebalance.delay.ms": "3000",
     "group.min.session.timeout.ms": "6000",

@@ -255,6 +255,9 @@ _BROKER_KEYS: dict[str, tuple[str, object, object]] = {
     "offsets.topic.num.partitions": ("offsets_topic_num_partitions", _int_at_least(1), 50),
     "transaction.state.log.num.partitions": ("transaction_state_log_num_partitions",
                                              _int_at_least(1), 50),
+    "transaction.max.timeout.ms": ("transaction_max_timeout_ms", _int_at_least(1), 900000),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (
+        "transaction_abort_timed_out_transaction_cleanup_interval_ms", _int_at_least(1), 10000),
     "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", _int_at_least(0),
                                          3000),
     "group.min.session.timeout.ms": ("group_min_session_timeout_ms", _INT, 6000),
@@ -410,6 +413,8 @@ class BrokerConfig:
     max_incremental_fetch_session_cache_slots: int = 1000
     offsets_topic_num_partitions: int = 50
     transaction_state_log_num_partitions: int = 50
+    transaction_max_timeout_ms: int = 900000
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000

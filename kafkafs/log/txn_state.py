@@ -28,14 +28,46 @@ from ..record.control import ABORT, encode_end_txn_marker_batch
 from ..record.errors import CorruptRecordError
 from .groups import coordinator_partition
 
-__all__ = ["STATES", "TRANSACTION_STATE", "Candidate", "TransactionStore", "Txn",
-           "abort_marker", "find_hanging"]
+__all__ = ["STATES", "STATUS", "TRANSACTION_STATE", "Candidate", "TransactionStore", "Txn",
+           "abort_marker", "encode_txn_record", "find_hanging", "state_topic_config"]
 
 TRANSACTION_STATE = "__transaction_state"
 #: TransactionLogValue.transactionStatus -> Kafka's state name
 STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort",
           4: "CompleteCommit", 5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
+#: Kafka's state name -> TransactionLogValue.transactionStatus
+STATUS = {name: code for code, name in STATES.items()}
 _I16 = struct.Struct(">h")
+
+
+def encode_txn_record(txn: Txn) -> tuple[bytes, bytes]:
+    """The ``(key, value)`` of ``__transaction_state`` a transaction coordinator writes for
+    ``txn`` (Kafka's ``TransactionLog.keyToBytes``/``valueToBytes``: key version 0, value
+    version 0 -- what a broker at ``transaction.version`` 0 or 1 writes; partitions
+    grouped by topic, null when there are none)."""
+    schema = tables.schema("txn")
+    key = _I16.pack(0) + schema.by_api(0, "Key").encode(
+        {"transactionalId": txn.transactional_id}, 0)
+    by_topic: dict[str, list[int]] = {}
+    for topic, p in sorted(txn.partitions):
+        by_topic.setdefault(topic, []).append(p)
+    value = _I16.pack(0) + schema.by_api(0, "Value").encode({
+        "producerId": txn.producer_id, "producerEpoch": txn.producer_epoch,
+        "transactionTimeoutMs": txn.timeout_ms, "transactionStatus": STATUS[txn.state],
+        "transactionPartitions": [{"topic": t, "partitionIds": ps}
+                                  for t, ps in by_topic.items()] or None,
+        "transactionLastUpdateTimestampMs": txn.last_update_ms,
+        "transactionStartTimestampMs": txn.start_ms}, 0)
+    return key, value
+
+
+def state_topic_config(config) -> tuple[int, dict[str, str]]:
+    """``(partitions, topic overrides)`` ``__transaction_state`` is created with (Kafka's
+    ``transaction.state.log.num.partitions``, default 50, ``transaction.state.log.segment
+    .bytes``, compacted), from a :class:`~kafkafs.log.config.BrokerConfig`."""
+    segment = config.extra.get("transaction.state.log.segment.bytes", 104857600)
+    return config.transaction_state_log_num_partitions, {
+        "cleanup.policy": "compact", "segment.bytes": str(segment)}
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@
 configuration, this node's id and endpoints, the cluster id of the log dirs, the api
 versions answered (:data:`SUPPORTED`) -- and dispatches each decoded request to its
 handler. Handlers live in one module per family of apis (``metadata``, ``produce``,
-``fetch``, ``offsets``, ``producer_ids``, ``coordinator``, ``admin``, ``configs``); each
+``fetch``, ``offsets``, ``producer_ids``, ``coordinator``, ``transactions``, ``admin``,
+``configs``); each
 module's ``HANDLERS`` maps api keys to ``async fn(broker, request, conn) -> dict | None``
 (the response body, None for no response). A handler answers errors as Kafka does, in the
 response; an exception escaping it is a defect of kafkafs: it is logged with the request
@@ -55,7 +56,7 @@ class Broker:
     the listeners it serves (before the first request)."""
 
     def __init__(self, core: StorageCore, config: BrokerConfig | None = None):
-        from . import coordinator, fetch, producer_ids
+        from . import coordinator, fetch, producer_ids, transactions
         self.core = core
         self.config = config or core.config
         self.manager = core.manager
@@ -74,7 +75,7 @@ class Broker:
         self.supported = supported_versions(self.handlers)
         self._topic_ids: dict[str, tuple] = {}  # topic -> (its partition 0's Log, id)
         self.state: dict[str, object] = {}  # per-family state, by module name
-        for mod in (fetch, producer_ids, coordinator):
+        for mod in (fetch, producer_ids, coordinator, transactions):
             self.state[mod.__name__.rsplit(".", 1)[1]] = mod.make_state(self)
 
     def _meta_properties(self) -> dict[str, str]:
@@ -102,8 +103,11 @@ class Broker:
         return self.endpoints[self.listeners[0].name]
 
     async def run(self) -> None:
-        """The node's own timers (the group coordinator's), until cancelled."""
-        await self.state["coordinator"].run()
+        """The node's own timers (the group and transaction coordinators'), until
+        cancelled."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.state["coordinator"].run)
+            nursery.start_soon(self.state["transactions"].run)
 
     def connection(self, peer: str) -> Connection:
         return Connection(peer)
@@ -176,10 +180,10 @@ def all_handlers() -> dict[int, Callable]:
     """api key -> handler of every api this node answers (each family module's
     ``HANDLERS``)."""
     from . import (admin, apis, cluster, configs, coordinator, fetch, metadata, offsets,
-                   produce, producer_ids)
+                   produce, producer_ids, transactions)
     out: dict[int, Callable] = {}
     for mod in (apis, metadata, produce, fetch, offsets, producer_ids, coordinator, admin,
-                configs, cluster):
+                configs, cluster, transactions):
         out.update(mod.HANDLERS)
     return out
 

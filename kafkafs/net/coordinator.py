@@ -38,6 +38,7 @@ from ..log.errors import LogError
 from ..log.group_writes import group_tombstones, offset_tombstones, offsets_topic_config
 from ..log.groups import CONSUMER_OFFSETS, coordinator_partition, offset_commit_key
 from ..record import tables
+from ..record.batch import encode_batch
 from . import errors as K
 
 log = logging.getLogger(__name__)
@@ -212,9 +213,11 @@ class Coordinator:
             log.debug("creating %s: %s", CONSUMER_OFFSETS, exc)
         return False
 
-    async def _append(self, group_id: str, records: list[tuple]) -> int:
-        """Append ``records`` ((key, value or None)) as one batch to the group's partition;
-        the error code (NONE, or Kafka's mapping of a failed write: 15/16/-1)."""
+    async def _append(self, group_id: str, records: list[tuple],
+                      producer: tuple[int, int] | None = None) -> int:
+        """Append ``records`` ((key, value or None)) as one batch to the group's partition
+        (a transactional one of ``producer`` (id, epoch) when given: TxnOffsetCommit); the
+        error code (NONE, or Kafka's mapping of a failed write: 15/16/-1)."""
         if not records:
             return K.NONE
         manager = self.broker.manager
@@ -224,7 +227,13 @@ class Coordinator:
             p = coordinator_partition(group_id, self._partitions())
             lg = manager.get_log(CONSUMER_OFFSETS, p)
             ts = int(time.time() * 1000)
-            lg.append([(ts, k, v, ()) for k, v in records])
+            rows = [(ts, k, v, ()) for k, v in records]
+            if producer is None:
+                lg.append(rows)
+            else:  # (as GroupMetadataManager.storeOffsets writes a transactional commit)
+                lg.append_encoded(bytearray(encode_batch(
+                    rows, producer_id=producer[0], producer_epoch=producer[1],
+                    base_sequence=0, is_transactional=True)))
             return K.NONE
         except (LogError, OSError) as exc:
             log.warning("writing group %r's records failed: %s", group_id, exc)
@@ -770,12 +779,16 @@ class Coordinator:
         return _I16.pack(4) + msg.encode({"offset": offset, "leaderEpoch": epoch,
                                           "metadata": metadata, "commitTimestamp": now}, 4)
 
-    async def write_commits(self, gid: str, commits: list[tuple], retention: int) -> int:
+    async def write_commits(self, gid: str, commits: list[tuple], retention: int,
+                            producer: tuple[int, int] | None = None) -> int:
+        """Write ``commits`` ([(topic, partition, offset, leader epoch, metadata)]) of
+        ``gid``, as ``producer``'s (id, epoch) transactional batch when given; the error
+        code."""
         now = int(time.time() * 1000)
         expire = now + retention if retention >= 0 else -1
         records = [(offset_commit_key(gid, t, p), self.offset_value(o, e, md, now, expire))
                    for t, p, o, e, md in commits]
-        return await self._append(gid, records)
+        return await self._append(gid, records, producer)
 
     async def delete_group(self, gid: str) -> int:
         g = self.get(gid)
@@ -830,8 +843,9 @@ _COORD_NAMES = {0: "group", 1: "transaction", 2: "share"}
 
 
 async def find_coordinator(broker, request, conn) -> dict:
-    """``KafkaApis.handleFindCoordinatorRequest``: this node for group keys (creating
-    ``__consumer_offsets`` first, COORDINATOR_NOT_AVAILABLE meanwhile)."""
+    """``KafkaApis.handleFindCoordinatorRequest``: this node for group and transaction
+    keys (creating ``__consumer_offsets`` or ``__transaction_state`` first,
+    COORDINATOR_NOT_AVAILABLE meanwhile); share keys are not served."""
     body, v = request.body, request.api_version
     coord: Coordinator = broker.state["coordinator"]
     ktype = body.get("keyType", 0)
@@ -848,6 +862,12 @@ async def find_coordinator(broker, request, conn) -> dict:
                 "See the broker logs for more details."
         elif ktype == 2 and v < 6:
             r["errorCode"] = K.INVALID_REQUEST
+        elif ktype == 1:
+            if await broker.state["transactions"].ensure_topic():
+                r.update(nodeId=broker.node_id, host=ep.host, port=ep.port)
+            else:
+                r["errorCode"] = K.COORDINATOR_NOT_AVAILABLE
+                r["errorMessage"] = "The coordinator is not available."
         elif ktype != 0:
             r["errorCode"] = K.COORDINATOR_NOT_AVAILABLE
             r["errorMessage"] = f"kafkafs has no {_COORD_NAMES[ktype]} coordinator"

@@ -14,7 +14,8 @@ and, when ``flush.messages`` is reached with it, once the log is flushed (as Kaf
 ``UnifiedLog.append`` flushes before it returns: ``log.flush.interval.messages=1`` fsyncs
 every acknowledged batch); otherwise it reaches the disk by the flush scheduler
 (``flush.ms``), as on a broker. ``acks=0`` gets no answer; an error then closes the connection, as Kafka does.
-kafkafs has no transaction coordinator yet: a transactional batch gets INVALID_TXN_STATE.
+A transactional batch is appended only to a partition of its producer's Ongoing
+transaction (the transaction coordinator's verification, :mod:`kafkafs.net.transactions`).
 A daemon serving its log dirs read-only (``--read-only``) refuses every produce with
 TOPIC_AUTHORIZATION_FAILED, which clients do not retry.
 A record is readable through every door (``offset/N``, ``messages``, Fetch, Spark) the
@@ -30,7 +31,7 @@ import trio
 
 from ..log.errors import LogError, UnknownTopicOrPartitionError
 from ..log.leader_append import append_as_leader
-from ..record.batch import ATTRIBUTES_OFFSET, TRANSACTIONAL_MASK, iter_batches
+from ..record.batch import ATTRIBUTES_OFFSET, TRANSACTIONAL_MASK, RecordBatch, iter_batches
 from ..record.compression import ZSTD
 from ..record.errors import CorruptRecordError
 from . import errors as K
@@ -150,8 +151,12 @@ def _produce_partition(broker, request, topic, p, acks, v, whole, transactional,
         return _error(index, K.TOPIC_AUTHORIZATION_FAILED, "kafkafs serves these log dirs "
                       "read-only: produce is refused")
     if transactional:
-        return _error(index, K.INVALID_TXN_STATE, "kafkafs has no transaction coordinator: "
-                      "transactional producers are not served yet", lg.log_start_offset)
+        header = RecordBatch.from_buffer(memoryview(p["records"])[:size])
+        code = broker.state["transactions"].verify_produce(
+            request.body["transactionalId"], header.producer_id, header.producer_epoch, topic,
+            index) if header.is_transactional else K.NONE
+        if code:
+            return _error(index, code)
     try:
         res = append_as_leader(lg, memoryview(p["records"])[:size], now=now, leader_epoch=leader_epoch(lg))
     except (LogError, CorruptRecordError, OSError) as exc:

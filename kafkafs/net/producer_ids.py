@@ -8,8 +8,8 @@ blocks of 1000 as Kafka's controller hands them to brokers
 ``kafkafs-producer-ids`` in the first log dir (atomically, before an id of the block is
 used), and at start-up the next id is past that and past every producer id the loaded
 partitions' producer state knows, so an id is never handed out twice over restarts, nor one
-a broker used in these log dirs. A transactional id gets COORDINATOR_NOT_AVAILABLE:
-kafkafs has no transaction coordinator yet.
+a broker used in these log dirs. A request with a transactional id goes to the
+transaction coordinator (:mod:`kafkafs.net.transactions`).
 """
 
 from __future__ import annotations
@@ -66,16 +66,22 @@ def make_state(broker) -> ProducerIds:
 
 
 async def init_producer_id(broker, request, conn) -> dict:
-    """``TransactionCoordinator.handleInitProducerId`` without a transactional id: a new
-    producer id, epoch 0."""
+    """``TransactionCoordinator.handleInitProducerId``: without a transactional id a new
+    producer id, epoch 0; with one, the transaction coordinator's answer."""
     body, v = request.body, request.api_version
     out = {"throttleTimeMs": 0, "errorCode": K.NONE, "producerId": -1, "producerEpoch": -1}
     if v >= 3 and (body["producerId"] == -1) != (body["producerEpoch"] == -1):
         out["errorCode"] = K.INVALID_REQUEST
         return out
-    if body["transactionalId"] is not None:
-        out["errorCode"] = K.INVALID_REQUEST if body["transactionalId"] == "" else \
-            K.COORDINATOR_NOT_AVAILABLE
+    tid = body["transactionalId"]
+    if tid == "":
+        out["errorCode"] = K.INVALID_REQUEST
+        return out
+    if tid is not None:
+        out["errorCode"], out["producerId"], out["producerEpoch"] = \
+            await broker.state["transactions"].init_producer_id(
+                tid, body["transactionTimeoutMs"], body.get("producerId", -1),
+                body.get("producerEpoch", -1), v)
         return out
     try:
         out["producerId"] = await broker.state["producer_ids"].allocate()
