@@ -34,10 +34,6 @@ NOT_SERVED = {
         "ACLs need an authorizer; kafkafs has none (CreateAcls/DescribeAcls not served)",
     "test_admin_integration.py::test_describe_metadata_quorum":
         "DescribeQuorum describes a KRaft quorum; kafkafs is no controller",
-    "test_producer_integration.py::test_transactional_producer_messages":
-        "kafkafs has no transaction coordinator yet",
-    "test_producer_integration.py::test_transactional_producer_offsets":
-        "kafkafs has no transaction coordinator yet",
 }
 
 BROKER_TEMPLATE = """\

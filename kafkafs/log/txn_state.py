@@ -44,7 +44,7 @@ def encode_txn_record(txn: Txn) -> tuple[bytes, bytes]:
     """The ``(key, value)`` of ``__transaction_state`` a transaction coordinator writes for
     ``txn`` (Kafka's ``TransactionLog.keyToBytes``/``valueToBytes``: key version 0, value
     version 0 -- what a broker at ``transaction.version`` 0 or 1 writes; partitions
-    grouped by topic, null when there are none)."""
+    grouped by topic, null in the Empty state)."""
     schema = tables.schema("txn")
     key = _I16.pack(0) + schema.by_api(0, "Key").encode(
         {"transactionalId": txn.transactional_id}, 0)
@@ -55,7 +55,8 @@ def encode_txn_record(txn: Txn) -> tuple[bytes, bytes]:
         "producerId": txn.producer_id, "producerEpoch": txn.producer_epoch,
         "transactionTimeoutMs": txn.timeout_ms, "transactionStatus": STATUS[txn.state],
         "transactionPartitions": [{"topic": t, "partitionIds": ps}
-                                  for t, ps in by_topic.items()] or None,
+                                  for t, ps in by_topic.items()]
+        if txn.state != "Empty" else None,
         "transactionLastUpdateTimestampMs": txn.last_update_ms,
         "transactionStartTimestampMs": txn.start_ms}, 0)
     return key, value

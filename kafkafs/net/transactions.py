@@ -197,7 +197,7 @@ class TxnCoordinator:
             meta.partitions = pending.partitions | set()
             return K.NONE  # (the answer does not wait for the markers: Kafka's neither)
         done = "CompleteCommit" if meta.state == "PrepareCommit" else "CompleteAbort"
-        return self._transition(meta, state=done, partitions=set(), start_ms=-1)
+        return self._transition(meta, state=done, partitions=set())
 
     def _end(self, meta: TxnMeta, commit: bool, epoch: int | None = None) -> int:
         """End ``meta``'s Ongoing (or Empty, for an abort) transaction; the error code."""

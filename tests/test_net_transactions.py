@@ -1,0 +1,318 @@
+"""The transaction coordinator with real clients: librdkafka's transactional producer
+(commit, abort, offsets sent to a transaction, a new instance fencing the old, a
+transaction past its timeout, a daemon killed mid-transaction), what read_committed and
+read_uncommitted consumers see, the ``__transaction_state`` records ``kafkafs transactions``
+reads back, and the refusals Kafka answers (raw requests: no client sends them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from conftest import ROOT
+
+from kafkafs.record import encode_batch
+from netutil import Server, request
+
+ck = pytest.importorskip("confluent_kafka")
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+
+@pytest.fixture
+def server(tmp_path):
+    d = tmp_path / "logs"
+    d.mkdir()
+    s = Server(d, overrides=[
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms=300"])
+    s.start()
+    yield s
+    s.stop()
+
+
+def _topic(server, name=None, partitions=2):
+    name = name or f"tx-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
+    return name
+
+
+def _producer(server, tid, **conf):
+    return ck.Producer({"bootstrap.servers": server.bootstrap, "transactional.id": tid,
+                        **conf})
+
+
+def _consume(server, topic, isolation, want, timeout=20, group=None):
+    """The values a consumer of ``isolation`` reads from the beginning, once it has
+    ``want`` of them or ``timeout`` s passed (then whatever came)."""
+    c = ck.Consumer({"bootstrap.servers": server.bootstrap,
+                     "group.id": group or f"read-{uuid.uuid4().hex[:6]}",
+                     "auto.offset.reset": "earliest", "isolation.level": isolation,
+                     "enable.auto.commit": False})
+    c.subscribe([topic])
+    got = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and len(got) < want:
+        m = c.poll(0.2)
+        if m is not None and m.error() is None:
+            got.append(m.value())
+    c.close()
+    return sorted(got)
+
+
+def _cli(command, *args, log_dir):
+    return subprocess.run([sys.executable, "-m", "kafkafs", command, "--log-dirs", str(log_dir),
+                           *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+
+
+def test_commit_and_abort_as_read_committed_and_read_uncommitted_see_them(server):
+    topic = _topic(server)
+    p = _producer(server, "tx-a")
+    p.init_transactions(20)
+    p.begin_transaction()
+    for i in range(6):
+        p.produce(topic, value=b"c%d" % i, partition=i % 2)
+    p.commit_transaction(20)
+    p.begin_transaction()
+    for i in range(4):
+        p.produce(topic, value=b"a%d" % i, partition=i % 2)
+    p.flush(10)
+    p.abort_transaction(20)
+    p.begin_transaction()
+    p.produce(topic, value=b"last", partition=1)
+    p.commit_transaction(20)
+    committed = sorted([b"c%d" % i for i in range(6)] + [b"last"])
+    assert _consume(server, topic, "read_committed", 7) == committed
+    assert _consume(server, topic, "read_uncommitted", 11) == \
+        sorted(committed + [b"a%d" % i for i in range(4)])
+    # nothing more comes to read_committed: the aborted records stay out
+    assert _consume(server, topic, "read_committed", 8, timeout=2) == committed
+    assert server.stop() == 0
+    out = _cli("transactions", "describe", "--transactional-id", "tx-a",
+               log_dir=server.log_dir)
+    assert out.returncode == 0, out.stderr
+    assert "CompleteCommit" in out.stdout
+    check = subprocess.run([sys.executable, "-m", "kafkafs", "check", server.log_dir],
+                           capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_offsets_sent_to_a_transaction_commit_with_it_and_not_with_an_abort(server):
+    src, dst = _topic(server, partitions=1), _topic(server, partitions=1)
+    feed = ck.Producer({"bootstrap.servers": server.bootstrap})
+    for i in range(10):
+        feed.produce(src, value=b"%d" % i)
+    assert feed.flush(10) == 0
+    c = ck.Consumer({"bootstrap.servers": server.bootstrap, "group.id": "eos",
+                     "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                     "isolation.level": "read_committed"})
+    c.subscribe([src])
+    p = _producer(server, "tx-eos")
+    p.init_transactions(20)
+
+    def step(n, commit):
+        got = []
+        deadline = time.monotonic() + 20
+        while len(got) < n and time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                got.append(m)
+        assert len(got) == n
+        p.begin_transaction()
+        for m in got:
+            p.produce(dst, value=b"out-" + m.value())
+        p.send_offsets_to_transaction(c.position(c.assignment()),
+                                      c.consumer_group_metadata(), 20)
+        (p.commit_transaction if commit else p.abort_transaction)(20)
+
+    step(4, True)
+    assert [tp.offset for tp in c.committed(c.assignment(), 10)] == [4]
+    step(3, False)  # aborted: the group's offset stays where the commit left it
+    assert [tp.offset for tp in c.committed(c.assignment(), 10)] == [4]
+    c.close()
+    assert _consume(server, dst, "read_committed", 4) == sorted(
+        b"out-%d" % i for i in range(4))
+
+
+def test_a_new_instance_fences_the_old_and_its_open_transaction_is_aborted(server):
+    topic = _topic(server, partitions=1)
+    old = _producer(server, "tx-f")
+    old.init_transactions(20)
+    old.begin_transaction()
+    old.produce(topic, value=b"from-the-old-one")
+    old.flush(10)
+    new = _producer(server, "tx-f")
+    new.init_transactions(30)  # aborts the old one's transaction under the next epoch
+    new.begin_transaction()
+    new.produce(topic, value=b"from-the-new-one")
+    new.commit_transaction(20)
+    with pytest.raises(ck.KafkaException) as exc:
+        old.commit_transaction(20)
+    assert exc.value.args[0].fatal() or "fenced" in str(exc.value).lower()
+    assert _consume(server, topic, "read_committed", 1) == [b"from-the-new-one"]
+    assert _consume(server, topic, "read_uncommitted", 2) == [b"from-the-new-one",
+                                                               b"from-the-old-one"]
+
+
+def test_a_transaction_past_its_timeout_is_aborted_and_stops_pinning_the_lso(server):
+    topic = _topic(server, partitions=1)
+    p = _producer(server, "tx-t", **{"transaction.timeout.ms": 2000})
+    p.init_transactions(20)
+    p.begin_transaction()
+    p.produce(topic, value=b"never-committed")
+    p.flush(10)
+    t0 = time.monotonic()
+    plain = ck.Producer({"bootstrap.servers": server.bootstrap})
+    plain.produce(topic, value=b"after")
+    assert plain.flush(10) == 0
+    assert _consume(server, topic, "read_committed", 1, timeout=1) == []  # pinned
+    got = _consume(server, topic, "read_committed", 1, timeout=20)
+    assert got == [b"after"]
+    assert 1.5 < time.monotonic() - t0 < 20
+    assert "past its timeout" in server.log()
+    with pytest.raises(ck.KafkaException):  # its epoch was bumped: fenced
+        p.commit_transaction(10)
+
+
+def test_a_daemon_killed_mid_transaction_comes_back_with_it_open(tmp_path):
+    d = tmp_path / "logs"
+    d.mkdir()
+    s = Server(d).start()
+    try:
+        topic = _topic(s, partitions=1)
+        p = _producer(s, "tx-k")
+        p.init_transactions(20)
+        p.begin_transaction()
+        p.produce(topic, value=b"in-flight")
+        p.flush(10)
+        s.proc.send_signal(signal.SIGKILL)
+        s.proc.wait(10)
+        s.stop()
+        del p
+        s = Server(d).start()
+        # the id's Ongoing transaction was replayed from __transaction_state: a new
+        # instance aborts it (CONCURRENT_TRANSACTIONS meanwhile, which librdkafka retries)
+        q = _producer(s, "tx-k")
+        q.init_transactions(30)
+        q.begin_transaction()
+        q.produce(topic, value=b"after-restart")
+        q.commit_transaction(20)
+        assert _consume(s, topic, "read_committed", 1) == [b"after-restart"]
+        assert _consume(s, topic, "read_uncommitted", 2) == [b"after-restart", b"in-flight"]
+    finally:
+        s.stop()
+    out = _cli("transactions", "describe", "--transactional-id", "tx-k", log_dir=d)
+    assert out.returncode == 0, out.stderr
+    assert "CompleteCommit" in out.stdout
+
+
+def _init(server, tid, timeout_ms=60000, v=4):
+    return request(server.bootstrap, 22, v, {"transactionalId": tid,
+                                             "transactionTimeoutMs": timeout_ms,
+                                             "producerId": -1, "producerEpoch": -1})
+
+
+def _add(server, tid, pid, epoch, topic, partitions, v=3):
+    r = request(server.bootstrap, 24, v, {
+        "v3AndBelowTransactionalId": tid, "v3AndBelowProducerId": pid,
+        "v3AndBelowProducerEpoch": epoch,
+        "v3AndBelowTopics": [{"name": topic, "partitions": partitions}]})
+    return {p["partitionIndex"]: p["partitionErrorCode"]
+            for t in r["resultsByTopicV3AndBelow"] for p in t["resultsByPartition"]}
+
+
+def _end(server, tid, pid, epoch, commit, v=3):
+    return request(server.bootstrap, 26, v, {"transactionalId": tid, "producerId": pid,
+                                             "producerEpoch": epoch,
+                                             "committed": commit})["errorCode"]
+
+
+def _produce(server, topic, partition, data, tid):
+    r = request(server.bootstrap, 0, 9, {
+        "transactionalId": tid, "acks": -1, "timeoutMs": 5000,
+        "topicData": [{"name": topic, "partitionData": [{"index": partition,
+                                                         "records": data}]}]})
+    return r["responses"][0]["partitionResponses"][0]
+
+
+def _txn_batch(pid, epoch, seq, value=b"v"):
+    return bytes(encode_batch([(int(time.time() * 1000), None, value, ())], producer_id=pid,
+                              producer_epoch=epoch, base_sequence=seq, is_transactional=True))
+
+
+def test_refusals_as_kafka_answers_them(server):
+    topic = _topic(server)
+    assert _init(server, "r", timeout_ms=900001)["errorCode"] == 50  # over the max
+    assert _init(server, "r", timeout_ms=0)["errorCode"] == 50
+    assert _init(server, "")["errorCode"] == 42
+    first = _init(server, "r")
+    assert first["errorCode"] == 0 and first["producerEpoch"] == 0
+    again = _init(server, "r")  # the next instance: the same id, the next epoch
+    assert (again["producerId"], again["producerEpoch"]) == (first["producerId"], 1)
+    pid = first["producerId"]
+    assert _add(server, "nobody", pid, 1, topic, [0]) == {0: 49}  # INVALID_PRODUCER_ID_MAPPING
+    assert _add(server, "r", pid + 1, 1, topic, [0]) == {0: 49}
+    assert _add(server, "r", pid, 0, topic, [0]) == {0: 90}  # PRODUCER_FENCED
+    assert _add(server, "r", pid, 0, topic, [0], v=1) == {0: 47}  # (before v2)
+    assert _add(server, "r", pid, 1, topic, [0, 7]) == {0: 55, 7: 3}  # NOT_ATTEMPTED
+    assert _end(server, "r", pid, 1, True) == 48  # nothing begun: INVALID_TXN_STATE
+    # a transactional batch to a partition outside the transaction
+    assert _produce(server, topic, 0, _txn_batch(pid, 1, 0), "r")["errorCode"] == 48
+    assert _add(server, "r", pid, 1, topic, [0]) == {0: 0}
+    assert _produce(server, topic, 1, _txn_batch(pid, 1, 0), "r")["errorCode"] == 48
+    ok = _produce(server, topic, 0, _txn_batch(pid, 1, 0), "r")
+    assert ok["errorCode"] == 0
+    assert _produce(server, topic, 0, _txn_batch(pid, 0, 1), "r")["errorCode"] == 47
+    listed = request(server.bootstrap, 66, 1, {"stateFilters": ["Ongoing"],
+                                               "producerIdFilters": [], "durationFilter": -1})
+    assert [(t["transactionalId"], t["transactionState"])
+            for t in listed["transactionStates"]] == [("r", "Ongoing")]
+    described = request(server.bootstrap, 65, 0, {"transactionalIds": ["r", "nobody"]})
+    r, nobody = described["transactionStates"]
+    assert (r["transactionState"], r["producerId"], r["producerEpoch"]) == ("Ongoing", pid, 1)
+    assert r["topics"] == [{"topic": topic, "partitions": [0]}]
+    assert nobody["errorCode"] == 105  # TRANSACTIONAL_ID_NOT_FOUND
+    assert _end(server, "r", pid, 0, True) == 90
+    assert _end(server, "r", pid, 1, False) == 0
+    assert _end(server, "r", pid, 1, False) == 0  # a retry of the same end
+    assert _end(server, "r", pid, 1, True) == 48  # the other end: INVALID_TXN_STATE
+    lso = request(server.bootstrap, 2, 7, {"replicaId": -1, "isolationLevel": 1, "topics": [
+        {"name": topic, "partitions": [{"partitionIndex": 0, "currentLeaderEpoch": -1,
+                                        "timestamp": -1}]}]})
+    assert lso["topics"][0]["partitions"][0]["offset"] == 2  # the batch and its marker
+
+
+def test_transaction_records_are_what_kafka_writes(server):
+    topic = _topic(server, partitions=1)
+    p = _producer(server, "tx-rec")
+    p.init_transactions(20)
+    p.begin_transaction()
+    p.produce(topic, value=b"x")
+    p.commit_transaction(20)
+    assert server.stop() == 0
+    out = subprocess.run(
+        [sys.executable, "-m", "kafkafs", "dump", "--transaction-log-decoder", "--files",
+         *sorted(os.path.join(server.log_dir, d, f) for d in os.listdir(server.log_dir)
+                 if d.startswith("__transaction_state-")
+                 for f in os.listdir(os.path.join(server.log_dir, d)) if f.endswith(".log")
+                 and os.path.getsize(os.path.join(server.log_dir, d, f)))],
+        capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr
+    values = [json.loads(line.split(" payload: ")[1])["data"]
+              for line in out.stdout.splitlines() if " payload: " in line]
+    # Empty, Ongoing, PrepareCommit, CompleteCommit -- as TransactionLog.valueToBytes
+    # writes them: no partitions (null) when Empty, the set while open, [] once complete
+    assert [(v["transactionStatus"], v["transactionPartitions"]) for v in values] == [
+        (0, None), (1, [{"topic": topic, "partitionIds": [0]}]),
+        (2, [{"topic": topic, "partitionIds": [0]}]), (4, [])]
+    assert {(v["producerId"], v["producerEpoch"], v["transactionTimeoutMs"])
+            for v in values} == {(values[0]["producerId"], 0, 60000)}
+    start = values[1]["transactionStartTimestampMs"]
+    assert values[0]["transactionStartTimestampMs"] == -1 and start > 0
+    assert [v["transactionStartTimestampMs"] for v in values[1:]] == [start] * 3
