@@ -316,3 +316,39 @@ def test_transaction_records_are_what_kafka_writes(server):
     start = values[1]["transactionStartTimestampMs"]
     assert values[0]["transactionStartTimestampMs"] == -1 and start > 0
     assert [v["transactionStartTimestampMs"] for v in values[1:]] == [start] * 3
+
+
+def _offset_fetch(server, group, topic, stable):
+    r = request(server.bootstrap, 9, 7, {"groupId": group, "topics": [
+        {"name": topic, "partitionIndexes": [0]}], "requireStable": stable})
+    p = r["topics"][0]["partitions"][0]
+    return p["errorCode"], p["committedOffset"]
+
+
+def test_transactional_offsets_are_pending_until_the_marker(server):
+    topic = _topic(server, partitions=1)
+    pid = _init(server, "o")["producerId"]
+    commit = {"transactionalId": "o", "groupId": "og", "producerId": pid, "producerEpoch": 0,
+              "generationId": -1, "memberId": "", "groupInstanceId": None,
+              "topics": [{"name": topic, "partitions": [
+                  {"partitionIndex": 0, "committedOffset": 17, "committedLeaderEpoch": -1,
+                   "committedMetadata": "m"}]}]}
+
+    def txn_commit():
+        r = request(server.bootstrap, 28, 3, commit)
+        return r["topics"][0]["partitions"][0]["errorCode"]
+
+    for _ in range(50):  # (as a client does first: __consumer_offsets is made meanwhile)
+        found = request(server.bootstrap, 10, 3, {"key": "og", "keyType": 0})
+        if found["errorCode"] == 0:
+            break
+        time.sleep(0.1)
+    assert txn_commit() == 48  # the group's partition is not in the transaction yet
+    added = request(server.bootstrap, 25, 3, {"transactionalId": "o", "producerId": pid,
+                                              "producerEpoch": 0, "groupId": "og"})
+    assert added["errorCode"] == 0
+    assert txn_commit() == 0
+    assert _offset_fetch(server, "og", topic, True) == (88, -1)  # UNSTABLE_OFFSET_COMMIT
+    assert _offset_fetch(server, "og", topic, False) == (0, -1)  # not committed yet
+    assert _end(server, "o", pid, 0, True) == 0
+    assert _offset_fetch(server, "og", topic, True) == (0, 17)

@@ -963,8 +963,18 @@ async def offset_commit(broker, request, conn) -> dict:
     return {"throttleTimeMs": 0, "topics": topics_out}
 
 
-def _fetch_group(coord: Coordinator, gid: str, topics, v: int) -> list[dict]:
+def _fetch_group(coord: Coordinator, gid: str, topics, v: int,
+                 require_stable: bool = False) -> list[dict]:
+    """The OffsetFetch topics of ``gid``; with ``require_stable`` (v7+: a read_committed
+    consumer) a partition whose offset a transaction has pending is UNSTABLE_OFFSET_COMMIT,
+    which the consumer retries until the transaction ends (Kafka's ``fetchOffsets``)."""
     committed = coord.committed(gid)
+    unstable = set()
+    if require_stable:
+        gp = coord._home(gid)
+        if gp is not None:
+            unstable = {(t, p) for rows in gp.pending_offsets().values()
+                        for g, t, p in rows if g == gid}
     if topics is None:
         by_topic: dict[str, list] = {}
         for (t, p), c in sorted(committed.items()):
@@ -976,6 +986,11 @@ def _fetch_group(coord: Coordinator, gid: str, topics, v: int) -> list[dict]:
     for name, parts in wanted:
         ps = []
         for p in parts:
+            if (name, p) in unstable:
+                ps.append({"partitionIndex": p, "committedOffset": -1,
+                           "committedLeaderEpoch": -1, "metadata": "",
+                           "errorCode": K.UNSTABLE_OFFSET_COMMIT})
+                continue
             c = committed.get((name, p))
             ps.append({"partitionIndex": p, "committedOffset": c.offset if c else -1,
                        "committedLeaderEpoch": c.leader_epoch if c else -1,
@@ -998,15 +1013,17 @@ async def offset_fetch(broker, request, conn) -> dict:
                 continue
             groups.append({"groupId": gr["groupId"],
                            "topics": await trio.to_thread.run_sync(
-                               _fetch_group, coord, gr["groupId"], gr["topics"], v),
+                               _fetch_group, coord, gr["groupId"], gr["topics"], v,
+                               body["requireStable"]),
                            "errorCode": K.NONE})
         return {"throttleTimeMs": 0, "groups": groups}
     if not ready:
         return {"throttleTimeMs": 0, "topics": [], "errorCode": K.COORDINATOR_NOT_AVAILABLE}
     topics = body["topics"]
     return {"throttleTimeMs": 0, "errorCode": K.NONE,
-            "topics": await trio.to_thread.run_sync(_fetch_group, coord, body["groupId"],
-                                                    topics, v)}
+            "topics": await trio.to_thread.run_sync(
+                _fetch_group, coord, body["groupId"], topics, v,
+                body.get("requireStable", False))}
 
 
 async def offset_delete(broker, request, conn) -> dict:
