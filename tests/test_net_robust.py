@@ -164,6 +164,11 @@ def test_a_read_only_daemon_refuses_produce_for_good(tmp_path):
                 got.append(m)
         c.close()
         assert len(got) == 5  # reading still works
+        tp = ck.Producer({"bootstrap.servers": ro.bootstrap, "transactional.id": "ro-tx"})
+        with pytest.raises(ck.KafkaException) as exc:
+            tp.init_transactions(10)
+        assert exc.value.args[0].code() == \
+            ck.KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     finally:
         assert ro.stop() == 0
 

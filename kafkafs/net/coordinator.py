@@ -389,6 +389,8 @@ class Coordinator:
                     m.sync = None
         g.pending_sync.clear()
         g.sync_deadline = None
+        log.info("Preparing to rebalance group %s in state %s with old generation %d",
+                 g.id, g.state, g.generation)
         now = trio.current_time()
         if g.state == EMPTY:
             delay = self.config.group_initial_rebalance_delay_ms
@@ -426,6 +428,8 @@ class Coordinator:
             return
         g.protocol = g.select_protocol()
         g.transition(COMPLETING)
+        log.info("Stabilized group %s generation %d with %d members", g.id, g.generation,
+                 len(g.members))
         now = trio.current_time()
         for m in g.members.values():
             if m.join is not None:
@@ -659,6 +663,9 @@ class Coordinator:
         g.pending_sync.discard(mid)
         if mid == g.leader:
             generation = g.generation
+            log.info("Assignment received from leader %s for group %s for generation %d. The "
+                     "group has %d members, %d of which are static.", mid, g.id, generation,
+                     len(g.members), len(g.static))
             assignments = {a["memberId"]: a["assignment"] for a in body["assignments"]}
             for x in g.members.values():
                 x.assignment = assignments.get(x.member_id, b"")
@@ -862,8 +869,8 @@ async def find_coordinator(broker, request, conn) -> dict:
                 "See the broker logs for more details."
         elif ktype == 2 and v < 6:
             r["errorCode"] = K.INVALID_REQUEST
-        elif ktype == 1:
-            if await broker.state["transactions"].ensure_topic():
+        elif ktype == 1:  # (read-only: this node, whose InitProducerId then refuses)
+            if broker.core.read_only or await broker.state["transactions"].ensure_topic():
                 r.update(nodeId=broker.node_id, host=ep.host, port=ep.port)
             else:
                 r["errorCode"] = K.COORDINATOR_NOT_AVAILABLE

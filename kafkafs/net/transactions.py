@@ -1,5 +1,5 @@
 """The transaction coordinator: transactional producers over ``__transaction_state``
-(docs/design.md §9.5).
+(docs/design.md §9.7).
 
 Kafka's ``TransactionCoordinator`` and ``TransactionStateManager`` on one node, at
 ``transaction.version`` 0/1 (what a broker without finalized features runs: the producer
@@ -28,7 +28,9 @@ keeps its epoch for all its transactions and ends each with EndTxn):
 * Produce of a transactional batch is accepted only for a partition of the producer's
   Ongoing transaction (INVALID_TXN_STATE otherwise; INVALID_PRODUCER_EPOCH for a fenced
   epoch), as Kafka's partition verification (KIP-890) decides;
-* ListTransactions and DescribeTransactions answer from the same state.
+* ListTransactions and DescribeTransactions answer from the same state;
+* a daemon serving its log dirs read-only refuses InitProducerId with a transactional id
+  (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients do not retry).
 
 Every state change is a ``TransactionLogValue`` record (version 0) in the id's partition of
 ``__transaction_state`` (``abs(String.hashCode(id)) % partitions``, created on first use with
@@ -247,6 +249,8 @@ class TxnCoordinator:
         """``handleInitProducerId`` with a transactional id: (error, producer id, epoch)."""
         if not 0 < timeout_ms <= self.config.transaction_max_timeout_ms:
             return K.INVALID_TRANSACTION_TIMEOUT, -1, -1
+        if self.broker.core.read_only:  # (not retriable, as produce's refusal)
+            return K.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, -1
         if not await self.ensure_topic():
             return K.COORDINATOR_NOT_AVAILABLE, -1, -1
         async with self.lock:
