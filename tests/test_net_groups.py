@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -40,13 +41,34 @@ def _produce(server, topic, n, partitions=4):
 
 
 def _wait_assigned(consumers, total, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for c in consumers:
+    """The assignment sizes once ``consumers`` share ``total`` partitions, each some.
+
+    Each consumer polls in a thread of its own, as applications do: kafka-python 3.0.11's
+    ``join_group_async`` drops a join it finished between two polls of the same consumer
+    (a done ``_join_task`` is replaced, its assignment unread) and rejoins -- as the
+    group's leader, a new rebalance each time -- so one thread polling two consumers in
+    turn could keep the group rebalancing for good (seen here: 30 s of generations, each
+    stabilized, none taken up by the leader)."""
+    stop = threading.Event()
+
+    def spin(c):
+        while not stop.is_set():
             c.poll(timeout_ms=100)
-        sizes = [len(c.assignment()) for c in consumers]
-        if sum(sizes) == total and all(sizes):
-            return sizes
+
+    threads = [threading.Thread(target=spin, args=(c,), daemon=True) for c in consumers]
+    for t in threads:
+        t.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            sizes = [len(c.assignment()) for c in consumers]
+            if sum(sizes) == total and all(sizes):
+                return sizes
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(10)
     raise AssertionError(f"no balanced assignment: {[c.assignment() for c in consumers]}")
 
 
