@@ -162,6 +162,31 @@ def test_group_commits_in_the_groups_view(door):
     c2.close()
 
 
+def test_a_transactional_producer_through_the_listener_as_the_mount_sees_it(door):
+    """Records of an open transaction stay out of the mount's ``messages`` (read_committed
+    there, as in Fetch) until the commit's marker; the transaction's state is in
+    ``__transaction_state/transactions/<id>`` at each step."""
+    import json
+    m, bootstrap = door
+    os.mkdir(m.path("txd"))
+    p = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": "door-tx"})
+    p.init_transactions(20)
+    state = m.path("__transaction_state", "transactions", "door-tx")
+    assert wait_for(lambda: os.path.exists(state), 10)
+    assert json.loads(open(state).read())["state"] == "Empty"
+    p.begin_transaction()
+    p.produce("txd", value=b"inside")
+    p.flush(10)
+    with open(m.path("txd", "0", "append"), "ab") as f:
+        f.write(b"beside\n")  # a line appended meanwhile: after the open transaction
+    messages = m.path("txd", "0", "messages")
+    assert open(messages, "rb").read() == b""  # pinned at the transaction's first offset
+    assert json.loads(open(state).read())["state"] == "Ongoing"
+    p.commit_transaction(20)
+    assert wait_for(lambda: open(messages, "rb").read() == b"inside\nbeside\n", 10)
+    assert json.loads(open(state).read())["state"] == "CompleteCommit"
+
+
 def test_read_committed_same_in_every_door(manager_factory, tmp_path):
     """The transactions of test_transactions_fs.build: Fetch under read_committed returns
     what ``messages`` and ``kafkafs consume`` return, and read_uncommitted everything."""
