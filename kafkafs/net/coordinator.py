@@ -933,7 +933,6 @@ async def offset_commit(broker, request, conn) -> dict:
     coord: Coordinator = broker.state["coordinator"]
     body, v = request.body, request.api_version
     manager = broker.manager
-    topics_out = []
     if not await coord.ensure_offsets_topic():
         return {"throttleTimeMs": 0, "topics": [
             {"name": t["name"], "partitions": [{"partitionIndex": p["partitionIndex"],
@@ -941,8 +940,21 @@ async def offset_commit(broker, request, conn) -> dict:
                                                for p in t["partitions"]]}
             for t in body["topics"]]}
     code, _ = await coord.commit(body, v)
-    commits, places = [], []
-    for t in body["topics"]:
+    retention = body.get("retentionTimeMs", -1) if 2 <= v <= 4 else -1
+    return {"throttleTimeMs": 0, "topics": await write_commit_request(
+        coord, manager, body["groupId"], body["topics"], code, retention)}
+
+
+async def write_commit_request(coord: Coordinator, manager, gid: str, topics: list, code: int,
+                               retention: int,
+                               producer: tuple[int, int] | None = None) -> list[dict]:
+    """The response topics of an OffsetCommit or TxnOffsetCommit of ``topics`` (the
+    request's) once the accepted commits are written (as ``producer``'s (id, epoch)
+    transactional batch when given): per partition UNKNOWN_TOPIC_OR_PARTITION (KafkaApis
+    filters those first), else the request's ``code``, OFFSET_METADATA_TOO_LARGE over
+    ``offset.metadata.max.bytes`` (characters), else the write's code."""
+    topics_out, commits, places = [], [], []
+    for t in topics:
         parts = []
         known = set(manager.partitions(t["name"]))
         for p in t["partitions"]:
@@ -962,12 +974,11 @@ async def offset_commit(broker, request, conn) -> dict:
             parts.append({"partitionIndex": index, "errorCode": pc})
         topics_out.append({"name": t["name"], "partitions": parts})
     if commits:
-        retention = body.get("retentionTimeMs", -1) if 2 <= v <= 4 else -1
-        wcode = await coord.write_commits(body["groupId"], commits, retention)
+        wcode = await coord.write_commits(gid, commits, retention, producer)
         if wcode:
             for ti, pi in places:
                 topics_out[ti]["partitions"][pi]["errorCode"] = wcode
-    return {"throttleTimeMs": 0, "topics": topics_out}
+    return topics_out
 
 
 def _fetch_group(coord: Coordinator, gid: str, topics, v: int,

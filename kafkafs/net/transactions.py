@@ -56,6 +56,7 @@ from ..log.groups import CONSUMER_OFFSETS, coordinator_partition
 from ..log.txn_state import TRANSACTION_STATE, Txn, encode_txn_record, state_topic_config
 from ..record.control import ABORT, COMMIT, encode_end_txn_marker_batch
 from . import errors as K
+from .coordinator import write_commit_request
 
 log = logging.getLogger(__name__)
 
@@ -447,32 +448,9 @@ async def txn_offset_commit(broker, request, conn) -> dict:
                                        "generationIdOrMemberEpoch": body.get("generationId", -1),
                                        "memberId": body.get("memberId", ""),
                                        "groupInstanceId": body.get("groupInstanceId")}, 9)
-    topics_out, commits, places = [], [], []
-    for t in body["topics"]:
-        parts = []
-        known = set(broker.manager.partitions(t["name"]))
-        for p in t["partitions"]:
-            index, md = p["partitionIndex"], p["committedMetadata"]
-            if code:
-                pc = code
-            elif index not in known:
-                pc = K.UNKNOWN_TOPIC_OR_PARTITION
-            elif md is not None and len(md) > 4096:
-                pc = K.OFFSET_METADATA_TOO_LARGE
-            else:
-                pc = K.NONE
-                commits.append((t["name"], index, p["committedOffset"],
-                                p.get("committedLeaderEpoch", -1), md or ""))
-                places.append((len(topics_out), len(parts)))
-            parts.append({"partitionIndex": index, "errorCode": pc})
-        topics_out.append({"name": t["name"], "partitions": parts})
-    if commits:
-        wcode = await groups.write_commits(gid, commits, -1,
-                                           producer=(body["producerId"], body["producerEpoch"]))
-        if wcode:
-            for ti, pi in places:
-                topics_out[ti]["partitions"][pi]["errorCode"] = wcode
-    return {"throttleTimeMs": 0, "topics": topics_out}
+    return {"throttleTimeMs": 0, "topics": await write_commit_request(
+        groups, broker.manager, gid, body["topics"], code, -1,
+        producer=(body["producerId"], body["producerEpoch"]))}
 
 
 def _described(m: TxnMeta) -> dict:
