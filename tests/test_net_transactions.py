@@ -352,3 +352,34 @@ def test_transactional_offsets_are_pending_until_the_marker(server):
     assert _offset_fetch(server, "og", topic, False) == (0, -1)  # not committed yet
     assert _end(server, "o", pid, 0, True) == 0
     assert _offset_fetch(server, "og", topic, True) == (0, 17)
+
+
+def test_a_commit_a_killed_daemon_left_prepared_is_finished_when_it_starts(
+        tmp_path, manager_factory):
+    """A PrepareCommit record whose markers were never written (the daemon killed between
+    the two): the coordinator writes them when it starts, then CompleteCommit, and the
+    transaction's records reach read_committed readers."""
+    from kafkafs.log.groups import coordinator_partition
+    from kafkafs.log.txn_state import TRANSACTION_STATE, Txn, encode_txn_record
+
+    now = int(time.time() * 1000)
+    m = manager_factory()
+    m.create_topic("data", 1)
+    m.create_topic(TRANSACTION_STATE, 4, {"cleanup.policy": "compact"})
+    m.get_log("data", 0).append_encoded(bytearray(encode_batch(
+        [(now, None, b"prepared", ())], producer_id=7, producer_epoch=3, base_sequence=0,
+        is_transactional=True)))
+    key, value = encode_txn_record(Txn("tx-p", 7, 3, 60000, "PrepareCommit",
+                                       (("data", 0),), now, now, -1))
+    m.get_log(TRANSACTION_STATE, coordinator_partition("tx-p", 4)).append(
+        [(now, key, value, ())])
+    m.shutdown()
+    s = Server(tmp_path / "logs").start()
+    try:
+        assert _consume(s, "data", "read_committed", 1, timeout=15) == [b"prepared"]
+    finally:
+        assert s.stop() == 0
+    out = _cli("transactions", "describe", "--transactional-id", "tx-p",
+               log_dir=tmp_path / "logs")
+    assert out.returncode == 0, out.stderr
+    assert "CompleteCommit" in out.stdout and "7" in out.stdout
