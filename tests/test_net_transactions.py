@@ -383,3 +383,53 @@ def test_a_commit_a_killed_daemon_left_prepared_is_finished_when_it_starts(
                log_dir=tmp_path / "logs")
     assert out.returncode == 0, out.stderr
     assert "CompleteCommit" in out.stdout and "7" in out.stdout
+
+
+def test_aiokafka_and_kafka_python_transactional_producers(server):
+    """aiokafka's transactional producer (commit, then an abort raised inside its
+    ``transaction()`` block) and kafka-python's; read back by aiokafka's read_committed
+    consumer."""
+    import asyncio
+
+    aiokafka = pytest.importorskip("aiokafka")
+    kafka = pytest.importorskip("kafka")
+    topic = _topic(server, partitions=1)
+
+    async def produce():
+        p = aiokafka.AIOKafkaProducer(bootstrap_servers=server.bootstrap,
+                                      transactional_id="aio-tx")
+        await p.start()
+        try:
+            async with p.transaction():
+                await p.send_and_wait(topic, b"aio-committed")
+            with pytest.raises(RuntimeError):
+                async with p.transaction():
+                    await p.send_and_wait(topic, b"aio-aborted")
+                    raise RuntimeError("abort it")
+        finally:
+            await p.stop()
+
+    asyncio.run(produce())
+    kp = kafka.KafkaProducer(bootstrap_servers=server.bootstrap, transactional_id="kp-tx")
+    kp.init_transactions()
+    kp.begin_transaction()
+    kp.send(topic, b"kp-committed")
+    kp.commit_transaction()
+    kp.close()
+
+    async def consume():
+        c = aiokafka.AIOKafkaConsumer(topic, bootstrap_servers=server.bootstrap,
+                                      isolation_level="read_committed",
+                                      auto_offset_reset="earliest", enable_auto_commit=False)
+        await c.start()
+        try:
+            got = []
+            end = time.monotonic() + 15
+            while len(got) < 2 and time.monotonic() < end:
+                for msgs in (await c.getmany(timeout_ms=500)).values():
+                    got += [m.value for m in msgs]
+            return got
+        finally:
+            await c.stop()
+
+    assert asyncio.run(consume()) == [b"aio-committed", b"kp-committed"]
