@@ -278,6 +278,13 @@ def test_refusals_as_kafka_answers_them(server):
     assert (r["transactionState"], r["producerId"], r["producerEpoch"]) == ("Ongoing", pid, 1)
     assert r["topics"] == [{"topic": topic, "partitions": [0]}]
     assert nobody["errorCode"] == 105  # TRANSACTIONAL_ID_NOT_FOUND
+    producers = request(server.bootstrap, 61, 0, {"topics": [
+        {"name": topic, "partitionIndexes": [0, 1, 9]}]})["topics"][0]["partitions"]
+    assert [p["errorCode"] for p in producers] == [0, 0, 3]
+    (active,) = producers[0]["activeProducers"]
+    assert (active["producerId"], active["producerEpoch"], active["lastSequence"],
+            active["currentTxnStartOffset"]) == (pid, 1, 0, 0)
+    assert producers[1]["activeProducers"] == []
     assert _end(server, "r", pid, 0, True) == 90
     assert _end(server, "r", pid, 1, False) == 0
     assert _end(server, "r", pid, 1, False) == 0  # a retry of the same end

@@ -28,7 +28,8 @@ keeps its epoch for all its transactions and ends each with EndTxn):
 * Produce of a transactional batch is accepted only for a partition of the producer's
   Ongoing transaction (INVALID_TXN_STATE otherwise; INVALID_PRODUCER_EPOCH for a fenced
   epoch), as Kafka's partition verification (KIP-890) decides;
-* ListTransactions and DescribeTransactions answer from the same state;
+* ListTransactions and DescribeTransactions answer from the same state, DescribeProducers
+  from each partition's producer state;
 * a daemon serving its log dirs read-only refuses InitProducerId with a transactional id
   (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients do not retry).
 
@@ -510,7 +511,37 @@ async def list_transactions(broker, request, conn) -> dict:
             "unknownStateFilters": sorted(states - known), "transactionStates": out}
 
 
+async def describe_producers(broker, request, conn) -> dict:
+    """DescribeProducers (api 61, KIP-664): each partition's active producers from its
+    producer state (what ``kafka-transactions describe-producers`` prints);
+    UNKNOWN_TOPIC_OR_PARTITION for a partition this node does not have."""
+    manager = broker.manager
+    topics = []
+    for t in request.body["topics"]:
+        parts = []
+        for index in t["partitionIndexes"]:
+            out = {"partitionIndex": index, "errorCode": K.NONE, "errorMessage": None,
+                   "activeProducers": []}
+            try:
+                lg = manager.get_log(t["name"], index)
+            except UnknownTopicOrPartitionError:
+                out["errorCode"] = K.UNKNOWN_TOPIC_OR_PARTITION
+                parts.append(out)
+                continue
+            for e in sorted(lg.producer_state.producers.values(), key=lambda e: e.producer_id):
+                first = e.current_txn_first_offset
+                out["activeProducers"].append({
+                    "producerId": e.producer_id, "producerEpoch": e.producer_epoch,
+                    "lastSequence": e.last_sequence, "lastTimestamp": e.last_timestamp,
+                    "coordinatorEpoch": e.coordinator_epoch,
+                    "currentTxnStartOffset": -1 if first is None else first})
+            parts.append(out)
+        topics.append({"name": t["name"], "partitions": parts})
+    return {"throttleTimeMs": 0, "topics": topics}
+
+
 HANDLERS = {24: add_partitions_to_txn, 25: add_offsets_to_txn, 26: end_txn,
-            28: txn_offset_commit, 65: describe_transactions, 66: list_transactions}
+            28: txn_offset_commit, 61: describe_producers, 65: describe_transactions,
+            66: list_transactions}
 
 __all__ = ["HANDLERS", "TxnCoordinator", "TxnMeta", "make_state"]
