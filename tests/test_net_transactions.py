@@ -440,3 +440,31 @@ def test_aiokafka_and_kafka_python_transactional_producers(server):
             await c.stop()
 
     assert asyncio.run(consume()) == [b"aio-committed", b"kp-committed"]
+
+
+def test_an_unused_transactional_id_expires(tmp_path):
+    d = tmp_path / "logs"
+    d.mkdir()
+    s = Server(d, overrides=[
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms=200",
+        "transactional.id.expiration.ms=1000",
+        "transactions.remove.expired.transaction.cleanup.interval.ms=200"]).start()
+    try:
+        first = _init(s, "short-lived")
+        assert first["errorCode"] == 0
+        listed = lambda: [t["transactionalId"] for t in request(  # noqa: E731
+            s.bootstrap, 66, 0, {"stateFilters": [], "producerIdFilters": []}
+        )["transactionStates"]]
+        assert listed() == ["short-lived"]
+        deadline = time.monotonic() + 15
+        while listed() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert listed() == []
+        assert "Expired transactional id 'short-lived'" in s.log()
+        again = _init(s, "short-lived")  # a new id: a new producer id, epoch 0
+        assert again["producerEpoch"] == 0 and again["producerId"] != first["producerId"]
+    finally:
+        assert s.stop() == 0
+    out = _cli("transactions", "list", log_dir=d)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("short-lived") == 1  # the tombstone, then the new record

@@ -77,6 +77,8 @@ BROKER_DEFAULTS = {
     "transaction.state.log.num.partitions": "50",
     "transaction.max.timeout.ms": "900000",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "10000",
+    "transactional.id.expiration.ms": "604800000",
+    "transactions.remove.expired.transaction.cleanup.interval.ms": "3600000",
     "offsets.retention.minutes": "10080",
     "group.initial.rebalance.delay.ms": "3000",
     "group.min.session.timeout.ms": "6000",

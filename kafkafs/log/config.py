@@ -258,6 +258,11 @@ _BROKER_KEYS: dict[str, tuple[str, object, object]] = {
     "transaction.max.timeout.ms": ("transaction_max_timeout_ms", _int_at_least(1), 900000),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": (
         "transaction_abort_timed_out_transaction_cleanup_interval_ms", _int_at_least(1), 10000),
+    "transactional.id.expiration.ms": ("transactional_id_expiration_ms", _int_at_least(1),
+                                       604800000),
+    "transactions.remove.expired.transaction.cleanup.interval.ms": (
+        "transactions_remove_expired_transaction_cleanup_interval_ms", _int_at_least(1),
+        3600000),
     "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", _int_at_least(0),
                                          3000),
     "group.min.session.timeout.ms": ("group_min_session_timeout_ms", _INT, 6000),
@@ -415,6 +420,8 @@ class BrokerConfig:
     transaction_state_log_num_partitions: int = 50
     transaction_max_timeout_ms: int = 900000
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
+    transactional_id_expiration_ms: int = 604800000
+    transactions_remove_expired_transaction_cleanup_interval_ms: int = 3600000
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000

@@ -37,10 +37,10 @@ Every state change is a ``TransactionLogValue`` record (version 0) in the id's p
 ``__transaction_state`` (``abs(String.hashCode(id)) % partitions``, created on first use with
 ``transaction.state.log.num.partitions``), written before the answer; at start-up the
 coordinator replays those records (:class:`kafkafs.log.txn_state.TransactionStore`) and
-finishes what a killed daemon left in PrepareCommit/PrepareAbort. A broker started on the
-same log dirs loads the same records. Not done: transactional id expiration
-(``transactional.id.expiration.ms``), transaction.version 2 (KIP-890 part 2), two-phase
-commit (KIP-939).
+finishes what a killed daemon left in PrepareCommit/PrepareAbort. An id with no transaction
+open is deleted (a tombstone) once unused for ``transactional.id.expiration.ms``. A broker
+started on the same log dirs loads the same records. Not done: transaction.version 2
+(KIP-890 part 2), two-phase commit (KIP-939).
 """
 
 from __future__ import annotations
@@ -105,6 +105,7 @@ class TxnCoordinator:
         self.txns: dict[str, TxnMeta] = {}
         self.lock = trio.Lock()
         self._loaded = False
+        self._expired_at = 0  # ms: the last look for expired ids
 
     # -- the log ------------------------------------------------------------------------
     async def ensure_topic(self) -> bool:
@@ -214,12 +215,40 @@ class TxnCoordinator:
             return code
         return self._complete(meta, partitions)
 
+    def _expire(self, now: int) -> None:
+        """Delete the ids with no transaction open whose last update is older than
+        ``transactional.id.expiration.ms`` (``removeExpiredTransactionalIds``: a tombstone
+        in the id's partition, then the id is forgotten)."""
+        manager = self.broker.manager
+        parts = manager.partitions(TRANSACTION_STATE)
+        for meta in list(self.txns.values()):
+            if meta.state not in _COMPLETE or \
+                    now - meta.last_update_ms <= self.config.transactional_id_expiration_ms:
+                continue
+            key, _value = encode_txn_record(meta.record())
+            try:
+                lg = manager.get_log(TRANSACTION_STATE, coordinator_partition(
+                    meta.transactional_id, max(parts) + 1))
+                lg.append([(now, key, None, ())])
+            except (LogError, OSError) as exc:
+                log.warning("expiring transactional id %r failed: %s", meta.transactional_id,
+                            exc)
+                continue
+            log.info("Expired transactional id %r (producer %d): last updated %d ms ago",
+                     meta.transactional_id, meta.producer_id, now - meta.last_update_ms)
+            del self.txns[meta.transactional_id]
+
     async def tick(self) -> None:
         """Retry markers left unwritten; abort transactions past their timeout (under the
-        next epoch, which fences the producer: ``abortTimedOutTransactions``)."""
+        next epoch, which fences the producer: ``abortTimedOutTransactions``); expire
+        ids (every ``transactions.remove.expired.transaction.cleanup.interval.ms``)."""
         now = _now()
         async with self.lock:
             self._load()
+            interval = self.config.transactions_remove_expired_transaction_cleanup_interval_ms
+            if now - self._expired_at >= interval:
+                self._expired_at = now
+                self._expire(now)
             for meta in list(self.txns.values()):
                 if meta.state in _PREPARED:
                     self._complete(meta, meta.partitions)
