@@ -140,18 +140,20 @@ class TxnCoordinator:
         self._load()
         return self.txns.get(tid)
 
+    def _state_log(self, tid: str):
+        """The ``__transaction_state`` partition's Log of ``tid``. Raises LogError."""
+        manager = self.broker.manager
+        parts = manager.partitions(TRANSACTION_STATE)
+        return manager.get_log(TRANSACTION_STATE, coordinator_partition(tid, max(parts) + 1))
+
     def _persist(self, meta: TxnMeta) -> int:
         """Write ``meta`` as its id's latest TransactionLogValue; the error code (NONE, or
         COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR for a write that failed)."""
-        manager = self.broker.manager
-        parts = manager.partitions(TRANSACTION_STATE)
-        if not parts:
+        if not self.broker.manager.partitions(TRANSACTION_STATE):
             return K.COORDINATOR_NOT_AVAILABLE
         key, value = encode_txn_record(meta.record())
         try:
-            lg = manager.get_log(TRANSACTION_STATE,
-                                 coordinator_partition(meta.transactional_id, max(parts) + 1))
-            lg.append([(_now(), key, value, ())])
+            self._state_log(meta.transactional_id).append([(_now(), key, value, ())])
         except (LogError, OSError) as exc:
             log.warning("writing transaction %r's state failed: %s", meta.transactional_id, exc)
             return K.NOT_COORDINATOR
@@ -175,20 +177,17 @@ class TxnCoordinator:
         manager = self.broker.manager
         done = set()
         for topic, p in sorted(meta.partitions):
-            try:
-                lg = manager.get_log(topic, p)
-            except UnknownTopicOrPartitionError:
-                done.add((topic, p))
-                continue
             marker = encode_end_txn_marker_batch(
                 control, base_offset=0, timestamp=_now(), producer_id=meta.producer_id,
                 producer_epoch=meta.producer_epoch, coordinator_epoch=0)
             try:
-                lg.append_encoded(bytearray(marker))
+                manager.get_log(topic, p).append_encoded(bytearray(marker))
+            except UnknownTopicOrPartitionError:
+                pass
             except (LogError, OSError) as exc:
-                log.warning("writing the %s marker of transaction %r to %s failed (retried): "
-                            "%s", "COMMIT" if control == COMMIT else "ABORT",
-                            meta.transactional_id, lg.name, exc)
+                log.warning("writing the %s marker of transaction %r to %s-%d failed "
+                            "(retried): %s", "COMMIT" if control == COMMIT else "ABORT",
+                            meta.transactional_id, topic, p, exc)
                 continue
             done.add((topic, p))
         meta.partitions -= done  # (in memory only: the record keeps the whole set)
@@ -219,17 +218,13 @@ class TxnCoordinator:
         """Delete the ids with no transaction open whose last update is older than
         ``transactional.id.expiration.ms`` (``removeExpiredTransactionalIds``: a tombstone
         in the id's partition, then the id is forgotten)."""
-        manager = self.broker.manager
-        parts = manager.partitions(TRANSACTION_STATE)
         for meta in list(self.txns.values()):
             if meta.state not in _COMPLETE or \
                     now - meta.last_update_ms <= self.config.transactional_id_expiration_ms:
                 continue
             key, _value = encode_txn_record(meta.record())
             try:
-                lg = manager.get_log(TRANSACTION_STATE, coordinator_partition(
-                    meta.transactional_id, max(parts) + 1))
-                lg.append([(now, key, None, ())])
+                self._state_log(meta.transactional_id).append([(now, key, None, ())])
             except (LogError, OSError) as exc:
                 log.warning("expiring transactional id %r failed: %s", meta.transactional_id,
                             exc)
