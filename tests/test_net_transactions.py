@@ -273,6 +273,15 @@ def test_refusals_as_kafka_answers_them(server):
                                                "producerIdFilters": [], "durationFilter": -1})
     assert [(t["transactionalId"], t["transactionState"])
             for t in listed["transactionStates"]] == [("r", "Ongoing")]
+    def running_longer_than(ms):
+        r = request(server.bootstrap, 66, 1, {"stateFilters": ["Ongoing", "Bogus"],
+                                               "producerIdFilters": [pid],
+                                               "durationFilter": ms})
+        assert r["unknownStateFilters"] == ["Bogus"]
+        return [t["transactionalId"] for t in r["transactionStates"]]
+
+    assert running_longer_than(0) == ["r"]
+    assert running_longer_than(10**9) == []
     described = request(server.bootstrap, 65, 0, {"transactionalIds": ["r", "nobody"]})
     r, nobody = described["transactionStates"]
     assert (r["transactionState"], r["producerId"], r["producerEpoch"]) == ("Ongoing", pid, 1)

@@ -54,7 +54,8 @@ import trio
 
 from ..log.errors import LogError, UnknownTopicOrPartitionError
 from ..log.groups import CONSUMER_OFFSETS, coordinator_partition
-from ..log.txn_state import TRANSACTION_STATE, Txn, encode_txn_record, state_topic_config
+from ..log.txn_state import (STATES, TRANSACTION_STATE, Txn, encode_txn_record,
+                             state_topic_config)
 from ..record.control import ABORT, COMMIT, encode_end_txn_marker_batch
 from . import errors as K
 from .coordinator import write_commit_request
@@ -510,8 +511,7 @@ async def list_transactions(broker, request, conn) -> dict:
     coord: TxnCoordinator = broker.state["transactions"]
     body = request.body
     states = set(body["stateFilters"])
-    known = {"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
-             "CompleteAbort", "PrepareEpochFence"}
+    known = set(STATES.values())
     pids = set(body["producerIdFilters"])
     duration = body.get("durationFilter", -1)
     pattern = body.get("transactionalIdPattern")
@@ -525,7 +525,7 @@ async def list_transactions(broker, request, conn) -> dict:
     for m in coord.listed():
         if states and m.state not in states or pids and m.producer_id not in pids:
             continue
-        if duration >= 0 and (m.start_ms < 0 or now - m.start_ms < duration):
+        if duration >= 0 and now - m.start_ms <= duration:  # (shouldInclude's rule)
             continue
         if rx is not None and not rx.fullmatch(m.transactional_id):
             continue
