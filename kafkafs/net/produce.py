@@ -96,6 +96,8 @@ async def produce(broker, request, conn) -> dict | None:
             if transactional and txn_id is None else None
     except CorruptRecordError:
         transactional, whole = False, K.CORRUPT_MESSAGE
+    if transactional:
+        await broker.state["transactions"].ready()
     responses = []
     failed = False
     now = int(time.time() * 1000)

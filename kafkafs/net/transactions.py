@@ -125,20 +125,24 @@ class TxnCoordinator:
             log.debug("creating %s: %s", TRANSACTION_STATE, exc)
         return bool(manager.partitions(TRANSACTION_STATE))
 
-    def _load(self) -> None:
-        """The ids ``__transaction_state`` holds, once (what this coordinator writes later
-        is kept in memory as it writes it)."""
+    async def ready(self) -> None:
+        """Load the ids ``__transaction_state`` holds, once, in a worker thread (the replay
+        reads the whole topic); what this coordinator writes later is kept in memory as it
+        writes it. Every request and the timer wait for it first."""
+        if self._loaded:
+            return
+        found = await trio.to_thread.run_sync(self.broker.core.transactions.transactions)
         if self._loaded:
             return
         self._loaded = True
-        for tid, t in self.broker.core.transactions.transactions().items():
+        for tid, t in found.items():
             if tid not in self.txns:
                 self.txns[tid] = TxnMeta(tid, t.producer_id, t.producer_epoch, t.timeout_ms,
                                          t.state, set(t.partitions), t.start_ms,
                                          t.last_update_ms)
 
     def get(self, tid: str) -> TxnMeta | None:
-        self._load()
+        """The live state of ``tid`` (None: unknown); after :meth:`ready`."""
         return self.txns.get(tid)
 
     def _state_log(self, tid: str):
@@ -238,9 +242,9 @@ class TxnCoordinator:
         """Retry markers left unwritten; abort transactions past their timeout (under the
         next epoch, which fences the producer: ``abortTimedOutTransactions``); expire
         ids (every ``transactions.remove.expired.transaction.cleanup.interval.ms``)."""
+        await self.ready()
         now = _now()
         async with self.lock:
-            self._load()
             interval = self.config.transactions_remove_expired_transaction_cleanup_interval_ms
             if now - self._expired_at >= interval:
                 self._expired_at = now
@@ -280,6 +284,7 @@ class TxnCoordinator:
             return K.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, -1
         if not await self.ensure_topic():
             return K.COORDINATOR_NOT_AVAILABLE, -1, -1
+        await self.ready()
         async with self.lock:
             meta = self.get(tid)
             if meta is None:
@@ -341,6 +346,7 @@ class TxnCoordinator:
         if missing:  # (KafkaApis: those are unknown, the others not attempted)
             return {tp: K.UNKNOWN_TOPIC_OR_PARTITION if tp in missing
                     else K.OPERATION_NOT_ATTEMPTED for tp in partitions}
+        await self.ready()
         async with self.lock:
             meta = self.get(tid)
             code = self._check(meta, pid, epoch, version, 2)
@@ -359,6 +365,7 @@ class TxnCoordinator:
     async def end_txn(self, tid: str, pid: int, epoch: int, commit: bool,
                       version: int) -> int:
         """``handleEndTransaction``: the error code."""
+        await self.ready()
         async with self.lock:
             meta = self.get(tid)
             if meta is None or meta.producer_id != pid:
@@ -379,7 +386,7 @@ class TxnCoordinator:
         """Whether a transactional batch of producer ``pid``/``epoch`` may go to
         ``topic``-``partition`` (KIP-890's verification): NONE, INVALID_PRODUCER_EPOCH for an
         epoch below the id's, INVALID_TXN_STATE for a partition outside its Ongoing
-        transaction."""
+        transaction. Call it after :meth:`ready`."""
         meta = self.get(tid) if tid else None
         if meta is None or meta.producer_id != pid:
             return K.INVALID_TXN_STATE
@@ -391,7 +398,7 @@ class TxnCoordinator:
         return K.NONE
 
     def listed(self) -> list[TxnMeta]:
-        self._load()
+        """The ids not Dead; after :meth:`ready`."""
         return [m for m in self.txns.values() if m.state != "Dead"]
 
 
@@ -464,6 +471,7 @@ async def txn_offset_commit(broker, request, conn) -> dict:
     if not await groups.ensure_offsets_topic():
         code = K.COORDINATOR_NOT_AVAILABLE
     if code == K.NONE:
+        await coord.ready()
         meta = coord.get(body["transactionalId"])
         code = coord._check(meta, body["producerId"], body["producerEpoch"], v, 3)
         if code == K.NONE and (meta.state != "Ongoing" or
@@ -493,6 +501,7 @@ def _described(m: TxnMeta) -> dict:
 async def describe_transactions(broker, request, conn) -> dict:
     """DescribeTransactions (api 65); TRANSACTIONAL_ID_NOT_FOUND for an unknown id."""
     coord: TxnCoordinator = broker.state["transactions"]
+    await coord.ready()
     out = []
     for tid in request.body["transactionalIds"]:
         m = coord.get(tid)
@@ -520,6 +529,7 @@ async def list_transactions(broker, request, conn) -> dict:
     except re.error:
         return {"throttleTimeMs": 0, "errorCode": K.INVALID_REQUEST,
                 "unknownStateFilters": [], "transactionStates": []}
+    await coord.ready()
     now = _now()
     out = []
     for m in coord.listed():
