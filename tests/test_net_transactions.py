@@ -477,3 +477,53 @@ def test_an_unused_transactional_id_expires(tmp_path):
     out = _cli("transactions", "list", log_dir=d)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("short-lived") == 1  # the tombstone, then the new record
+
+
+def test_a_marker_that_cannot_be_written_is_written_again(tmp_path, monkeypatch):
+    """The first COMMIT marker fails (ENOSPC, injected): EndTxn is answered once
+    PrepareCommit is written, as Kafka answers, and the coordinator's timer writes the
+    marker again, after which read_committed readers get the records."""
+    d = tmp_path / "logs"
+    d.mkdir()
+    monkeypatch.setenv("KAFKAFS_FAIL_AT", "txn.marker#1")
+    s = Server(d, overrides=[
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms=300"]).start()
+    monkeypatch.delenv("KAFKAFS_FAIL_AT")
+    try:
+        topic = _topic(s, partitions=1)
+        p = _producer(s, "tx-enospc")
+        p.init_transactions(20)
+        p.begin_transaction()
+        p.produce(topic, value=b"kept")
+        p.commit_transaction(20)
+        assert _consume(s, topic, "read_committed", 1, timeout=15) == [b"kept"]
+        assert "injected failure at txn.marker" in s.log()
+    finally:
+        assert s.stop() == 0
+
+
+def test_a_daemon_killed_between_prepare_and_the_markers_commits_when_it_starts(
+        tmp_path, monkeypatch):
+    d = tmp_path / "logs"
+    d.mkdir()
+    monkeypatch.setenv("KAFKAFS_KILL_AT", "txn.marker#1")
+    s = Server(d).start()
+    monkeypatch.delenv("KAFKAFS_KILL_AT")
+    try:
+        topic = _topic(s, partitions=1)
+        p = _producer(s, "tx-killed", **{"transaction.timeout.ms": 60000})
+        p.init_transactions(20)
+        p.begin_transaction()
+        p.produce(topic, value=b"prepared-then-killed")
+        p.flush(10)
+        with pytest.raises(ck.KafkaException):
+            p.commit_transaction(5)  # the daemon dies inside EndTxn
+        assert s.proc.wait(10) == -signal.SIGKILL
+        s.stop()
+        del p
+        s = Server(d).start()
+        assert _consume(s, topic, "read_committed", 1, timeout=15) == [b"prepared-then-killed"]
+    finally:
+        s.stop()
+    out = _cli("transactions", "describe", "--transactional-id", "tx-killed", log_dir=d)
+    assert "CompleteCommit" in out.stdout, out.stdout + out.stderr

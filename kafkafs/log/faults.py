@@ -4,7 +4,8 @@
 process when it reaches ``<step>`` (``<step>#<n>``: the ``n``-th time it is reached, from
 1); ``KAFKAFS_FAIL_AT=<step>`` makes it raise OSError(ENOSPC) there instead. Used by the
 tests of the all-or-nothing commit of a bulk write
-(:mod:`kafkafs.log.bulk_commit`); unset, :func:`point` costs two environment lookups.
+(:mod:`kafkafs.log.bulk_commit`) and of the transaction coordinator's markers
+(``txn.marker``, :mod:`kafkafs.net.transactions`); unset, :func:`point` costs two environment lookups.
 """
 
 from __future__ import annotations

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field, replace
 
 import trio
 
+from ..log import faults
 from ..log.errors import LogError, UnknownTopicOrPartitionError
 from ..log.groups import CONSUMER_OFFSETS, coordinator_partition
 from ..log.txn_state import (STATES, TRANSACTION_STATE, Txn, encode_txn_record,
@@ -186,6 +187,7 @@ class TxnCoordinator:
                 control, base_offset=0, timestamp=_now(), producer_id=meta.producer_id,
                 producer_epoch=meta.producer_epoch, coordinator_epoch=0)
             try:
+                faults.point("txn.marker")  # (the crash and ENOSPC tests' step)
                 manager.get_log(topic, p).append_encoded(bytearray(marker))
             except UnknownTopicOrPartitionError:
                 pass
