@@ -22,7 +22,10 @@ dir. Figures, each a ratio against a reference measured in the same run:
   every 100 ms (target: none over 50 ms);
 * connections: 1,000 idle client connections (each past ApiVersions) plus 8 producers and 8
   consumers busy for 20 s: the daemon's peak RSS (target < 300 MB) and ``cat offset/N``
-  through the mount meanwhile (target: every one under 50 ms).
+  through the mount meanwhile (target: every one under 50 ms);
+* transactions: 1,000 transactions of 100 records from librdkafka's transactional producer
+  against the same records from an idempotent producer flushed as often, and the latency
+  of ``commit_transaction``.
 """
 
 from __future__ import annotations
@@ -282,12 +285,50 @@ def bench_connections(d: Daemon, seconds: float = 20) -> None:
           f"{max(cats) * 1000:.1f} ms (target < 50)", flush=True)
 
 
+def bench_transactions(d: Daemon, transactions: int = 1000, per: int = 100) -> None:
+    """librdkafka's transactional producer: ``transactions`` commits of ``per`` records of
+    100 B each, against the same records from an idempotent producer flushed as often (the
+    reference: what the commit protocol -- AddPartitionsToTxn, EndTxn, the markers --
+    costs beside the records), and the latency of one commit."""
+    import confluent_kafka as ck
+
+    os.mkdir(os.path.join(d.mnt, "txb"))
+    value = b"t" * 100
+    idem = ck.Producer({"bootstrap.servers": d.bootstrap, "enable.idempotence": True,
+                        "linger.ms": 0})
+    t0 = time.perf_counter()
+    for _ in range(transactions):
+        for _ in range(per):
+            idem.produce("txb", value)
+        idem.flush(30)
+    t_idem = time.perf_counter() - t0
+    p = ck.Producer({"bootstrap.servers": d.bootstrap, "transactional.id": "bench-tx",
+                     "linger.ms": 0})
+    p.init_transactions(30)
+    commits = []
+    t0 = time.perf_counter()
+    for _ in range(transactions):
+        p.begin_transaction()
+        for _ in range(per):
+            p.produce("txb", value)
+        t = time.perf_counter()
+        p.commit_transaction(30)
+        commits.append(time.perf_counter() - t)
+    t_txn = time.perf_counter() - t0
+    ms = [x * 1000 for x in commits]
+    print(f"txn      {transactions} transactions of {per} records: {t_txn:6.2f} s "
+          f"({transactions / t_txn:,.0f} commits/s, {transactions * per / t_txn:,.0f} records/s)"
+          f" | the same records idempotent, flushed as often: {t_idem:6.2f} s: "
+          f"{t_idem / t_txn:5.2f}x | commit_transaction p50 {pct(ms, .5):.2f} ms, "
+          f"p99 {pct(ms, .99):.2f} ms", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--records", type=int, default=10_000_000)
     ap.add_argument("--latency-seconds", type=float, default=60)
     ap.add_argument("--work")
-    ap.add_argument("--only", choices=["produce", "latency", "connections"])
+    ap.add_argument("--only", choices=["produce", "latency", "connections", "transactions"])
     args = ap.parse_args()
     if KCAT is None:
         print("kcat is not installed (apt-get install kcat)", file=sys.stderr)
@@ -301,6 +342,8 @@ def main() -> int:
             bench_latency(d, args.latency_seconds)
         if args.only in (None, "connections"):
             bench_connections(d)
+        if args.only in (None, "transactions"):
+            bench_transactions(d)
     finally:
         d.stop()
         if not args.work:
