@@ -98,6 +98,13 @@ def _fenced(version: int, cutoff: int) -> int:
     return K.PRODUCER_FENCED if version >= cutoff else K.INVALID_PRODUCER_EPOCH
 
 
+def _fencing_epoch(meta: TxnMeta) -> int:
+    """The epoch an abort that fences ``meta``'s producer is written with (the next one;
+    the same when the next would be the last, ``prepareFenceProducerEpoch``)."""
+    return meta.producer_epoch + 1 if meta.producer_epoch < _EPOCH_MAX - 1 \
+        else meta.producer_epoch
+
+
 class TxnCoordinator:
     """The transactional ids of one node over ``broker``'s storage core."""
 
@@ -258,9 +265,7 @@ class TxnCoordinator:
                     log.info("aborting transaction %r of producer %d: open for %d ms, past "
                              "its timeout of %d ms", meta.transactional_id, meta.producer_id,
                              now - meta.start_ms, meta.timeout_ms)
-                    epoch = meta.producer_epoch + 1 if meta.producer_epoch < _EPOCH_MAX - 1 \
-                        else meta.producer_epoch
-                    self._end(meta, False, epoch)
+                    self._end(meta, False, _fencing_epoch(meta))
 
     async def run(self) -> None:
         """The coordinator's timer, until cancelled."""
@@ -307,9 +312,7 @@ class TxnCoordinator:
                 self._complete(meta, meta.partitions)
                 return K.CONCURRENT_TRANSACTIONS, -1, -1
             if meta.state == "Ongoing":  # fence the old instance: abort under the next epoch
-                nxt = meta.producer_epoch + 1 if meta.producer_epoch < _EPOCH_MAX - 1 \
-                    else meta.producer_epoch
-                self._end(meta, False, nxt)
+                self._end(meta, False, _fencing_epoch(meta))
                 return K.CONCURRENT_TRANSACTIONS, -1, -1
             if meta.state not in _COMPLETE:
                 return K.CONCURRENT_TRANSACTIONS, -1, -1
